@@ -1,0 +1,20 @@
+// Generates the Prisma client into src/generated/prisma.
+// `prisma generate` does not run the schema engine, but the CLI insists on finding
+// its binary first and would try to download it; on machines without that download
+// host we point it at an existing file (see DESIGN.md, Prisma notes).
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const env = { ...process.env };
+if (!env.PRISMA_SCHEMA_ENGINE_BINARY || !existsSync(env.PRISMA_SCHEMA_ENGINE_BINARY)) {
+  env.PRISMA_SCHEMA_ENGINE_BINARY = path.join(root, 'package.json');
+}
+env.PRISMA_HIDE_UPDATE_MESSAGE = '1';
+execFileSync(process.execPath, [path.join(root, 'node_modules/prisma/build/index.js'), 'generate'], {
+  cwd: root,
+  env,
+  stdio: ['ignore', 'ignore', 'inherit'],
+});

@@ -1,0 +1,80 @@
+import 'reflect-metadata';
+import { Logger, type LogLevel as NestLogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { randomUUID } from 'node:crypto';
+import { AppModule } from './app.module.js';
+import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
+import { ErrorFilter } from './common/error.filter.js';
+import { buildValidationPipe } from './common/validation.pipe.js';
+import type { AppConfig } from './config/app.config.js';
+import { startEmbeddedPostgres } from './database/embedded-postgres.js';
+import { migrate } from './database/migrator.js';
+
+export interface RunningService {
+  app: NestFastifyApplication;
+  /** Base URL of the API, e.g. http://127.0.0.1:3000 */
+  url: string;
+  databaseUrl: string;
+  /** The key made on first start, when this start made one. */
+  firstKey?: CreatedKey;
+  /** Graceful stop: drain the dispatcher, close the API, stop the embedded database. */
+  close: () => Promise<void>;
+}
+
+const LEVELS: NestLogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+
+/** Starts the whole service (database, migrations, API, worker) as the config says. */
+export async function startService(config: AppConfig): Promise<RunningService> {
+  const logger = new Logger('Service');
+  let databaseUrl = config.databaseUrl;
+  let stopDatabase = async () => undefined as void;
+  if (!databaseUrl) {
+    const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPgPort, (m) => logger.warn(`postgres: ${m}`));
+    databaseUrl = embedded.url;
+    stopDatabase = embedded.stop;
+  }
+  const applied = await migrate(databaseUrl);
+  if (applied.length > 0) logger.log(`applied migrations: ${applied.join(', ')}`);
+
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.maxRequestBytes,
+    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, databaseUrl), adapter, {
+    logger: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
+  });
+  app.useGlobalFilters(new ErrorFilter());
+  app.useGlobalPipes(buildValidationPipe());
+  app.getHttpAdapter().getInstance().addHook('onSend', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Callback dispatch service')
+      .setDescription('Batches of HTTP callbacks, delivered concurrently with timeouts, retries and per-host limits.')
+      .setVersion('1')
+      .addBearerAuth()
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
+
+  await app.listen(config.port, config.host);
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      await app.close();
+      await stopDatabase();
+    })());
+  return { app, url, databaseUrl, firstKey, close };
+}

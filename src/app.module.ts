@@ -1,0 +1,33 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { AuthModule } from './auth/auth.module.js';
+import { BatchesModule } from './batches/batches.module.js';
+import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { AppConfig } from './config/app.config.js';
+import { ConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { DispatchModule } from './dispatch/dispatch.module.js';
+import { HealthModule } from './health/health.module.js';
+import { HistoryModule } from './history/history.module.js';
+import { SigningModule } from './signing/signing.module.js';
+
+@Module({})
+export class AppModule {
+  static register(config: AppConfig, databaseUrl: string): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forConfig(config),
+        DatabaseModule.forUrl(databaseUrl),
+        ScheduleModule.forRoot(),
+        AuthModule,
+        BatchesModule,
+        CallbacksModule,
+        HistoryModule,
+        SigningModule,
+        DispatchModule,
+        HealthModule,
+      ],
+    };
+  }
+}

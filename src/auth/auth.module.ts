@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { ApiKeyGuard } from './api-key.guard.js';
+import { ApiKeyRepository } from './api-key.repository.js';
+import { ApiKeyService } from './api-key.service.js';
+
+@Module({
+  providers: [ApiKeyRepository, ApiKeyService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  exports: [ApiKeyService],
+})
+export class AuthModule {}

@@ -1,0 +1,114 @@
+import { Injectable } from '@nestjs/common';
+import type { CallbackStatus } from '../callbacks/callback.status.js';
+import { DUE_CHANNEL } from '../database/notify.listener.js';
+import { PrismaService } from '../database/prisma.service.js';
+
+export interface NewBatch {
+  id: string;
+  apiKeyId: string;
+  label: string | null;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  total: number;
+}
+
+export interface NewCallback {
+  id: string;
+  externalId: string | null;
+  url: string;
+  host: string;
+  method: string;
+  headers: string;
+  body: string | null;
+  timeoutMs: number;
+  maxAttempts: number;
+  /** Postgres int[] literal, or null for the configured schedule. */
+  retryDelaysMs: string | null;
+  runAt: Date | null;
+}
+
+export interface BatchRow {
+  id: string;
+  apiKeyId: string;
+  label: string | null;
+  requestHash: string | null;
+  total: number;
+  createdAt: Date;
+  completedAt: Date | null;
+}
+
+export type InsertResult = { inserted: true } | { inserted: false; existing: BatchRow };
+
+@Injectable()
+export class BatchRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /**
+   * Stores a batch and all its callbacks in one transaction, so a batch is either
+   * whole or absent. Callbacks go in with one `INSERT … SELECT FROM unnest(…)`
+   * (one round trip for 10,000 rows). With an idempotency key, the batch insert
+   * is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a concurrent
+   * duplicate waits for the first transaction and then gets the existing batch.
+   * One NOTIFY per transaction wakes the workers at commit.
+   */
+  insertBatch(batch: NewBatch, rows: NewCallback[], dueNow: boolean): Promise<InsertResult> {
+    return this.prisma.$transaction(async (tx) => {
+      const created = await tx.$queryRaw<Array<{ id: string }>>`
+        INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total)
+        VALUES (${batch.id}::uuid, ${batch.apiKeyId}::uuid, ${batch.label}, ${batch.idempotencyKey}, ${batch.requestHash}, ${batch.total})
+        ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
+        RETURNING id`;
+      if (created.length === 0) {
+        const existing = await tx.batch.findFirstOrThrow({ where: { apiKeyId: batch.apiKeyId, idempotencyKey: batch.idempotencyKey } });
+        return { inserted: false, existing };
+      }
+      const col = <K extends keyof NewCallback>(k: K) => rows.map((r) => r[k]);
+      await tx.$executeRaw`
+        INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
+                              max_attempts, retry_delays_ms, status, next_attempt_at)
+        SELECT u.id, ${batch.id}::uuid, ${batch.apiKeyId}::uuid, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
+               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], 'pending', COALESCE(u.run_at, now())
+        FROM unnest(${col('id')}::uuid[], ${col('externalId')}::text[], ${col('url')}::text[], ${col('host')}::text[],
+                    ${col('method')}::text[], ${col('headers')}::text[], ${col('body')}::text[], ${col('timeoutMs')}::int[],
+                    ${col('maxAttempts')}::int[], ${col('retryDelaysMs')}::text[], ${col('runAt')}::timestamptz[])
+             AS u(id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at)`;
+      if (dueNow) await tx.$executeRaw`SELECT pg_notify(${DUE_CHANNEL}, '')`;
+      return { inserted: true };
+    }, { timeout: 60_000 });
+  }
+
+  findBatch(apiKeyId: string, id: string): Promise<BatchRow | null> {
+    return this.prisma.batch.findFirst({ where: { id, apiKeyId } });
+  }
+
+  listBatches(apiKeyId: string, limit: number, before?: string): Promise<BatchRow[]> {
+    return this.prisma.batch.findMany({
+      where: { apiKeyId, ...(before ? { id: { lt: before } } : {}) },
+      orderBy: { id: 'desc' },
+      take: limit,
+    });
+  }
+
+  /** Callback counts by status; served by `callback_batch_id_status_idx`. */
+  async countByStatus(batchIds: string[]): Promise<Array<{ batchId: string; status: CallbackStatus; n: number }>> {
+    if (batchIds.length === 0) return [];
+    return this.prisma.$queryRaw`
+      SELECT batch_id AS "batchId", status, count(*)::int AS n FROM callback
+      WHERE batch_id = ANY(${batchIds}::uuid[]) GROUP BY batch_id, status`;
+  }
+
+  /** First attempt start and last attempt end over the batch: its makespan on the wire. */
+  async attemptSpan(batchId: string): Promise<{ firstStartAt: Date | null; lastEndAt: Date | null }> {
+    const rows = await this.prisma.$queryRaw<Array<{ firstStartAt: Date | null; lastEndAt: Date | null }>>`
+      SELECT min(a.started_at) AS "firstStartAt",
+             max(a.started_at + a.duration_ms * interval '1 millisecond') AS "lastEndAt"
+      FROM callback c JOIN attempt a ON a.callback_id = c.id
+      WHERE c.batch_id = ${batchId}::uuid`;
+    return rows[0] ?? { firstStartAt: null, lastEndAt: null };
+  }
+
+  /** Ids and external ids in request order (ids are time-ordered per batch). */
+  callbackIds(batchId: string): Promise<Array<{ id: string; externalId: string | null }>> {
+    return this.prisma.callback.findMany({ where: { batchId }, select: { id: true, externalId: true }, orderBy: { id: 'asc' } });
+  }
+}

@@ -1,0 +1,166 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { CALLBACK_STATUSES, type CallbackStatus } from '../callbacks/callback.status.js';
+import { AppConfig } from '../config/app.config.js';
+import { AppError, notFound } from '../common/app.error.js';
+import { uuidv7 } from '../common/uuid.js';
+import { destinationOf } from '../common/validators.js';
+import { BatchRepository, type BatchRow, type NewCallback } from './batch.repository.js';
+import type { CallbackInputDto, CreateBatchDto } from './dto/create-batch.dto.js';
+
+export interface AcceptedBatch {
+  id: string;
+  label: string | null;
+  status: 'pending';
+  total: number;
+  createdAt: string;
+  callbacks: Array<{ id: string; externalId: string | null }>;
+  /** True when an Idempotency-Key replay returned the batch stored earlier. */
+  replayed: boolean;
+}
+
+export type Counts = Record<CallbackStatus, number>;
+
+@Injectable()
+export class BatchService {
+  private readonly logger = new Logger(BatchService.name);
+
+  constructor(
+    private readonly batches: BatchRepository,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Validates limits, stores the batch and its callbacks atomically, and wakes the workers. */
+  async acceptBatch(apiKeyId: string, dto: CreateBatchDto, idempotencyKey?: string): Promise<AcceptedBatch> {
+    if (dto.callbacks.length > this.config.maxCallbacksPerBatch) {
+      throw new AppError('payload_too_large', `a batch holds at most ${this.config.maxCallbacksPerBatch} callbacks (got ${dto.callbacks.length})`);
+    }
+    if (idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > 255)) {
+      throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 characters');
+    }
+    const now = Date.now();
+    const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i));
+    const batch = {
+      id: uuidv7(),
+      apiKeyId,
+      label: dto.label ?? null,
+      idempotencyKey: idempotencyKey ?? null,
+      requestHash: idempotencyKey ? createHash('sha256').update(JSON.stringify(dto)).digest('hex') : null,
+      total: rows.length,
+    };
+    const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
+    const result = await this.batches.insertBatch(batch, rows, dueNow);
+    if (!result.inserted) return this.replay(result.existing, batch.requestHash!);
+    this.logger.log(`batch ${batch.id} accepted: ${rows.length} callbacks${batch.label ? ` (${batch.label})` : ''}`);
+    return {
+      id: batch.id,
+      label: batch.label,
+      status: 'pending',
+      total: rows.length,
+      createdAt: new Date(now).toISOString(),
+      callbacks: rows.map((r) => ({ id: r.id, externalId: r.externalId })),
+      replayed: false,
+    };
+  }
+
+  private async replay(existing: BatchRow, requestHash: string): Promise<AcceptedBatch> {
+    if (existing.requestHash !== requestHash) {
+      throw new AppError('idempotency_conflict', 'this Idempotency-Key was used with a different request body', { batchId: existing.id });
+    }
+    return {
+      id: existing.id,
+      label: existing.label,
+      status: 'pending',
+      total: existing.total,
+      createdAt: existing.createdAt.toISOString(),
+      callbacks: await this.batches.callbackIds(existing.id),
+      replayed: true,
+    };
+  }
+
+  private toRow(c: CallbackInputDto, dto: CreateBatchDto, index: number): NewCallback {
+    const d = dto.defaults ?? {};
+    const timeoutMs = c.timeoutMs ?? d.timeoutMs ?? this.config.httpTimeoutMs;
+    if (timeoutMs > this.config.httpMaxTimeoutMs) {
+      throw new AppError('validation_failed', `callbacks[${index}].timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
+    }
+    const headers: Record<string, string> = { ...d.headers, ...c.headers };
+    let body: string | null = null;
+    if (typeof c.body === 'string') body = c.body;
+    else if (c.body !== undefined && c.body !== null) {
+      body = JSON.stringify(c.body);
+      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    }
+    if (body !== null && Buffer.byteLength(body) > this.config.maxCallbackBodyBytes) {
+      throw new AppError('payload_too_large', `callbacks[${index}].body is larger than ${this.config.maxCallbackBodyBytes} bytes`);
+    }
+    const delays = c.retryDelaysMs ?? d.retryDelaysMs;
+    return {
+      id: uuidv7(),
+      externalId: c.externalId ?? null,
+      url: c.url,
+      host: destinationOf(c.url),
+      method: c.method ?? d.method ?? 'POST',
+      headers: JSON.stringify(headers),
+      body,
+      timeoutMs,
+      maxAttempts: c.maxAttempts ?? d.maxAttempts ?? this.config.defaultMaxAttempts,
+      retryDelaysMs: delays ? `{${delays.join(',')}}` : null,
+      runAt: c.runAt ? new Date(c.runAt) : null,
+    };
+  }
+
+  /** The batch if it is this key's, else 404 (someone else's batch does not exist for you). */
+  async requireBatch(apiKeyId: string, id: string): Promise<BatchRow> {
+    const batch = await this.batches.findBatch(apiKeyId, id);
+    if (!batch) throw notFound('batch');
+    return batch;
+  }
+
+  async getBatch(apiKeyId: string, id: string) {
+    const batch = await this.requireBatch(apiKeyId, id);
+    const [counts, span] = await Promise.all([this.countsOf([id]), this.batches.attemptSpan(id)]);
+    return toBatchView(batch, counts.get(id)!, span);
+  }
+
+  async listBatches(apiKeyId: string, limit: number, cursor?: string) {
+    const rows = await this.batches.listBatches(apiKeyId, limit, cursor);
+    const counts = await this.countsOf(rows.map((r) => r.id));
+    return {
+      items: rows.map((b) => toBatchView(b, counts.get(b.id)!)),
+      nextCursor: rows.length === limit ? rows[rows.length - 1].id : null,
+    };
+  }
+
+  private async countsOf(batchIds: string[]): Promise<Map<string, Counts>> {
+    const map = new Map<string, Counts>();
+    for (const id of batchIds) map.set(id, Object.fromEntries(CALLBACK_STATUSES.map((s) => [s, 0])) as Counts);
+    for (const r of await this.batches.countByStatus(batchIds)) map.get(r.batchId)![r.status] = r.n;
+    return map;
+  }
+}
+
+export function batchStatus(counts: Counts, completedAt: Date | null): 'pending' | 'running' | 'completed' {
+  const open = counts.pending + counts.in_flight;
+  if (open === 0 || completedAt) return 'completed';
+  const started = counts.in_flight + counts.succeeded + counts.failed + counts.cancelled;
+  return started === 0 ? 'pending' : 'running';
+}
+
+function toBatchView(b: BatchRow, counts: Counts, span?: { firstStartAt: Date | null; lastEndAt: Date | null }) {
+  const status = batchStatus(counts, b.completedAt);
+  return {
+    id: b.id,
+    label: b.label,
+    status,
+    total: b.total,
+    counts,
+    createdAt: b.createdAt.toISOString(),
+    completedAt: b.completedAt?.toISOString() ?? null,
+    ...(span && {
+      firstAttemptAt: span.firstStartAt?.toISOString() ?? null,
+      lastAttemptEndAt: span.lastEndAt?.toISOString() ?? null,
+      makespanMs: span.firstStartAt && span.lastEndAt ? span.lastEndAt.getTime() - span.firstStartAt.getTime() : null,
+    }),
+  };
+}

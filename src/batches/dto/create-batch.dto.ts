@@ -1,0 +1,56 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min,
+  ValidateNested,
+} from 'class-validator';
+import { IsHeaderMap, IsHttpUrl } from '../../common/validators.js';
+
+export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+/** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
+const MAX_TIMEOUT_MS = 3_600_000;
+const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
+
+/** Settings shared by the callbacks of a batch; each callback may override them. */
+export class CallbackDefaultsDto {
+  @ApiPropertyOptional({ enum: METHODS, default: 'POST' })
+  @IsOptional() @IsIn(METHODS) method?: (typeof METHODS)[number];
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
+  @IsOptional() @IsHeaderMap() headers?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'Per-call timeout in ms (default 15000)' })
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_TIMEOUT_MS) timeoutMs?: number;
+
+  @ApiPropertyOptional({ description: 'Attempts in all, first included (default 8)' })
+  @IsOptional() @IsInt() @Min(1) @Max(100) maxAttempts?: number;
+
+  @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsInt({ each: true }) @Min(0, { each: true }) @Max(MAX_RETRY_DELAY_MS, { each: true })
+  retryDelaysMs?: number[];
+}
+
+export class CallbackInputDto extends CallbackDefaultsDto {
+  @ApiProperty({ example: 'https://example.com/hooks/order' })
+  @IsHttpUrl() url: string;
+
+  @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json' })
+  @Allow() body?: unknown;
+
+  @ApiPropertyOptional({ description: 'Not before this time (ISO-8601)' })
+  @IsOptional() @IsISO8601({ strict: true }) runAt?: string;
+
+  @ApiPropertyOptional({ description: 'Your own id for this callback, echoed back' })
+  @IsOptional() @IsString() @MaxLength(200) externalId?: string;
+}
+
+export class CreateBatchDto {
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) label?: string;
+
+  @ApiPropertyOptional({ type: CallbackDefaultsDto })
+  @IsOptional() @ValidateNested() @Type(() => CallbackDefaultsDto) defaults?: CallbackDefaultsDto;
+
+  @ApiProperty({ type: [CallbackInputDto] })
+  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100_000) @ValidateNested({ each: true }) @Type(() => CallbackInputDto)
+  callbacks: CallbackInputDto[];
+}

@@ -1,0 +1,53 @@
+import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { CurrentKey } from '../auth/api-key.guard.js';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { AppError } from '../common/app.error.js';
+import { cursorParam, dateParam, pageLimit, UuidParam } from '../common/params.js';
+import { CallbackService } from './callback.service.js';
+import { CALLBACK_STATUSES, type CallbackStatus } from './callback.status.js';
+
+export function statusParam(raw: string | undefined): CallbackStatus | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!(CALLBACK_STATUSES as readonly string[]).includes(raw)) {
+    throw new AppError('validation_failed', `status must be one of ${CALLBACK_STATUSES.join(', ')}`);
+  }
+  return raw as CallbackStatus;
+}
+
+@ApiTags('callbacks')
+@ApiBearerAuth()
+@Controller('v1/callbacks')
+export class CallbackController {
+  constructor(private readonly callbacks: CallbackService) {}
+
+  @Get()
+  @ApiQuery({ name: 'status', required: false, enum: CALLBACK_STATUSES })
+  @ApiQuery({ name: 'host', required: false, description: 'scheme://host:port' })
+  @ApiQuery({ name: 'since', required: false })
+  @ApiQuery({ name: 'cursor', required: false })
+  @ApiQuery({ name: 'limit', required: false })
+  list(@CurrentKey() key: AuthenticatedKey, @Query() q: Record<string, string>) {
+    return this.callbacks.listCallbacks(key.id, {
+      status: statusParam(q.status), host: q.host || undefined, since: dateParam('since', q.since),
+      after: cursorParam(q.cursor), limit: pageLimit(q.limit),
+    });
+  }
+
+  @Get(':id')
+  get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+    return this.callbacks.getCallback(key.id, id);
+  }
+
+  @Post(':id/retry')
+  @HttpCode(202)
+  retry(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+    return this.callbacks.retryCallback(key.id, id);
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+    return this.callbacks.cancelCallback(key.id, id);
+  }
+}

@@ -1,0 +1,84 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ErrorCode } from './app.error.js';
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+  details?: unknown;
+  requestId: string;
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'validation_failed',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  503: 'not_ready',
+};
+
+/**
+ * The one place errors become responses: every error leaves as
+ * `{code, message, details?, requestId}`. App errors carry their code; Nest and
+ * Fastify errors (unknown route, body too large, malformed JSON) are mapped by
+ * status; anything else is a 500, logged once with the request id and never echoed.
+ */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Error');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const request = ctx.getRequest<FastifyRequest>();
+    const reply = ctx.getResponse<FastifyReply>();
+    const { status, body, headers } = this.toResponse(exception, String(request.id));
+    if (status >= 500 && !(exception instanceof AppError)) {
+      this.logger.error(
+        { requestId: body.requestId, method: request.method, url: request.url },
+        (exception as Error)?.stack ?? String(exception),
+      );
+    }
+    for (const [k, v] of Object.entries(headers)) void reply.header(k, v);
+    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+
+  toResponse(exception: unknown, requestId: string): { status: number; body: ErrorBody; headers: Record<string, string> } {
+    if (exception instanceof AppError) {
+      return {
+        status: exception.status,
+        body: { code: exception.code, message: exception.message, details: exception.details, requestId },
+        headers: exception.headers ?? {},
+      };
+    }
+    const status = statusOf(exception);
+    if (status !== undefined && status < 500) {
+      const fastifyCode = (exception as { code?: string }).code;
+      const code: ErrorCode =
+        fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || exception instanceof SyntaxError
+          ? 'malformed_json'
+          : (STATUS_CODES[status] ?? 'validation_failed');
+      return { status, body: { code, message: messageOf(exception, status), requestId }, headers: {} };
+    }
+    return { status: 500, body: { code: 'internal_error', message: 'internal error', requestId }, headers: {} };
+  }
+}
+
+function statusOf(exception: unknown): number | undefined {
+  if (exception instanceof HttpException) return exception.getStatus();
+  const s = (exception as { statusCode?: unknown })?.statusCode;
+  return typeof s === 'number' && s >= 400 && s < 600 ? s : undefined;
+}
+
+function messageOf(exception: unknown, status: number): string {
+  if (exception instanceof HttpException) {
+    const r = exception.getResponse();
+    const m = typeof r === 'string' ? r : (r as { message?: unknown }).message;
+    return Array.isArray(m) ? m.join('; ') : String(m ?? exception.message);
+  }
+  if (status === 413) return 'request body is too large';
+  return (exception as Error)?.message ?? 'bad request';
+}

@@ -1,0 +1,71 @@
+import { registerDecorator, type ValidationOptions } from 'class-validator';
+
+/** RFC 9110 token: what a header name may contain. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Visible ASCII, space, tab and obs-text; no CR, LF or NUL (header injection). */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Headers the service owns: framing, routing and the signature headers. */
+export const RESERVED_HEADERS = new Set([
+  'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer',
+  'proxy-authorization', 'proxy-connection', 'expect', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+]);
+
+export const MAX_HEADERS = 50;
+export const MAX_HEADER_VALUE_LENGTH = 4096;
+export const MAX_URL_LENGTH = 2048;
+
+/** Why `value` is not an acceptable header map, or undefined. */
+export function headerMapProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'must be an object of header name to string value';
+  const entries = Object.entries(value);
+  if (entries.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`;
+  for (const [name, v] of entries) {
+    if (!HEADER_NAME.test(name)) return `invalid header name ${JSON.stringify(name)}`;
+    if (RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('webhook-')) return `header ${name} is set by the service and cannot be given`;
+    if (typeof v !== 'string') return `header ${name} must be a string`;
+    if (v.length > MAX_HEADER_VALUE_LENGTH) return `header ${name} is longer than ${MAX_HEADER_VALUE_LENGTH} characters`;
+    if (!HEADER_VALUE.test(v)) return `header ${name} contains a control character (CR, LF or NUL)`;
+  }
+  return undefined;
+}
+
+/** Why `value` is not an absolute http(s) URL we can call, or undefined. */
+export function httpUrlProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'must be a string';
+  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must use http or https';
+  if (!url.hostname) return 'must name a host';
+  if (/[\s\x00-\x1f]/.test(value)) return 'must not contain whitespace or control characters';
+  return undefined;
+}
+
+function fromProblem(name: string, problem: (v: unknown) => string | undefined, options?: ValidationOptions) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name,
+      target: object.constructor,
+      propertyName,
+      options,
+      validator: {
+        validate: (v: unknown) => problem(v) === undefined,
+        defaultMessage: (args) => `${args?.property} ${problem(args?.value)}`,
+      },
+    });
+}
+
+export const IsHttpUrl = (options?: ValidationOptions) => fromProblem('isHttpUrl', httpUrlProblem, options);
+export const IsHeaderMap = (options?: ValidationOptions) => fromProblem('isHeaderMap', headerMapProblem, options);
+
+/** The destination key of per-host limits: scheme://host:port, default port spelled out. */
+export function destinationOf(url: string): string {
+  const u = new URL(url);
+  const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+  return `${u.protocol}//${u.hostname}:${port}`;
+}

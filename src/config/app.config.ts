@@ -1,0 +1,136 @@
+import { IsArray, IsIn, IsInt, IsOptional, IsString, Max, Min, MinLength, validateSync } from 'class-validator';
+
+export type Role = 'all' | 'api' | 'worker';
+export type LogLevel = 'error' | 'warn' | 'log' | 'debug' | 'verbose';
+
+/**
+ * Every setting of the service, validated once at boot. Nothing else reads
+ * `process.env`: code receives this object through DI (`AppConfig` token).
+ * Defaults live here, one line each with unit and meaning.
+ */
+export class AppConfig {
+  /** PORT: TCP port of the HTTP API (3000; 0 picks a free port). */
+  @IsInt() @Min(0) @Max(65535) port = 3000;
+  /** HOST: address the API binds to (127.0.0.1). */
+  @IsString() host = '127.0.0.1';
+  /** DATABASE_URL: Postgres to use; unset starts an embedded one under DATA_DIR. */
+  @IsOptional() @IsString() databaseUrl?: string;
+  /** DATA_DIR: where the embedded Postgres keeps its files (./.data). */
+  @IsString() dataDir = './.data';
+  /** EMBEDDED_PG_PORT: port of the embedded Postgres (54329). */
+  @IsInt() @Min(1) @Max(65535) embeddedPgPort = 54329;
+  /** ROLE: api, worker, or all (all). */
+  @IsIn(['all', 'api', 'worker']) role: Role = 'all';
+  /** BOOTSTRAP_API_KEY: created as an admin key at start when no key exists yet. */
+  @IsOptional() @IsString() @MinLength(16) bootstrapApiKey?: string;
+  /** LOG_LEVEL: error, warn, log, debug, verbose (log). */
+  @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) logLevel: LogLevel = 'log';
+
+  /** DISPATCH_CONCURRENCY: requests in flight per worker process (200). */
+  @IsInt() @Min(1) @Max(20000) dispatchConcurrency = 200;
+  /** HOST_MAX_IN_FLIGHT: requests in flight per destination scheme://host:port (20). */
+  @IsInt() @Min(1) @Max(10000) hostMaxInFlight = 20;
+  /** DISPATCH_CLAIM_BATCH: most rows one claim statement takes (500). */
+  @IsInt() @Min(1) @Max(10000) dispatchClaimBatch = 500;
+  /** DISPATCH_LEASE_MARGIN_MS: lease = callback timeout + this margin (30000 ms). */
+  @IsInt() @Min(1000) dispatchLeaseMarginMs = 30_000;
+  /** DISPATCH_POLL_MS: heartbeat that looks for due work when no NOTIFY came (1000 ms). */
+  @IsInt() @Min(10) dispatchPollMs = 1000;
+  /** WRITEBACK_INTERVAL_MS: outcomes are written back at least this often (20 ms). */
+  @IsInt() @Min(1) @Max(5000) writebackIntervalMs = 20;
+  /** WRITEBACK_MAX_ROWS: a write-back is flushed early at this many outcomes (500). */
+  @IsInt() @Min(1) @Max(10000) writebackMaxRows = 500;
+  /** SHUTDOWN_GRACE_MS: on SIGTERM, how long in-flight calls may finish (10000 ms). */
+  @IsInt() @Min(0) shutdownGraceMs = 10_000;
+
+  /** HTTP_TIMEOUT_MS: default per-call timeout when a callback names none (15000 ms). */
+  @IsInt() @Min(1) httpTimeoutMs = 15_000;
+  /** HTTP_MAX_TIMEOUT_MS: largest timeoutMs a callback may ask for (120000 ms). */
+  @IsInt() @Min(1) httpMaxTimeoutMs = 120_000;
+  /** RESPONSE_SNIPPET_BYTES: bytes of each response body kept on the attempt (1024). */
+  @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
+  /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
+  @IsArray() @IsString({ each: true }) allowPrivateNetworks: string[] = [];
+
+  /** DEFAULT_MAX_ATTEMPTS: attempts per callback unless the batch says otherwise (8). */
+  @IsInt() @Min(1) @Max(100) defaultMaxAttempts = 8;
+  /** RETRY_DELAYS_MS: delays before attempt 2, 3, …; the last repeats (Standard Webhooks). */
+  @IsArray() @IsInt({ each: true }) @Min(0, { each: true })
+  retryDelaysMs = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+  /** RETRY_JITTER_PERMILLE: each delay is spread by ± this many thousandths (200 = ±20%). */
+  @IsInt() @Min(0) @Max(1000) retryJitterPermille = 200;
+  /** RETRY_AFTER_MAX_MS: cap on a receiver's Retry-After (3600000 ms). */
+  @IsInt() @Min(0) retryAfterMaxMs = 3_600_000;
+
+  /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
+  @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
+  /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
+  @IsInt() @Min(1) maxCallbackBodyBytes = 262_144;
+  /** MAX_REQUEST_BYTES: size of one API request body (33554432 bytes). */
+  @IsInt() @Min(1024) maxRequestBytes = 33_554_432;
+}
+
+type Parser = (raw: string) => unknown;
+const int: Parser = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN);
+const str: Parser = (raw) => raw;
+const list: Parser = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const intList: Parser = (raw) => (list(raw) as string[]).map((s) => int(s));
+
+/** Environment variable → config field and parser. */
+const ENV: Record<string, [keyof AppConfig, Parser]> = {
+  PORT: ['port', int],
+  HOST: ['host', str],
+  DATABASE_URL: ['databaseUrl', str],
+  DATA_DIR: ['dataDir', str],
+  EMBEDDED_PG_PORT: ['embeddedPgPort', int],
+  ROLE: ['role', str],
+  BOOTSTRAP_API_KEY: ['bootstrapApiKey', str],
+  LOG_LEVEL: ['logLevel', str],
+  DISPATCH_CONCURRENCY: ['dispatchConcurrency', int],
+  HOST_MAX_IN_FLIGHT: ['hostMaxInFlight', int],
+  DISPATCH_CLAIM_BATCH: ['dispatchClaimBatch', int],
+  DISPATCH_LEASE_MARGIN_MS: ['dispatchLeaseMarginMs', int],
+  DISPATCH_POLL_MS: ['dispatchPollMs', int],
+  WRITEBACK_INTERVAL_MS: ['writebackIntervalMs', int],
+  WRITEBACK_MAX_ROWS: ['writebackMaxRows', int],
+  SHUTDOWN_GRACE_MS: ['shutdownGraceMs', int],
+  HTTP_TIMEOUT_MS: ['httpTimeoutMs', int],
+  HTTP_MAX_TIMEOUT_MS: ['httpMaxTimeoutMs', int],
+  RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],
+  ALLOW_PRIVATE_NETWORKS: ['allowPrivateNetworks', list],
+  DEFAULT_MAX_ATTEMPTS: ['defaultMaxAttempts', int],
+  RETRY_DELAYS_MS: ['retryDelaysMs', intList],
+  RETRY_JITTER_PERMILLE: ['retryJitterPermille', int],
+  RETRY_AFTER_MAX_MS: ['retryAfterMaxMs', int],
+  MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
+  MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
+  MAX_REQUEST_BYTES: ['maxRequestBytes', int],
+};
+
+export class ConfigError extends Error {}
+
+/**
+ * Builds the config from an environment (process.env at boot, a plain object in
+ * tests) plus typed overrides, and throws one error listing every bad variable.
+ */
+export function loadConfig(env: Record<string, string | undefined>, overrides: Partial<AppConfig> = {}): AppConfig {
+  const config = new AppConfig();
+  const fieldToEnv = new Map<string, string>();
+  for (const [name, [field, parse]] of Object.entries(ENV)) {
+    fieldToEnv.set(field, name);
+    const raw = env[name];
+    if (raw !== undefined && raw !== '') (config as unknown as Record<string, unknown>)[field] = parse(raw);
+  }
+  Object.assign(config, overrides);
+  const errors = validateSync(config, { forbidUnknownValues: true });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => {
+      const name = fieldToEnv.get(e.property) ?? e.property;
+      return `  ${name}=${JSON.stringify(env[name] ?? e.value)}: ${Object.values(e.constraints ?? {}).join('; ')}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return config;
+}
+
+export const CONFIG_ENV_NAMES = Object.keys(ENV);

@@ -1,0 +1,15 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { NotifyListener } from './notify.listener.js';
+import { DATABASE_URL, PrismaService } from './prisma.service.js';
+
+@Global()
+@Module({})
+export class DatabaseModule {
+  static forUrl(databaseUrl: string): DynamicModule {
+    return {
+      module: DatabaseModule,
+      providers: [{ provide: DATABASE_URL, useValue: databaseUrl }, PrismaService, NotifyListener],
+      exports: [DATABASE_URL, PrismaService, NotifyListener],
+    };
+  }
+}

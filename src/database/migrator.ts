@@ -1,0 +1,94 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+/** prisma/migrations, found from both src/ (tests) and dist/ (built). */
+export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
+
+export interface Migration {
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  if (!existsSync(dir)) throw new Error(`migrations folder not found: ${dir}`);
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(path.join(dir, d.name, 'migration.sql')))
+    .map((d) => d.name)
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
+      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    });
+}
+
+/**
+ * Applies pending migrations from prisma/migrations and records each in
+ * `_prisma_migrations` exactly as `prisma migrate deploy` does, so the Prisma CLI
+ * agrees on machines that have its engine. An advisory lock makes concurrent
+ * start-ups (API and workers booting together) apply each migration once. Each
+ * migration runs in its own transaction. Returns the names applied now.
+ */
+export async function migrate(databaseUrl: string, migrations = readMigrations()): Promise<string[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock(72707370)');
+    await client.query(`CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+      "id" VARCHAR(36) PRIMARY KEY NOT NULL,
+      "checksum" VARCHAR(64) NOT NULL,
+      "finished_at" TIMESTAMPTZ,
+      "migration_name" VARCHAR(255) NOT NULL,
+      "logs" TEXT,
+      "rolled_back_at" TIMESTAMPTZ,
+      "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
+      "applied_steps_count" INTEGER NOT NULL DEFAULT 0)`);
+    const { rows } = await client.query<{ migration_name: string; checksum: string }>(
+      `SELECT migration_name, checksum FROM "_prisma_migrations"
+       WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+    );
+    const done = new Map(rows.map((r) => [r.migration_name, r.checksum]));
+    for (const m of migrations) {
+      const seen = done.get(m.name);
+      if (seen !== undefined) {
+        if (seen !== m.checksum) throw new Error(`migration ${m.name} was edited after it was applied`);
+        continue;
+      }
+      await client.query('BEGIN');
+      try {
+        const id = randomUUID();
+        await client.query(
+          `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())`,
+          [id, m.checksum, m.name],
+        );
+        await client.query(m.sql);
+        await client.query(
+          `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
+          [id],
+        );
+        await client.query('COMMIT');
+        applied.push(m.name);
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${m.name} failed: ${(error as Error).message}`);
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(72707370)').catch(() => undefined);
+    await client.end();
+  }
+  return applied;
+}
+
+/** Names of migrations in the folder that the database has not finished applying. */
+export async function pendingMigrations(client: { query: pg.Client['query'] }, migrations = readMigrations()): Promise<string[]> {
+  const { rows } = await client.query<{ migration_name: string }>(
+    `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+  );
+  const done = new Set(rows.map((r) => r.migration_name));
+  return migrations.map((m) => m.name).filter((n) => !done.has(n));
+}

@@ -1,0 +1,75 @@
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import pg from 'pg';
+import { DATABASE_URL } from './prisma.service.js';
+
+/** Channel notified (once per ingest transaction, never per row) when work is due. */
+export const DUE_CHANNEL = 'callback_due';
+
+/**
+ * Holds one dedicated connection in LISTEN mode (Prisma cannot LISTEN), so the
+ * dispatcher wakes within milliseconds of a commit instead of at the next heartbeat.
+ * Reconnects with backoff when Postgres goes away; the heartbeat covers the gap.
+ */
+@Injectable()
+export class NotifyListener implements OnModuleDestroy {
+  private readonly logger = new Logger(NotifyListener.name);
+  private client?: pg.Client;
+  private handlers: Array<() => void> = [];
+  private closed = false;
+  private retryTimer?: NodeJS.Timeout;
+  private retryMs = 100;
+
+  constructor(@Inject(DATABASE_URL) private readonly databaseUrl: string) {}
+
+  /** Starts listening; `handler` runs on every notification. */
+  async listen(handler: () => void): Promise<void> {
+    this.handlers.push(handler);
+    if (!this.client) await this.connect();
+  }
+
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 5000 });
+    client.on('notification', () => this.handlers.forEach((h) => h()));
+    client.on('error', (error) => this.reconnectLater(client, error));
+    client.on('end', () => this.reconnectLater(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${DUE_CHANNEL}`);
+      this.client = client;
+      this.retryMs = 100;
+      // Anything committed while we were away was missed: wake up once to look.
+      this.handlers.forEach((h) => h());
+    } catch (error) {
+      this.reconnectLater(client, error as Error);
+    }
+  }
+
+  private reconnectLater(client: pg.Client, error?: Error): void {
+    if (this.client === client) this.client = undefined;
+    client.removeAllListeners('end');
+    client.end().catch(() => undefined);
+    if (this.closed || this.retryTimer) return;
+    if (error) this.logger.warn(`LISTEN connection lost (${error.message}); retrying in ${this.retryMs} ms`);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.connect();
+    }, this.retryMs);
+    this.retryMs = Math.min(this.retryMs * 2, 5000);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,14 @@
+import { HttpModule } from '@nestjs/axios';
+import { Module } from '@nestjs/common';
+import { SigningModule } from '../signing/signing.module.js';
+import { ClaimRepository } from './claim.repository.js';
+import { DispatcherService } from './dispatcher.service.js';
+import { OutcomeRepository } from './outcome.repository.js';
+import { HttpTransport } from './transport/http.transport.js';
+
+@Module({
+  imports: [HttpModule.register({}), SigningModule],
+  providers: [ClaimRepository, OutcomeRepository, HttpTransport, DispatcherService],
+  exports: [DispatcherService],
+})
+export class DispatchModule {}

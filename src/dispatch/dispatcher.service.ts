@@ -1,0 +1,205 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { AppConfig } from '../config/app.config.js';
+import { NotifyListener } from '../database/notify.listener.js';
+import { SigningSecretService } from '../signing/signing-secret.service.js';
+import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
+import { HostQueues } from './host.queues.js';
+import { OutcomeRepository } from './outcome.repository.js';
+import { OutcomeWriter } from './outcome.writer.js';
+import { buildRequest, toRecordedOutcome } from './request.builder.js';
+import { HttpTransport } from './transport/http.transport.js';
+
+type State = 'stopped' | 'running' | 'draining';
+const HEARTBEAT = 'dispatch-heartbeat';
+
+/**
+ * The worker loop: wake (NOTIFY, heartbeat or the next due time) → claim due rows
+ * in one statement → keep at most DISPATCH_CONCURRENCY calls in flight, each
+ * completion replaced at once by the next waiting callback (a rolling window, with
+ * per-host caps) → buffer outcomes → write back in batches.
+ *
+ * Invariants: a row is in `queues` or in flight only while this worker holds its
+ * lease; each claimed row leaves exactly once, through `finish` (an outcome to
+ * write back) or `release` (handed back untouched).
+ */
+@Injectable()
+export class DispatcherService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(DispatcherService.name);
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  private state: State = 'stopped';
+  private readonly queues: HostQueues<ClaimedCallback>;
+  private readonly writer: OutcomeWriter;
+  private readonly sending = new Set<ClaimedCallback>();
+  private claiming = false;
+  private claimAgain = false;
+  private dueTimer?: NodeJS.Timeout;
+  private idle?: () => void;
+  private lastClaimError = 0;
+  /** Last time the loop completed a claim without error (for readiness). */
+  lastHealthyAt = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly claims: ClaimRepository,
+    private readonly outcomes: OutcomeRepository,
+    private readonly transport: HttpTransport,
+    private readonly signing: SigningSecretService,
+    private readonly notify: NotifyListener,
+    private readonly scheduler: SchedulerRegistry,
+  ) {
+    this.queues = new HostQueues((_host) => config.hostMaxInFlight);
+    this.writer = new OutcomeWriter(outcomes, this.owner, config.writebackIntervalMs, config.writebackMaxRows, (done) =>
+      done.forEach((b) => this.logBatchCompleted(b)),
+    );
+  }
+
+  private logBatchCompleted(batch: { id: string; completedAt: Date }): void {
+    this.logger.log(`batch ${batch.id} completed at ${batch.completedAt.toISOString()}`);
+  }
+
+  get stats() {
+    return { state: this.state, inFlight: this.sending.size, queued: this.queues.queued, unwritten: this.writer.pending };
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.role === 'api') return;
+    this.state = 'running';
+    this.scheduler.addInterval(HEARTBEAT, setInterval(() => void this.tick(), this.config.dispatchPollMs));
+    await this.notify.listen(() => this.wake());
+    void this.tick();
+    this.logger.log(`worker ${this.owner} started: window ${this.config.dispatchConcurrency}, per host ${this.config.hostMaxInFlight}`);
+  }
+
+  /** Something may be due: claim now, or right after the claim under way. */
+  wake(): void {
+    if (this.state !== 'running') return;
+    if (this.claiming) this.claimAgain = true;
+    else void this.claimLoop();
+  }
+
+  /** Heartbeat: recover expired leases, stamp finished batches, hand back stale waits, look for work. */
+  private async tick(): Promise<void> {
+    if (this.state !== 'running') return;
+    try {
+      await this.claims.reapExpiredLeases();
+      this.lastHealthyAt = Date.now();
+      const stale = this.queues.removeWaiting(Date.now() - this.config.dispatchLeaseMarginMs / 2);
+      if (stale.length > 0) await this.release(stale);
+      const open = await this.outcomes.openBatchesWithNothingLeft(100);
+      for (const b of await this.outcomes.completeBatches(open)) this.logBatchCompleted(b);
+    } catch (error) {
+      this.reportClaimError(error);
+    }
+    this.wake();
+  }
+
+  private async claimLoop(): Promise<void> {
+    this.claiming = true;
+    try {
+      do {
+        this.claimAgain = false;
+        const room = this.config.dispatchConcurrency * 2 - this.sending.size - this.queues.queued;
+        const limit = Math.min(room, this.config.dispatchClaimBatch);
+        if (limit < Math.max(1, Math.floor(this.config.dispatchConcurrency / 10)) && this.sending.size > 0) break;
+        if (limit <= 0) break;
+        const rows = await this.claims.claimDue(this.owner, limit, this.config.dispatchLeaseMarginMs, this.queues.fullHosts());
+        this.lastHealthyAt = Date.now();
+        if (rows.length > 0) await this.enqueue(rows);
+        if (rows.length === limit) this.claimAgain = true;
+        else await this.armDueTimer();
+      } while (this.claimAgain && this.state === 'running');
+    } catch (error) {
+      this.reportClaimError(error);
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  private async enqueue(rows: ClaimedCallback[]): Promise<void> {
+    // Secrets are looked up before anything starts so each send stays synchronous to build.
+    const secrets = await this.signing.secretsFor(rows.map((r) => r.apiKeyId));
+    const now = Date.now();
+    for (const row of rows) {
+      (row as ClaimedCallback & { secrets?: string[] }).secrets = secrets.get(row.apiKeyId) ?? [];
+      this.queues.push(row, now);
+    }
+    this.startCalls();
+  }
+
+  /** Fills the window from the waiting queues. */
+  private startCalls(): void {
+    while (this.sending.size < this.config.dispatchConcurrency) {
+      const row = this.queues.take();
+      if (!row) return;
+      this.sending.add(row);
+      void this.send(row);
+    }
+  }
+
+  private async send(row: ClaimedCallback & { secrets?: string[] }): Promise<void> {
+    const result = await this.transport.send(buildRequest(row, row.secrets ?? [], this.config.httpTimeoutMs));
+    this.sending.delete(row);
+    this.queues.done(row.host);
+    this.writer.add(toRecordedOutcome(row, result, this.config));
+    if (this.state === 'draining') {
+      if (this.sending.size === 0) this.idle?.();
+      return;
+    }
+    this.startCalls();
+    this.wake();
+  }
+
+  private async armDueTimer(): Promise<void> {
+    const next = await this.claims.nextDueAt();
+    clearTimeout(this.dueTimer);
+    if (!next) return;
+    const wait = next.getTime() - Date.now();
+    if (wait < this.config.dispatchPollMs) this.dueTimer = setTimeout(() => this.wake(), Math.max(wait, 1));
+  }
+
+  private async release(rows: ClaimedCallback[]): Promise<void> {
+    if (rows.length === 0) return;
+    try {
+      await this.claims.releaseClaims(this.owner, rows.map((r) => r.id));
+    } catch (error) {
+      this.logger.warn(`could not hand back ${rows.length} claimed callbacks (their leases will expire): ${(error as Error).message}`);
+    }
+  }
+
+  private reportClaimError(error: unknown): void {
+    if (Date.now() - this.lastClaimError > 5000) {
+      this.logger.warn(`dispatcher cannot reach the database, retrying: ${(error as Error).message}`);
+      this.lastClaimError = Date.now();
+    }
+  }
+
+  /**
+   * Graceful stop (SIGTERM): claim nothing more, hand back what waits in memory,
+   * let in-flight calls finish until SHUTDOWN_GRACE_MS, write every outcome back.
+   * Calls still running at the deadline are handed back too (they may be sent
+   * again later, with the same webhook-id).
+   */
+  async onModuleDestroy(): Promise<void> {
+    if (this.state !== 'running') return;
+    this.state = 'draining';
+    if (this.scheduler.doesExist('interval', HEARTBEAT)) this.scheduler.deleteInterval(HEARTBEAT);
+    clearTimeout(this.dueTimer);
+    const deadline = Date.now() + this.config.shutdownGraceMs;
+    await this.release(this.queues.removeWaiting());
+    if (this.sending.size > 0) {
+      await new Promise<void>((resolve) => {
+        this.idle = resolve;
+        setTimeout(resolve, Math.max(0, deadline - Date.now())).unref();
+      });
+    }
+    await this.writer.drain(deadline + 5000);
+    if (this.sending.size > 0) {
+      this.logger.warn(`${this.sending.size} calls still in flight at the shutdown deadline; handing them back to be sent again`);
+      await this.release([...this.sending]);
+    }
+    this.state = 'stopped';
+  }
+}

@@ -1,0 +1,56 @@
+import type { AppConfig } from '../config/app.config.js';
+import { signWebhook } from '../signing/signature.js';
+import type { ClaimedCallback } from './claim.repository.js';
+import type { RecordedOutcome } from './outcome.repository.js';
+import { nextState } from './retry.policy.js';
+import type { CallResult, OutgoingCall } from './transport/http.transport.js';
+
+export const USER_AGENT = 'callback-dispatch/0.1';
+
+/**
+ * The request for one attempt: the client's headers plus the Standard Webhooks
+ * headers. `webhook-id` is the callback id, the same on every attempt, so receivers
+ * can drop duplicates; the timestamp and signature are made fresh per attempt.
+ */
+export function buildRequest(row: ClaimedCallback, secrets: readonly string[], defaultTimeoutMs: number, now = Date.now()): OutgoingCall {
+  const body = row.body ?? '';
+  const timestamp = Math.floor(now / 1000);
+  const headers: Record<string, string> = { 'user-agent': USER_AGENT, ...row.headers };
+  headers['webhook-id'] = row.id;
+  headers['webhook-timestamp'] = String(timestamp);
+  if (secrets.length > 0) headers['webhook-signature'] = signWebhook(row.id, timestamp, body, secrets);
+  return { url: row.url, method: row.method, headers, body: row.body, timeoutMs: row.timeoutMs || defaultTimeoutMs };
+}
+
+/** The row to write back for a finished call: the attempt and the callback's next state. */
+export function toRecordedOutcome(row: ClaimedCallback, result: CallResult, config: AppConfig, now = Date.now()): RecordedOutcome & { batchId: string } {
+  const number = row.attempts + 1;
+  const next = nextState(result, number, {
+    maxAttempts: row.maxAttempts,
+    retryDelaysMs: row.retryDelaysMs ?? config.retryDelaysMs,
+    jitterPermille: config.retryJitterPermille,
+    retryAfterMaxMs: config.retryAfterMaxMs,
+  }, now);
+  const t = result.trace;
+  return {
+    callbackId: row.id,
+    batchId: row.batchId,
+    apiKeyId: row.apiKeyId,
+    host: row.host,
+    number,
+    status: next.status,
+    nextAttemptAt: next.nextAttemptAt ?? null,
+    completedAt: next.status === 'pending' ? null : new Date(now),
+    startedAt: t.startedAt,
+    durationMs: t.durationMs,
+    dnsMs: t.dnsMs ?? null,
+    connectMs: t.connectMs ?? null,
+    tlsMs: t.tlsMs ?? null,
+    firstByteMs: t.firstByteMs ?? null,
+    statusCode: result.statusCode ?? null,
+    outcome: result.outcome,
+    error: result.error ?? null,
+    responseHeaders: result.responseHeaders ?? null,
+    responseBody: result.responseBody ?? null,
+  };
+}

@@ -1,0 +1,82 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { buildConnector } from 'undici';
+import { BLOCKED_CODE } from '../outcome.policy.js';
+import type { NetworkPolicy } from './network.policy.js';
+
+/** How long a new connection took, phase by phase; attached to the socket it made. */
+export interface ConnectTimings {
+  dnsMs: number;
+  connectMs: number;
+  tlsMs?: number;
+  /** True until the first request on this socket has taken these timings. */
+  unclaimed: boolean;
+}
+
+export const CONNECT_TIMINGS = Symbol('connectTimings');
+export type TimedSocket = Socket & { [CONNECT_TIMINGS]?: ConnectTimings };
+
+export class BlockedDestinationError extends Error {
+  readonly code = BLOCKED_CODE;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * The undici connector of every outgoing call. It resolves names itself, so the
+ * SSRF check runs on the very addresses the socket will connect to (no second
+ * lookup that DNS rebinding could answer differently), and it records DNS, TCP and
+ * TLS durations on the new socket for the first request that uses it.
+ */
+export function buildGuardedConnector(policy: NetworkPolicy, connectTimeoutMs: number): buildConnector.connector {
+  const guardedLookup = (hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
+    dnsLookup(hostname, { all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const allowed = addresses.filter((a) => policy.refusal(a.address) === undefined);
+      if (allowed.length === 0) {
+        const reason = policy.refusal(addresses[0]?.address ?? hostname) ?? `no address for ${hostname}`;
+        return callback(new BlockedDestinationError(`${hostname}: ${reason}`), []);
+      }
+      if (options.all) callback(null, allowed);
+      else callback(null, allowed[0].address, allowed[0].family);
+    });
+  };
+
+  const base = buildConnector({ lookup: guardedLookup, timeout: connectTimeoutMs } as buildConnector.BuildOptions);
+
+  return (options, callback) => {
+    // Bracketed IPv6 hostnames arrive with brackets from URL parsing.
+    const literal = options.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(literal)) {
+      const reason = policy.refusal(literal);
+      if (reason) {
+        queueMicrotask(() => callback(new BlockedDestinationError(reason), null));
+        return;
+      }
+    }
+    const t0 = performance.now();
+    let tLookup = t0;
+    let tConnect = t0;
+    const socket = base(options, (err, sock) => {
+      if (err || !sock) return callback(err, null);
+      // Plain TCP: undici's own 'connect' listener (registered first) runs this
+      // callback before ours records tConnect, so "now" is the connect time.
+      const done = performance.now();
+      const tls = options.protocol === 'https:';
+      const timed = sock as TimedSocket;
+      timed[CONNECT_TIMINGS] = {
+        dnsMs: tLookup - t0,
+        connectMs: (tls ? tConnect : done) - tLookup,
+        tlsMs: tls ? done - tConnect : undefined,
+        unclaimed: true,
+      };
+      callback(null, sock);
+    }) as unknown as Socket | undefined;
+    socket?.once('lookup', () => (tLookup = performance.now()));
+    socket?.once('connect', () => {
+      tConnect = performance.now();
+      if (tLookup === t0 && !isIP(literal)) tLookup = tConnect;
+    });
+  };
+}

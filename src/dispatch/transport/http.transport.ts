@@ -1,0 +1,131 @@
+import { HttpService } from '@nestjs/axios';
+import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AxiosError, type AxiosAdapter, type AxiosRequestConfig } from 'axios';
+import { Agent, request as undiciRequest } from 'undici';
+import type { Outcome } from '../../callbacks/callback.status.js';
+import { AppConfig } from '../../config/app.config.js';
+import { classifyError, classifyStatus } from '../outcome.policy.js';
+import { buildGuardedConnector } from './connector.js';
+import { NetworkPolicy } from './network.policy.js';
+import { undiciAdapter, type CallTrace, type TracedRequestConfig } from './undici.adapter.js';
+
+export interface OutgoingCall {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string | null;
+  timeoutMs: number;
+}
+
+export interface CallResult {
+  outcome: Outcome;
+  statusCode?: number;
+  error?: string;
+  responseHeaders?: Record<string, string>;
+  responseBody?: string;
+  retryAfter?: string;
+  trace: CallTrace;
+}
+
+/** Response headers kept per attempt, and the longest value kept. */
+const MAX_RESPONSE_HEADERS = 50;
+const MAX_HEADER_VALUE = 512;
+/** A new connection that takes longer than this is a connect_error. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+const identity = <T>(data: T) => data;
+
+/**
+ * Sends one callback through HttpService. Remote failures are results, never
+ * exceptions: whatever happens on the wire comes back as an outcome with timings.
+ */
+@Injectable()
+export class HttpTransport implements OnModuleInit, OnApplicationShutdown {
+  private readonly agent: Agent;
+  private readonly adapter: AxiosAdapter;
+
+  constructor(
+    private readonly http: HttpService,
+    private readonly config: AppConfig,
+  ) {
+    const policy = new NetworkPolicy(config.allowPrivateNetworks);
+    this.agent = new Agent({
+      connect: buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
+      // Per-destination limits are the dispatcher's job; the pool never queues.
+      connections: null,
+      pipelining: 1,
+      keepAliveTimeout: 4_000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+    this.adapter = undiciAdapter(this.agent);
+  }
+
+  /**
+   * undici compiles its HTTP parser on first use (~40 ms). One request to a
+   * throw-away server on loopback pays that at boot, not in the first callback's
+   * recorded duration.
+   */
+  async onModuleInit(): Promise<void> {
+    const server = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await undiciRequest(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'warm-up' });
+      await res.body.text();
+    } catch {
+      // Only a warm-up.
+    } finally {
+      server.close();
+    }
+  }
+
+  async send(call: OutgoingCall): Promise<CallResult> {
+    const request: AxiosRequestConfig & TracedRequestConfig = {
+      url: call.url,
+      method: call.method,
+      headers: call.headers,
+      data: call.body ?? undefined,
+      timeout: call.timeoutMs,
+      adapter: this.adapter,
+      maxRedirects: 0,
+      validateStatus: () => true,
+      transformRequest: [identity],
+      transformResponse: [identity],
+      snippetBytes: this.config.responseSnippetBytes,
+    };
+    try {
+      const res = await this.http.axiosRef.request<string>(request);
+      const headers = keepHeaders(res.headers as Record<string, unknown>);
+      return {
+        outcome: classifyStatus(res.status),
+        statusCode: res.status,
+        responseHeaders: headers,
+        responseBody: res.data,
+        retryAfter: headers['retry-after'],
+        trace: res.request as CallTrace,
+      };
+    } catch (error) {
+      const e = error as AxiosError;
+      const trace = (e.request as CallTrace | undefined) ?? { startedAt: new Date(), durationMs: 0 };
+      return { outcome: classifyError(e.code), error: `${e.code ?? 'ERROR'}: ${e.message}`.slice(0, 500), trace };
+    }
+  }
+
+  /** After the dispatcher drained (onModuleDestroy), close pooled connections. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.agent.close().catch(() => undefined);
+  }
+}
+
+function keepHeaders(raw: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  let n = 0;
+  for (const [k, v] of Object.entries(raw)) {
+    if (n++ >= MAX_RESPONSE_HEADERS) break;
+    out[k] = (Array.isArray(v) ? v.join(', ') : String(v)).slice(0, MAX_HEADER_VALUE);
+  }
+  return out;
+}

@@ -1,0 +1,52 @@
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * Destinations refused unless ALLOW_PRIVATE_NETWORKS opens them: everything that is
+ * not the public internet (loopback, RFC 1918, link-local incl. cloud metadata at
+ * 169.254.169.254, CGNAT, multicast, reserved, and their IPv6 forms).
+ */
+const BLOCKED_V4 = [
+  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
+  '192.0.0.0/24', '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15',
+  '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4', '255.255.255.255/32',
+];
+const BLOCKED_V6 = [
+  '::/128', '::1/128', '64:ff9b::/96', '64:ff9b:1::/48', '100::/64', '2001::/23', '2001:db8::/32',
+  '2002::/16', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8',
+];
+
+export class NetworkPolicy {
+  private readonly blocked = new BlockList();
+  private readonly allowed = new BlockList();
+
+  /** `allowCidrs`: e.g. ['127.0.0.0/8'] for local use and tests. Throws on a bad CIDR. */
+  constructor(allowCidrs: readonly string[] = []) {
+    for (const c of BLOCKED_V4) addCidr(this.blocked, c);
+    for (const c of BLOCKED_V6) addCidr(this.blocked, c);
+    for (const c of allowCidrs) addCidr(this.allowed, c);
+  }
+
+  /** Why `address` (an IP literal) may not be called, or undefined when it may. */
+  refusal(address: string): string | undefined {
+    const family = isIP(address);
+    if (family === 0) return `not an IP address: ${address}`;
+    let type: 'ipv4' | 'ipv6' = family === 4 ? 'ipv4' : 'ipv6';
+    let ip = address;
+    // ::ffff:a.b.c.d reaches a.b.c.d: judge it as the IPv4 address it is.
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+    if (mapped) [ip, type] = [mapped[1], 'ipv4'];
+    if (this.allowed.check(ip, type)) return undefined;
+    if (this.blocked.check(ip, type)) return `destination ${address} is in a private or reserved range (set ALLOW_PRIVATE_NETWORKS to allow it)`;
+    return undefined;
+  }
+}
+
+export function addCidr(list: BlockList, cidr: string): void {
+  const [ip, bits] = cidr.trim().split('/');
+  const family = isIP(ip);
+  const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
+  if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
+    throw new Error(`invalid CIDR: ${cidr}`);
+  }
+  list.addSubnet(ip, prefix, family === 6 ? 'ipv6' : 'ipv4');
+}

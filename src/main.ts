@@ -1,0 +1,51 @@
+import 'reflect-metadata';
+import { startService } from './app.factory.js';
+import { ConfigError, loadConfig } from './config/app.config.js';
+
+/**
+ * `npm start`: embedded Postgres (unless DATABASE_URL), migrations, API and worker.
+ * SIGTERM/SIGINT drain in-flight calls, write everything back, and exit 0.
+ */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const service = await startService(config);
+  const lines = [`callback dispatch service (${config.role}) listening on ${service.url}`, `  API docs:  ${service.url}/docs`];
+  if (service.firstKey) {
+    lines.push(
+      config.bootstrapApiKey
+        ? '  API key:   the BOOTSTRAP_API_KEY you set (admin)'
+        : `  API key:   ${service.firstKey.key}   (admin; shown once, store it now)`,
+      `  try:       curl -H "Authorization: Bearer <key>" ${service.url}/v1/batches`,
+    );
+  } else if (config.role !== 'worker') {
+    lines.push('  auth:      Authorization: Bearer <key> (create keys with `npx callbacks keys create`)');
+  }
+  console.log(lines.join('\n'));
+
+  const stop = (signal: string) => {
+    console.log(`${signal}: draining in-flight callbacks and stopping`);
+    service.close().then(
+      () => process.exit(0),
+      (error) => {
+        console.error('shutdown failed', error);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error) => {
+  console.error('failed to start:', error instanceof Error ? error.message : error);
+  process.exit(1);
+});

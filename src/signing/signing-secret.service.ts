@@ -1,0 +1,50 @@
+import { Injectable } from '@nestjs/common';
+import { uuidv7 } from '../common/uuid.js';
+import { newSigningSecret } from './signature.js';
+import { SigningSecretRepository } from './signing-secret.repository.js';
+
+/** How long the old secret keeps signing after a rotation (24 h). */
+export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
+/** The dispatcher re-reads secrets this often, so a rotation shows within seconds. */
+const CACHE_MS = 5_000;
+
+@Injectable()
+export class SigningSecretService {
+  private readonly cache = new Map<string, { secrets: string[]; until: number }>();
+
+  constructor(private readonly secrets: SigningSecretRepository) {}
+
+  /** The secrets to sign with for each key (newest first), cached briefly. */
+  async secretsFor(apiKeyIds: Iterable<string>): Promise<Map<string, string[]>> {
+    const now = Date.now();
+    const result = new Map<string, string[]>();
+    const missing: string[] = [];
+    for (const id of new Set(apiKeyIds)) {
+      const hit = this.cache.get(id);
+      if (hit && hit.until > now) result.set(id, hit.secrets);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      const rows = await this.secrets.findLiveSecrets(missing);
+      for (const id of missing) {
+        const secrets = rows.filter((r) => r.apiKeyId === id).map((r) => r.secret);
+        this.cache.set(id, { secrets, until: now + CACHE_MS });
+        result.set(id, secrets);
+      }
+    }
+    return result;
+  }
+
+  async describe(apiKeyId: string) {
+    const rows = await this.secrets.findLiveSecrets([apiKeyId]);
+    return {
+      secrets: rows.map((r) => ({ secret: r.secret, createdAt: r.createdAt.toISOString(), expiresAt: r.expiresAt?.toISOString() ?? null })),
+    };
+  }
+
+  async rotate(apiKeyId: string) {
+    await this.secrets.rotateSecret(apiKeyId, { id: uuidv7(), secret: newSigningSecret() }, ROTATION_OVERLAP_MS);
+    this.cache.delete(apiKeyId);
+    return this.describe(apiKeyId);
+  }
+}

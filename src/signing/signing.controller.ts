@@ -1,0 +1,25 @@
+import { Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { CurrentKey } from '../auth/api-key.guard.js';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { SigningSecretService } from './signing-secret.service.js';
+
+@ApiTags('signing')
+@ApiBearerAuth()
+@Controller('v1/signing-secret')
+export class SigningController {
+  constructor(private readonly secrets: SigningSecretService) {}
+
+  /** The secrets your receivers verify `webhook-signature` with (newest first). */
+  @Get()
+  get(@CurrentKey() key: AuthenticatedKey) {
+    return this.secrets.describe(key.id);
+  }
+
+  /** Starts signing with a new secret; the old one also signs for 24 h. */
+  @Post('rotate')
+  @HttpCode(200)
+  rotate(@CurrentKey() key: AuthenticatedKey) {
+    return this.secrets.rotate(key.id);
+  }
+}
