@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { KeyController } from './key.controller.js';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard.js';
 import { ApiKeyRepository } from './api-key.repository.js';
 import { ApiKeyService } from './api-key.service.js';
 
 @Module({
+  controllers: [KeyController],
   providers: [ApiKeyRepository, ApiKeyService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
   exports: [ApiKeyService],
 })

@@ -9,6 +9,7 @@ import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { HostQueues } from './host.queues.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { OutcomeWriter } from './outcome.writer.js';
+import { uuidv7 } from '../common/uuid.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
 import { HttpTransport } from './transport/http.transport.js';
 
@@ -66,11 +67,33 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.role === 'api') return;
+    await this.warmUp();
     this.state = 'running';
     this.scheduler.addInterval(HEARTBEAT, setInterval(() => void this.tick(), this.config.dispatchPollMs));
     await this.notify.listen(() => this.wake());
     void this.tick();
     this.logger.log(`worker ${this.owner} started: window ${this.config.dispatchConcurrency}, per host ${this.config.hostMaxInFlight}`);
+  }
+
+  /**
+   * Runs every hot-path statement once on no rows before the first real claim.
+   * A cold first run (query compilation, JIT) blocks the event loop for tens of
+   * milliseconds, which would land in the recorded durations of the first batch.
+   */
+  private async warmUp(): Promise<void> {
+    const nobody = uuidv7();
+    try {
+      await this.claims.claimDue(this.owner, 0, this.config.dispatchLeaseMarginMs, []);
+      await this.claims.nextDueAt();
+      await this.signing.secretsFor([nobody]);
+      const probe = { id: nobody, batchId: nobody, apiKeyId: nobody, url: 'http://0.0.0.0/', host: 'http://0.0.0.0:80', method: 'POST', headers: {}, body: null, timeoutMs: 1, maxAttempts: 1, retryDelaysMs: null, attempts: 0 };
+      const result = { outcome: 'network_error' as const, trace: { startedAt: new Date(), durationMs: 0 } };
+      await this.outcomes.recordOutcomes(this.owner, [toRecordedOutcome(probe, result, this.config)]);
+      await this.outcomes.completeBatches([nobody]);
+    } catch (error) {
+      this.reportClaimError(error);
+    }
+    await this.transport.warmUp();
   }
 
   /** Something may be due: claim now, or right after the claim under way. */

@@ -1,9 +1,9 @@
 import { HttpService } from '@nestjs/axios';
-import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AxiosError, type AxiosAdapter, type AxiosRequestConfig } from 'axios';
-import { Agent, request as undiciRequest } from 'undici';
+import { Agent } from 'undici';
 import type { Outcome } from '../../callbacks/callback.status.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
@@ -42,7 +42,7 @@ const identity = <T>(data: T) => data;
  * exceptions: whatever happens on the wire comes back as an outcome with timings.
  */
 @Injectable()
-export class HttpTransport implements OnModuleInit, OnApplicationShutdown {
+export class HttpTransport implements OnApplicationShutdown {
   private readonly agent: Agent;
   private readonly adapter: AxiosAdapter;
 
@@ -64,26 +64,33 @@ export class HttpTransport implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * undici compiles its HTTP parser on first use (~40 ms). One request to a
-   * throw-away server on loopback pays that at boot, not in the first callback's
+   * undici compiles its HTTP parser on first use (~40 ms) and the whole send path
+   * runs cold once. A few calls through the same path (with an unguarded agent) to a
+   * throw-away server on loopback pay for that at boot, not in the first callback's
    * recorded duration.
    */
-  async onModuleInit(): Promise<void> {
+  async warmUp(): Promise<void> {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const agent = new Agent();
     try {
       const { port } = server.address() as AddressInfo;
-      const res = await undiciRequest(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'warm-up' });
-      await res.body.text();
+      const adapter = undiciAdapter(agent);
+      const call = { url: `http://127.0.0.1:${port}/`, method: 'POST', headers: {}, body: 'warm-up', timeoutMs: 1000 };
+      // Concurrent rounds: opening many connections at once has cold paths of its own.
+      for (let round = 0; round < 3; round++) {
+        await Promise.all(Array.from({ length: 8 }, () => this.http.axiosRef.request({ ...this.requestConfig(call), adapter })));
+      }
     } catch {
       // Only a warm-up.
     } finally {
+      await agent.close();
       server.close();
     }
   }
 
-  async send(call: OutgoingCall): Promise<CallResult> {
-    const request: AxiosRequestConfig & TracedRequestConfig = {
+  private requestConfig(call: OutgoingCall): AxiosRequestConfig & TracedRequestConfig {
+    return {
       url: call.url,
       method: call.method,
       headers: call.headers,
@@ -96,8 +103,11 @@ export class HttpTransport implements OnModuleInit, OnApplicationShutdown {
       transformResponse: [identity],
       snippetBytes: this.config.responseSnippetBytes,
     };
+  }
+
+  async send(call: OutgoingCall): Promise<CallResult> {
     try {
-      const res = await this.http.axiosRef.request<string>(request);
+      const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
       return {
         outcome: classifyStatus(res.status),

@@ -3,7 +3,7 @@ import diagnostics from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { Agent, request as undiciRequest } from 'undici';
 import { TIMEOUT_CODE } from '../outcome.policy.js';
-import { CONNECT_TIMINGS, type TimedSocket } from './connector.js';
+import { CONNECT_TIMINGS, type ConnectTimings, type TimedSocket } from './connector.js';
 
 /** Where one call's time went, milliseconds from its start. */
 export interface CallTrace {
@@ -24,30 +24,55 @@ export interface TracedRequestConfig {
 /** A body larger than this is not drained: the connection is closed instead. */
 const MAX_DRAIN_BYTES = 1 << 20;
 
-// Links undici's internal request objects to our traces. Request creation happens
-// synchronously inside `undiciRequest`, so the trace being started is in `starting`.
-let starting: CallTrace | undefined;
-const traces = new WeakMap<object, CallTrace>();
+/** Raw clock readings of one call (performance.now()), filled in as it goes. */
+interface CallClock {
+  /** When the adapter was asked to send. */
+  asked: number;
+  /** When undici wrote the request headers to the socket. */
+  sent?: number;
+  /** Phases of the connection this call opened, if it opened one. */
+  connect?: ConnectTimings;
+}
+
+// Links undici's internal request objects to our clocks. Request creation happens
+// synchronously inside `undiciRequest`, so the clock being started is in `starting`.
+let starting: CallClock | undefined;
+const clocks = new WeakMap<object, CallClock>();
 diagnostics.subscribe('undici:request:create', (message) => {
-  if (starting) traces.set((message as { request: object }).request, starting);
+  if (starting) clocks.set((message as { request: object }).request, starting);
 });
 diagnostics.subscribe('undici:client:sendHeaders', (message) => {
   const { request, socket } = message as { request: object; socket: TimedSocket };
-  const trace = traces.get(request);
-  const timings = socket[CONNECT_TIMINGS];
+  const clock = clocks.get(request);
+  if (!clock) return;
+  clock.sent = performance.now();
   // The first request on a new socket is the one that waited for it to connect.
-  if (!trace) return;
+  const timings = socket[CONNECT_TIMINGS];
   if (timings?.unclaimed) {
     timings.unclaimed = false;
-    trace.dnsMs = round(timings.dnsMs);
-    trace.connectMs = round(timings.connectMs);
-    if (timings.tlsMs !== undefined) trace.tlsMs = round(timings.tlsMs);
-  } else {
-    // A reused keep-alive connection: no lookup, connect or handshake happened.
-    trace.dnsMs = 0;
-    trace.connectMs = 0;
+    clock.connect = timings;
   }
 });
+
+/**
+ * Turns clock readings into the recorded trace. The call is timed from the moment
+ * its bytes went out (less the connection phases it waited for), not from when
+ * the dispatcher asked: a busy event loop between the two is our own delay, not
+ * the receiver's latency, and must not show up in its history.
+ */
+function toTrace(clock: CallClock, headersAt: number | undefined, end: number): CallTrace {
+  const c = clock.connect;
+  const connectTotal = c ? c.dnsMs + c.connectMs + (c.tlsMs ?? 0) : 0;
+  const start = clock.sent !== undefined ? clock.sent - connectTotal : clock.asked;
+  const trace: CallTrace = { startedAt: new Date(performance.timeOrigin + start), durationMs: round(end - start) };
+  if (clock.sent !== undefined) {
+    trace.dnsMs = c ? round(c.dnsMs) : 0;
+    trace.connectMs = c ? round(c.connectMs) : 0;
+    if (c?.tlsMs !== undefined) trace.tlsMs = round(c.tlsMs);
+  }
+  if (headersAt !== undefined) trace.firstByteMs = round(headersAt - start);
+  return trace;
+}
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
@@ -61,15 +86,14 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
 export function undiciAdapter(agent: Agent): AxiosAdapter {
   return async (config: InternalAxiosRequestConfig): Promise<AxiosResponse> => {
     const snippetBytes = (config as TracedRequestConfig).snippetBytes ?? 1024;
-    const trace: CallTrace = { startedAt: new Date(), durationMs: 0 };
-    const t0 = performance.now();
+    const clock: CallClock = { asked: performance.now() };
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     if (config.timeout && config.timeout > 0) {
       timer = setTimeout(() => controller.abort(timeoutError(config.timeout!)), config.timeout);
     }
     try {
-      starting = trace;
+      starting = clock;
       const pending = undiciRequest(config.url!, {
         dispatcher: agent,
         method: (config.method ?? 'get').toUpperCase() as 'POST',
@@ -79,20 +103,19 @@ export function undiciAdapter(agent: Agent): AxiosAdapter {
       } as Parameters<typeof undiciRequest>[1]);
       starting = undefined;
       const res = await pending;
-      trace.firstByteMs = round(performance.now() - t0);
+      const headersAt = performance.now();
       const snippet = await readSnippet(res.body, snippetBytes);
-      trace.durationMs = round(performance.now() - t0);
       return {
         status: res.statusCode,
         statusText: '',
         headers: res.headers as AxiosResponse['headers'],
         data: snippet,
         config,
-        request: trace,
+        request: toTrace(clock, headersAt, performance.now()),
       };
     } catch (error) {
       starting = undefined;
-      trace.durationMs = round(performance.now() - t0);
+      const trace = toTrace(clock, undefined, performance.now());
       const cause = controller.signal.aborted ? (controller.signal.reason as Error) : (error as Error);
       const code = (cause as { code?: string }).code;
       throw new AxiosError(cause.message || code || 'request failed', code, config, trace);

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { Receiver, closedPort } from './support/receiver.js';
+import { startTestService, waitFor, type TestService } from './support/service.js';
+
+type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
+
+describe(DispatcherService.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    service = await startTestService();
+    receiver = await Receiver.start();
+    // A receiver in production is warm; its own first-request JIT is not our latency.
+    for (let i = 0; i < 20; i++) await (await fetch(`${receiver.url}/warm`, { method: 'POST', body: 'x' })).text();
+    receiver.requests.length = 0;
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+    await service?.dropDatabase();
+  });
+
+  async function sendBatch(callbacks: unknown[], extra: Record<string, unknown> = {}) {
+    const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks, ...extra } });
+    expect(res.status).toBe(202);
+    return (await res.json()) as { id: string; callbacks: Array<{ id: string; externalId: string | null }> };
+  }
+
+  async function waitDone(batchId: string, timeoutMs = 10_000) {
+    return waitFor(async () => {
+      const b = await service.apiJson(`/v1/batches/${batchId}`);
+      return b.status === 'completed' ? b : undefined;
+    }, timeoutMs);
+  }
+
+  async function attemptsOf(callbackId: string): Promise<{ status: string; attempts: Attempt[] }> {
+    return service.apiJson(`/v1/callbacks/${callbackId}`);
+  }
+
+  it('should run the classic curl_multi batch in the time of its slowest call, with faithful durations', async () => {
+    const sleeps = [300, 200, 500, 400, 700, 200, 100, 0];
+    const batch = await sendBatch(sleeps.map((s, i) => ({ url: `${receiver.url}/work?sleep=${s}`, externalId: `call-${i}` })));
+    expect(batch.callbacks.map((c) => c.externalId)).toEqual(sleeps.map((_, i) => `call-${i}`));
+
+    const done = await waitDone(batch.id);
+    expect(done.counts).toMatchObject({ succeeded: 8, failed: 0, pending: 0, in_flight: 0 });
+    expect(done.makespanMs).toBeLessThanOrEqual(850);
+    expect(done.makespanMs).toBeGreaterThanOrEqual(700);
+
+    for (const [i, c] of batch.callbacks.entries()) {
+      const { status, attempts } = await attemptsOf(c.id);
+      expect(status).toBe('succeeded');
+      expect(attempts).toHaveLength(1);
+      expect(attempts[0].statusCode).toBe(200);
+      expect(Math.abs(attempts[0].durationMs - sleeps[i])).toBeLessThanOrEqual(50);
+    }
+  });
+
+  it('should record a call that never answers as a timeout after exactly its timeoutMs, without slowing the rest', async () => {
+    const batch = await sendBatch([
+      { url: `${receiver.url}/hang?hang=1`, timeoutMs: 500, maxAttempts: 1 },
+      { url: `${receiver.url}/fast?sleep=50` },
+      { url: `${receiver.url}/slower?sleep=150` },
+    ]);
+    await waitDone(batch.id);
+    const [hung, fast, slower] = await Promise.all(batch.callbacks.map((c) => attemptsOf(c.id)));
+    expect(hung.status).toBe('failed');
+    expect(hung.attempts[0].outcome).toBe('timeout');
+    expect(hung.attempts[0].statusCode).toBeNull();
+    expect(Math.abs(hung.attempts[0].durationMs - 500)).toBeLessThanOrEqual(50);
+    expect(fast.status).toBe('succeeded');
+    expect(fast.attempts[0].durationMs).toBeLessThan(100);
+    expect(slower.attempts[0].durationMs).toBeLessThan(200);
+  });
+
+  it('should record a refused connection as connect_error promptly', async () => {
+    const port = await closedPort();
+    const started = Date.now();
+    const batch = await sendBatch([{ url: `http://127.0.0.1:${port}/`, maxAttempts: 1 }]);
+    await waitDone(batch.id, 3000);
+    expect(Date.now() - started).toBeLessThan(2000);
+    const cb = await attemptsOf(batch.callbacks[0].id);
+    expect(cb.status).toBe('failed');
+    expect(cb.attempts[0].outcome).toBe('connect_error');
+  });
+
+  it('should send the method, headers and body given, with the webhook headers', async () => {
+    const batch = await sendBatch(
+      [
+        { url: `${receiver.url}/json`, body: { order: 42, items: [1, 2] }, externalId: 'j' },
+        { url: `${receiver.url}/text`, method: 'PUT', body: 'plain text', headers: { 'content-type': 'text/plain', 'x-extra': 'yes' } },
+      ],
+      { defaults: { headers: { 'x-tenant': 't1' } } },
+    );
+    await waitDone(batch.id);
+    const [json] = receiver.byId(batch.callbacks[0].id);
+    expect(json.method).toBe('POST');
+    expect(JSON.parse(json.body)).toEqual({ order: 42, items: [1, 2] });
+    expect(json.headers['content-type']).toBe('application/json');
+    expect(json.headers['x-tenant']).toBe('t1');
+    expect(json.headers['webhook-timestamp']).toMatch(/^\d{10}$/);
+    expect(json.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/=]+$/);
+    const [text] = receiver.byId(batch.callbacks[1].id);
+    expect(text.method).toBe('PUT');
+    expect(text.body).toBe('plain text');
+    expect(text.headers['content-type']).toBe('text/plain');
+    expect(text.headers['x-extra']).toBe('yes');
+  });
+
+  it('should show the batch as an ASCII sequence diagram and as JSON', async () => {
+    const batch = await sendBatch([{ url: `${receiver.url}/a?sleep=100` }, { url: `${receiver.url}/b?sleep=200` }]);
+    await waitDone(batch.id);
+    const text = await (await service.api(`/v1/batches/${batch.id}/sequence`)).text();
+    const lines = text.trim().split('\n');
+    expect(lines[0]).toMatch(/^\(http:\/\/127\.0\.0\.1:\d+\/a\?sleep=100 :: code=200, start=\d\.\d{3}, end=0\.1\d\d, total=0\.1\d\d\)$/);
+    expect(lines[1]).toMatch(/^\[=+ +\]$/);
+    expect(lines[1]).toHaveLength(102);
+    expect(lines[3]).toMatch(/^\[=+\]$/);
+    const json = await service.apiJson(`/v1/batches/${batch.id}/sequence?format=json`);
+    expect(json.calls).toHaveLength(2);
+    expect(json.calls[1]).toMatchObject({ code: 200, outcome: 'success' });
+    expect(json.spanMs).toBeGreaterThanOrEqual(200);
+  });
+
+  it('should list a batch\'s callbacks by status with a cursor', async () => {
+    const port = await closedPort();
+    const batch = await sendBatch([
+      ...Array.from({ length: 5 }, () => ({ url: `${receiver.url}/ok` })),
+      { url: `http://127.0.0.1:${port}/`, maxAttempts: 1 },
+    ]);
+    await waitDone(batch.id);
+    const page1 = await service.apiJson(`/v1/batches/${batch.id}/callbacks?status=succeeded&limit=3`);
+    expect(page1.items).toHaveLength(3);
+    const page2 = await service.apiJson(`/v1/batches/${batch.id}/callbacks?status=succeeded&limit=3&cursor=${page1.nextCursor}`);
+    expect(page2.items).toHaveLength(2);
+    expect(page2.nextCursor).toBeNull();
+    const failed = await service.apiJson(`/v1/batches/${batch.id}/callbacks?status=failed`);
+    expect(failed.items.map((c: { id: string }) => c.id)).toEqual([batch.callbacks[5].id]);
+  });
+});

@@ -1,0 +1,53 @@
+import { startService, type RunningService } from '../../src/app.factory.js';
+import { loadConfig, type AppConfig } from '../../src/config/app.config.js';
+import { createTestDatabase } from './database.js';
+
+export interface TestService extends RunningService {
+  /** The admin key created at start. */
+  key: string;
+  /** fetch against the API with the admin key (or `key` in init). */
+  api: (path: string, init?: RequestInit & { json?: unknown; key?: string | null }) => Promise<Response>;
+  /** `api` then the parsed JSON body (typed loosely: tests assert on shape). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  apiJson: (path: string, init?: RequestInit & { json?: unknown; key?: string | null }) => Promise<any>;
+  stop: () => Promise<void>;
+}
+
+export const TEST_KEY = 'cbk_test_admin_key_0123456789abcdef';
+
+/**
+ * The whole service in-process on a fresh database clone, with loopback allowed as
+ * a destination (test receivers live on 127.0.0.x) and quiet logs.
+ */
+export async function startTestService(overrides: Partial<AppConfig> = {}, databaseUrl?: string): Promise<TestService & { dropDatabase: () => Promise<void> }> {
+  const db = databaseUrl ? { url: databaseUrl, drop: async () => undefined } : await createTestDatabase();
+  const config = loadConfig({}, {
+    port: 0,
+    databaseUrl: db.url,
+    allowPrivateNetworks: ['127.0.0.0/8'],
+    bootstrapApiKey: TEST_KEY,
+    logLevel: 'error',
+    ...overrides,
+  });
+  const service = await startService(config);
+  const api: TestService['api'] = (path, init = {}) => {
+    const { json, key, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (key !== null) headers.set('authorization', `Bearer ${key ?? TEST_KEY}`);
+    if (json !== undefined) headers.set('content-type', 'application/json');
+    return fetch(`${service.url}${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+  };
+  const apiJson: TestService['apiJson'] = async (path, init) => (await api(path, init)).json();
+  return { ...service, key: TEST_KEY, api, apiJson, stop: service.close, dropDatabase: db.drop };
+}
+
+/** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
