@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { TEMPLATE_DB } from './global-setup.js';
 
 /** A fresh database cloned from the migrated template; dropped by `drop()`. */
 export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
@@ -9,7 +8,7 @@ export async function createTestDatabase(): Promise<{ url: string; name: string;
   const name = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB}`);
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('pgTemplate')}`);
   await admin.end();
   const url = Object.assign(new URL(adminUrl), { pathname: `/${name}` }).toString();
   return {

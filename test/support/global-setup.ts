@@ -3,8 +3,8 @@ import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { migrate } from '../../src/database/migrator.js';
 
-export const TEMPLATE_DB = 'callbacks_test_template';
-const TEST_PG_PORT = 54339;
+/** Port of the embedded test server; give each concurrent test run its own. */
+const TEST_PG_PORT = Number(process.env.TEST_PG_PORT ?? 54339);
 
 /**
  * Starts one real Postgres for the whole run (embedded under .data/test, or the
@@ -18,18 +18,25 @@ export default async function setup(project: TestProject) {
     const base = new URL(process.env.DATABASE_URL);
     serverUrl = (db) => Object.assign(new URL(base), { pathname: `/${db}` }).toString();
   } else {
-    const embedded = await startEmbeddedPostgres('.data/test', TEST_PG_PORT);
+    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT);
     serverUrl = embedded.serverUrl;
     stop = embedded.stop;
   }
+  // One template per run, so runs sharing a server do not drop each other's.
+  const template = `callbacks_template_${process.pid}`;
   const admin = new pg.Client({ connectionString: serverUrl('postgres') });
   await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
+  await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${template}`);
   await admin.end();
-  await migrate(serverUrl(TEMPLATE_DB));
+  await migrate(serverUrl(template));
   project.provide('pgAdminUrl', serverUrl('postgres'));
+  project.provide('pgTemplate', template);
   return async () => {
+    const c = new pg.Client({ connectionString: serverUrl('postgres') });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
+    await c.end();
     await stop();
   };
 }
@@ -37,5 +44,6 @@ export default async function setup(project: TestProject) {
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
+    pgTemplate: string;
   }
 }
