@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { isUuid, uuidv7 } from './uuid.js';
+
+describe('uuidv7', () => {
+  it('should make valid version-7 UUIDs carrying the time', () => {
+    const id = uuidv7(Date.parse('2026-11-30T12:00:00Z'));
+    expect(isUuid(id)).toBe(true);
+    expect(id[14]).toBe('7');
+    expect('89ab').toContain(id[19]);
+    expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(Date.parse('2026-11-30T12:00:00Z'));
+  });
+
+  it('should be strictly increasing within one millisecond and across many', () => {
+    const ids = Array.from({ length: 50_000 }, () => uuidv7());
+    const outOfOrder = ids.findIndex((id, i) => i > 0 && id <= ids[i - 1]);
+    expect(outOfOrder).toBe(-1);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { AppConfig, ConfigError, loadConfig } from './app.config.js';
+
+describe(AppConfig.name, () => {
+  it('should use the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ port: 3000, host: '127.0.0.1', role: 'all', dispatchConcurrency: 200, hostMaxInFlight: 20, httpTimeoutMs: 15000 });
+    expect(c.databaseUrl).toBeUndefined();
+  });
+
+  it('should read and convert variables', () => {
+    const c = loadConfig({ PORT: '8080', ROLE: 'worker', ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8, 10.0.0.0/8', RETRY_DELAYS_MS: '10,20' });
+    expect(c).toMatchObject({ port: 8080, role: 'worker', allowPrivateNetworks: ['127.0.0.0/8', '10.0.0.0/8'], retryDelaysMs: [10, 20] });
+  });
+
+  it('should list every bad variable at once', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', ROLE: 'boss', DISPATCH_CONCURRENCY: '0' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain('PORT="eighty"');
+    expect(message).toContain('ROLE="boss"');
+    expect(message).toContain('DISPATCH_CONCURRENCY="0"');
+  });
+});
