@@ -11,7 +11,8 @@ const BLOCKED_V4 = [
   '198.51.100.0/24', '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4', '255.255.255.255/32',
 ];
 const BLOCKED_V6 = [
-  '::/128', '::1/128', '64:ff9b::/96', '64:ff9b:1::/48', '100::/64', '2001::/23', '2001:db8::/32',
+  // ::/96 holds the unspecified address, ::1 and the deprecated IPv4-compatible forms (::7f00:1).
+  '::/96', '64:ff9b::/96', '64:ff9b:1::/48', '100::/64', '2001::/23', '2001:db8::/32',
   '2002::/16', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8',
 ];
 
@@ -31,9 +32,10 @@ export class NetworkPolicy {
     const family = isIP(address);
     if (family === 0) return `not an IP address: ${address}`;
     let type: 'ipv4' | 'ipv6' = family === 4 ? 'ipv4' : 'ipv6';
-    let ip = address;
+    // A scope (fe80::1%eth0) does not change which range the address is in.
+    let ip = address.replace(/%.*$/, '');
     // ::ffff:a.b.c.d reaches a.b.c.d: judge it as the IPv4 address it is.
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
     if (mapped) [ip, type] = [mapped[1], 'ipv4'];
     if (this.allowed.check(ip, type)) return undefined;
     if (this.blocked.check(ip, type)) return `destination ${address} is in a private or reserved range (set ALLOW_PRIVATE_NETWORKS to allow it)`;
@@ -41,12 +43,22 @@ export class NetworkPolicy {
   }
 }
 
+/** Why `cidr` is not an `address/prefix` (or a bare address), or undefined. */
+export function cidrProblem(cidr: string): string | undefined {
+  const [ip, bits, extra] = cidr.trim().split('/');
+  const family = isIP(ip);
+  if (family === 0 || ip.includes('%')) return `${JSON.stringify(cidr)} is not an IP address or CIDR`;
+  if (bits === undefined) return undefined;
+  const max = family === 6 ? 128 : 32;
+  if (extra !== undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) return `${JSON.stringify(cidr)} needs a prefix length of 0 to ${max}`;
+  return undefined;
+}
+
 export function addCidr(list: BlockList, cidr: string): void {
+  const problem = cidrProblem(cidr);
+  if (problem) throw new Error(`invalid CIDR: ${problem}`);
   const [ip, bits] = cidr.trim().split('/');
   const family = isIP(ip);
   const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
-  if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
-    throw new Error(`invalid CIDR: ${cidr}`);
-  }
   list.addSubnet(ip, prefix, family === 6 ? 'ipv6' : 'ipv4');
 }
