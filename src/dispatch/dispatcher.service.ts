@@ -37,6 +37,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   private claiming = false;
   private claimAgain = false;
   private dueTimer?: NodeJS.Timeout;
+  private dueAt = 0;
   private idle?: () => void;
   private lastClaimError = 0;
   /** Last time the loop completed a claim without error (for readiness). */
@@ -52,8 +53,10 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     private readonly scheduler: SchedulerRegistry,
   ) {
     this.queues = new HostQueues((_host) => config.hostMaxInFlight);
-    this.writer = new OutcomeWriter(outcomes, this.owner, config.writebackIntervalMs, config.writebackMaxRows, (done) =>
-      done.forEach((b) => this.logBatchCompleted(b)),
+    this.writer = new OutcomeWriter(
+      outcomes, this.owner, config.writebackIntervalMs, config.writebackMaxRows,
+      (done) => done.forEach((b) => this.logBatchCompleted(b)),
+      (at) => this.wakeAt(at),
     );
   }
 
@@ -177,10 +180,19 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   private async armDueTimer(): Promise<void> {
     const next = await this.claims.nextDueAt();
+    if (next) this.wakeAt(next);
+  }
+
+  /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */
+  private wakeAt(at: Date): void {
+    const wait = Math.max(at.getTime() - Date.now(), 1);
+    if (wait >= this.config.dispatchPollMs || (this.dueTimer && this.dueAt <= at.getTime())) return;
     clearTimeout(this.dueTimer);
-    if (!next) return;
-    const wait = next.getTime() - Date.now();
-    if (wait < this.config.dispatchPollMs) this.dueTimer = setTimeout(() => this.wake(), Math.max(wait, 1));
+    this.dueAt = at.getTime();
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = undefined;
+      this.wake();
+    }, wait);
   }
 
   private async release(rows: ClaimedCallback[]): Promise<void> {

@@ -20,6 +20,8 @@ export class OutcomeWriter {
     private readonly intervalMs: number,
     private readonly maxRows: number,
     private readonly onBatchesCompleted: (batches: Array<{ id: string; completedAt: Date }>) => void,
+    /** Told the earliest retry the write-back scheduled, so the worker can wake for it. */
+    private readonly onRetryScheduled: (at: Date) => void = () => undefined,
   ) {}
 
   get pending(): number {
@@ -59,6 +61,8 @@ export class OutcomeWriter {
     try {
       await this.repo.recordOutcomes(this.owner, rows);
       this.failures = 0;
+      const retryAt = Math.min(...rows.map((r) => r.nextAttemptAt?.getTime() ?? Infinity));
+      if (retryAt !== Infinity) this.onRetryScheduled(new Date(retryAt));
     } catch (error) {
       this.buffer.unshift(...rows);
       if (this.failures++ % 50 === 0) this.logger.warn(`write-back of ${rows.length} outcomes failed, will retry: ${(error as Error).message}`);
