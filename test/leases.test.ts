@@ -1,0 +1,122 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClaimRepository } from '../src/dispatch/claim.repository.js';
+import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
+import { connect } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/** Claim and write-back statements against a real Postgres, with no worker running (ROLE=api). */
+describe(ClaimRepository.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let db: pg.Client;
+  let claims: ClaimRepository;
+  let outcomes: OutcomeRepository;
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api' });
+    db = await connect(service.databaseUrl);
+    claims = service.app.get(ClaimRepository);
+    outcomes = service.app.get(OutcomeRepository);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await service?.dropDatabase();
+  });
+
+  async function batchOf(n: number, extra: Record<string, unknown> = {}): Promise<string[]> {
+    const res = await service.api('/v1/batches', {
+      method: 'POST',
+      json: { callbacks: Array.from({ length: n }, (_, i) => ({ url: `http://127.0.0.1:9/${i}`, ...extra })) },
+    });
+    expect(res.status).toBe(202);
+    return (await res.json()).callbacks.map((c: { id: string }) => c.id);
+  }
+
+  const statusCounts = async () =>
+    Object.fromEntries((await db.query('SELECT status, count(*)::int AS n FROM callback GROUP BY status')).rows.map((r) => [r.status, r.n]));
+
+  const outcome = (id: string, row: { apiKeyId: string; host: string; attempts: number }): RecordedOutcome => ({
+    callbackId: id, apiKeyId: row.apiKeyId, host: row.host, number: row.attempts + 1, status: 'succeeded', nextAttemptAt: null,
+    completedAt: new Date(), startedAt: new Date(), durationMs: 5, dnsMs: 0, connectMs: 0, tlsMs: null, firstByteMs: 4,
+    statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok',
+  });
+
+  it('should never give one row to two concurrent claimers, and leave other states untouched', async () => {
+    await db.query('DELETE FROM batch');
+    const due = await batchOf(300);
+    const future = await batchOf(20, { runAt: new Date(Date.now() + 3_600_000).toISOString() });
+    await db.query(`UPDATE callback SET status = 'succeeded', completed_at = now() WHERE id = ANY($1)`, [due.slice(0, 50)]);
+    const before = (await db.query('SELECT id, status, next_attempt_at FROM callback WHERE id = ANY($1) ORDER BY id', [[...due.slice(0, 50), ...future]])).rows;
+
+    const results = await Promise.all(['w1', 'w2', 'w3', 'w4'].map((w) => claims.claimDue(w, 100, 1000, [])));
+    const ids = results.flat().map((r) => r.id);
+    expect(ids).toHaveLength(250);
+    expect(new Set(ids).size).toBe(250);
+    expect(new Set(ids)).toEqual(new Set(due.slice(50)));
+    const owners = (await db.query(`SELECT lease_owner, count(*)::int AS n FROM callback WHERE status = 'in_flight' GROUP BY lease_owner`)).rows;
+    expect(owners.reduce((s, r) => s + r.n, 0)).toBe(250);
+    for (const [i, w] of ['w1', 'w2', 'w3', 'w4'].entries()) {
+      expect(owners.find((r) => r.lease_owner === w)?.n ?? 0).toBe(results[i].length);
+    }
+    const after = (await db.query('SELECT id, status, next_attempt_at FROM callback WHERE id = ANY($1) ORDER BY id', [[...due.slice(0, 50), ...future]])).rows;
+    expect(after).toEqual(before);
+  });
+
+  it('should skip hosts it is told are full', async () => {
+    await db.query('DELETE FROM batch');
+    await batchOf(5);
+    const other = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.2:9/x' }] } });
+    expect(other.status).toBe(202);
+    const got = await claims.claimDue('w', 100, 1000, ['http://127.0.0.1:9']);
+    expect(got.map((r) => r.host)).toEqual(['http://127.0.0.2:9']);
+  });
+
+  it('should discard a write-back from a worker whose lease expired and was taken over', async () => {
+    await db.query('DELETE FROM batch');
+    const [id] = await batchOf(1);
+    const [row] = await claims.claimDue('old', 10, 1000, []);
+    await db.query(`UPDATE callback SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+    expect(await claims.reapExpiredLeases()).toBe(1);
+    const [again] = await claims.claimDue('new', 10, 1000, []);
+    expect(again.id).toBe(id);
+
+    expect(await outcomes.recordOutcomes('old', [outcome(id, row)])).toEqual([]);
+    let state = (await db.query('SELECT status, lease_owner, attempts FROM callback WHERE id = $1', [id])).rows[0];
+    expect(state).toEqual({ status: 'in_flight', lease_owner: 'new', attempts: 0 });
+    expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
+
+    expect(await outcomes.recordOutcomes('new', [outcome(id, again)])).toEqual([id]);
+    state = (await db.query('SELECT status, lease_owner, attempts FROM callback WHERE id = $1', [id])).rows[0];
+    expect(state).toEqual({ status: 'succeeded', lease_owner: null, attempts: 1 });
+    const attempts = (await db.query('SELECT number, outcome, worker, response_headers FROM attempt WHERE callback_id = $1', [id])).rows;
+    expect(attempts).toEqual([{ number: 1, outcome: 'success', worker: 'new', response_headers: { a: 'b' } }]);
+  });
+
+  it('should discard the write-back of a callback cancelled while in flight', async () => {
+    await db.query('DELETE FROM batch');
+    const [id] = await batchOf(1);
+    const [row] = await claims.claimDue('w', 10, 1000, []);
+    expect((await service.api(`/v1/callbacks/${id}/cancel`, { method: 'POST' })).status).toBe(200);
+    expect(await outcomes.recordOutcomes('w', [outcome(id, row)])).toEqual([]);
+    expect((await db.query('SELECT status FROM callback WHERE id = $1', [id])).rows[0].status).toBe('cancelled');
+  });
+
+  it('should hand back released claims untouched and stamp a batch complete only when nothing is left', async () => {
+    await db.query('DELETE FROM batch');
+    const ids = await batchOf(3);
+    const rows = await claims.claimDue('w', 10, 1000, []);
+    expect(await claims.releaseClaims('someone-else', ids)).toBe(0);
+    expect(await claims.releaseClaims('w', [ids[2]])).toBe(1);
+    expect(await statusCounts()).toEqual({ in_flight: 2, pending: 1 });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    await outcomes.recordOutcomes('w', [outcome(ids[0], byId.get(ids[0])!), outcome(ids[1], byId.get(ids[1])!)]);
+    const batchId = rows[0].batchId;
+    expect(await outcomes.completeBatches([batchId])).toEqual([]);
+    const [last] = await claims.claimDue('w', 10, 1000, []);
+    await outcomes.recordOutcomes('w', [outcome(last.id, last)]);
+    const done = await outcomes.completeBatches([batchId]);
+    expect(done.map((b) => b.id)).toEqual([batchId]);
+    expect(await outcomes.completeBatches([batchId])).toEqual([]);
+  });
+});
