@@ -1,0 +1,118 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BatchService } from '../src/batches/batch.service.js';
+import { connect } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+describe(BatchService.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let db: pg.Client;
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api' });
+    db = await connect(service.databaseUrl);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await service?.dropDatabase();
+  });
+
+  const post = (body: unknown, headers: Record<string, string> = {}, key?: string) =>
+    service.api('/v1/batches', { method: 'POST', json: body, headers, key });
+  const count = async (table: string) => (await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
+
+  it('should store 10,000 callbacks in one batch and answer with their ids in request order', async () => {
+    const callbacks = Array.from({ length: 10_000 }, (_, i) => ({ url: `http://127.0.0.1:9/${i}`, externalId: `e${i}` }));
+    const res = await post({ label: 'big', callbacks });
+    expect(res.status).toBe(202);
+    const body = await res.json();
+    expect(body.callbacks).toHaveLength(10_000);
+    expect(body.callbacks.map((c: { externalId: string }) => c.externalId)).toEqual(callbacks.map((c) => c.externalId));
+    const stored = (await db.query('SELECT id, external_id, url FROM callback WHERE batch_id = $1 ORDER BY id', [body.id])).rows;
+    expect(stored.map((r) => r.id)).toEqual(body.callbacks.map((c: { id: string }) => c.id));
+    expect(stored.map((r) => r.url)).toEqual(callbacks.map((c) => c.url));
+    const batch = await service.apiJson(`/v1/batches/${body.id}`);
+    expect(batch).toMatchObject({ id: body.id, label: 'big', status: 'pending', total: 10_000, counts: { pending: 10_000 } });
+  });
+
+  describe('Idempotency-Key', () => {
+    const body = { callbacks: [{ url: 'http://127.0.0.1:9/a', body: { n: 1 } }, { url: 'http://127.0.0.1:9/b' }] };
+
+    it('should return the original batch for the same key and body', async () => {
+      const first = await post(body, { 'idempotency-key': 'order-1' });
+      expect(first.status).toBe(202);
+      const again = await post(body, { 'idempotency-key': 'order-1' });
+      expect(again.status).toBe(202);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      const [a, b] = [await first.json(), await again.json()];
+      expect(b.id).toBe(a.id);
+      expect(b.callbacks).toEqual(a.callbacks);
+      expect((await db.query('SELECT count(*)::int AS n FROM batch WHERE idempotency_key = $1', ['order-1'])).rows[0].n).toBe(1);
+    });
+
+    it('should answer 409 for the same key with another body, storing nothing', async () => {
+      await post(body, { 'idempotency-key': 'order-2' });
+      const before = await count('callback');
+      const res = await post({ callbacks: [{ url: 'http://127.0.0.1:9/other' }] }, { 'idempotency-key': 'order-2' });
+      expect(res.status).toBe(409);
+      expect(await res.json()).toMatchObject({ code: 'idempotency_conflict' });
+      expect(await count('callback')).toBe(before);
+    });
+
+    it('should create one batch from concurrent duplicates', async () => {
+      const results = await Promise.all(Array.from({ length: 8 }, () => post(body, { 'idempotency-key': 'order-3' })));
+      expect(results.map((r) => r.status)).toEqual(Array(8).fill(202));
+      const ids = new Set(await Promise.all(results.map(async (r) => (await r.json()).id)));
+      expect(ids.size).toBe(1);
+      const rows = (await db.query('SELECT id FROM batch WHERE idempotency_key = $1', ['order-3'])).rows;
+      expect(rows).toHaveLength(1);
+      expect((await db.query('SELECT count(*)::int AS n FROM callback WHERE batch_id = $1', [rows[0].id])).rows[0].n).toBe(2);
+    });
+
+    it('should keep keys per API key: another key may use the same Idempotency-Key', async () => {
+      const other = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'other' } });
+      const mine = await (await post(body, { 'idempotency-key': 'shared' })).json();
+      const theirs = await (await post(body, { 'idempotency-key': 'shared' }, other.key)).json();
+      expect(theirs.id).not.toBe(mine.id);
+    });
+  });
+
+  describe('tenancy', () => {
+    it('should let neither of two keys see the other\'s batches or callbacks', async () => {
+      const alice = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'alice' } })).key as string;
+      const bob = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'bob' } })).key as string;
+      const a = await (await post({ callbacks: [{ url: 'http://127.0.0.1:9/a' }] }, {}, alice)).json();
+      const b = await (await post({ callbacks: [{ url: 'http://127.0.0.1:9/b' }] }, {}, bob)).json();
+      const as = (key: string, path: string, init: RequestInit = {}) => service.api(path, { ...init, key });
+
+      for (const [reader, batch] of [[alice, b], [bob, a]] as const) {
+        expect((await as(reader, `/v1/batches/${batch.id}`)).status).toBe(404);
+        expect((await as(reader, `/v1/batches/${batch.id}/callbacks`)).status).toBe(404);
+        expect((await as(reader, `/v1/batches/${batch.id}/sequence`)).status).toBe(404);
+        expect((await as(reader, `/v1/callbacks/${batch.callbacks[0].id}`)).status).toBe(404);
+        expect((await as(reader, `/v1/callbacks/${batch.callbacks[0].id}/cancel`, { method: 'POST' })).status).toBe(404);
+        expect((await as(reader, `/v1/batches/${batch.id}/retry`, { method: 'POST' })).status).toBe(404);
+      }
+      expect((await as(alice, `/v1/batches/${a.id}`)).status).toBe(200);
+      const listA = await (await as(alice, '/v1/batches')).json();
+      expect(listA.items.map((x: { id: string }) => x.id)).toEqual([a.id]);
+      const cbsB = await (await as(bob, '/v1/callbacks')).json();
+      expect(cbsB.items.map((x: { id: string }) => x.id)).toEqual([b.callbacks[0].id]);
+      // Bob's cancel attempt above changed nothing of Alice's.
+      expect((await (await as(alice, `/v1/callbacks/${a.callbacks[0].id}`)).json()).status).toBe('pending');
+    });
+
+    it('should answer 401 without a key or with a wrong or revoked one, and 403 on admin routes for a plain key', async () => {
+      expect((await service.api('/v1/batches', { key: null })).status).toBe(401);
+      expect((await service.api('/v1/batches', { key: 'cbk_not_a_real_key_at_all_000000' })).status).toBe(401);
+      const plain = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'plain' } });
+      expect((await service.api('/v1/keys', { key: plain.key })).status).toBe(403);
+      expect((await service.api('/v1/batches', { key: plain.key })).status).toBe(200);
+      expect((await service.api(`/v1/keys/${plain.id}`, { method: 'DELETE' })).status).toBe(200);
+      const res = await service.api('/v1/batches', { key: plain.key });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ code: 'unauthorized', requestId: expect.any(String) });
+    });
+  });
+});
