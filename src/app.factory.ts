@@ -8,6 +8,7 @@ import { AppModule } from './app.module.js';
 import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
 import { ErrorFilter } from './common/error.filter.js';
 import { buildValidationPipe } from './common/validation.pipe.js';
+import { registerSecurityHooks } from './common/security.hooks.js';
 import type { AppConfig } from './config/app.config.js';
 import { startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrate } from './database/migrator.js';
@@ -50,6 +51,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   });
   app.useGlobalFilters(new ErrorFilter());
   app.useGlobalPipes(buildValidationPipe());
+  registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
   app.getHttpAdapter().getInstance().addHook('onSend', async (req, reply) => {
     void reply.header('x-request-id', req.id);
   });

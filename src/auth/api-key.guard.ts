@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app.error.js';
 import { ApiKeyService, AuthenticatedKey } from './api-key.service.js';
+import { RateLimitService } from './rate-limit.service.js';
 
 const PUBLIC = 'auth:public';
 const ADMIN = 'auth:admin';
@@ -20,14 +21,16 @@ export const CurrentKey = createParamDecorator(
 
 /**
  * Global guard: every route needs `Authorization: Bearer <key>` unless @Public.
- * A missing or wrong key is 401; tenancy (404 on others' rows) is enforced by the
- * repositories, which always filter by the caller's key id.
+ * A missing or wrong key is 401; a key over its rate limit is 429. Tenancy (404
+ * on others' rows) is enforced by the repositories, which always filter by the
+ * caller's key id.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: ApiKeyService,
+    private readonly limiter: RateLimitService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -42,6 +45,7 @@ export class ApiKeyGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(ADMIN, targets) && !key.isAdmin) {
       throw new AppError('forbidden', 'this route needs an admin key');
     }
+    this.limiter.admit(key.id);
     request.apiKey = key;
     return true;
   }

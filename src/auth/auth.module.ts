@@ -4,10 +4,11 @@ import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard.js';
 import { ApiKeyRepository } from './api-key.repository.js';
 import { ApiKeyService } from './api-key.service.js';
+import { RateLimitService } from './rate-limit.service.js';
 
 @Module({
   controllers: [KeyController],
-  providers: [ApiKeyRepository, ApiKeyService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  providers: [ApiKeyRepository, ApiKeyService, RateLimitService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
   exports: [ApiKeyService],
 })
 export class AuthModule {}

@@ -4,7 +4,7 @@ import { CALLBACK_STATUSES, type CallbackStatus } from '../callbacks/callback.st
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
-import { destinationOf } from '../common/validators.js';
+import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
 import { BatchRepository, type BatchRow, type NewCallback } from './batch.repository.js';
 import type { CallbackInputDto, CreateBatchDto } from './dto/create-batch.dto.js';
 
@@ -85,9 +85,15 @@ export class BatchService {
       throw new AppError('validation_failed', `callbacks[${index}].timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
     }
     const headers: Record<string, string> = { ...d.headers, ...c.headers };
+    if (Object.keys(headers).length > MAX_HEADERS) {
+      throw new AppError('validation_failed', `callbacks[${index}] has more than ${MAX_HEADERS} headers with the batch defaults`);
+    }
     let body: string | null = null;
     if (typeof c.body === 'string') body = c.body;
     else if (c.body !== undefined && c.body !== null) {
+      if (jsonDepth(c.body, this.config.maxJsonDepth) > this.config.maxJsonDepth) {
+        throw new AppError('validation_failed', `callbacks[${index}].body is nested deeper than ${this.config.maxJsonDepth} levels`);
+      }
       body = JSON.stringify(c.body);
       if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
     }

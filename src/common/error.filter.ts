@@ -56,7 +56,8 @@ export class ErrorFilter implements ExceptionFilter {
     }
     const status = statusOf(exception);
     if (status !== undefined && status < 500) {
-      const fastifyCode = (exception as { code?: string }).code;
+      // Nest wraps Fastify's own errors (bad JSON, wrong media type) in an HttpException with the original as cause.
+      const fastifyCode = (exception as { code?: string }).code ?? (exception as { cause?: { code?: string } }).cause?.code;
       const code: ErrorCode =
         fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || exception instanceof SyntaxError
           ? 'malformed_json'

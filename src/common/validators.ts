@@ -1,4 +1,5 @@
 import { registerDecorator, type ValidationOptions } from 'class-validator';
+import { cidrProblem } from '../dispatch/transport/network.policy.js';
 
 /** RFC 9110 token: what a header name may contain. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -62,6 +63,34 @@ function fromProblem(name: string, problem: (v: unknown) => string | undefined, 
 
 export const IsHttpUrl = (options?: ValidationOptions) => fromProblem('isHttpUrl', httpUrlProblem, options);
 export const IsHeaderMap = (options?: ValidationOptions) => fromProblem('isHeaderMap', headerMapProblem, options);
+
+/** Why `value` is not a list of CIDRs (ALLOW_PRIVATE_NETWORKS), naming every bad entry, or undefined. */
+export function cidrListProblem(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return 'must be a comma-separated list of CIDRs';
+  const bad = value.map((c) => (typeof c === 'string' ? cidrProblem(c) : 'not a string')).filter(Boolean);
+  return bad.length > 0 ? `has invalid entries: ${bad.join('; ')}` : undefined;
+}
+export const IsCidrList = (options?: ValidationOptions) => fromProblem('isCidrList', cidrListProblem, options);
+
+/**
+ * Nesting depth of a parsed JSON value (a scalar is 0, `{}` and `[]` are 1), or
+ * `Infinity` as soon as it exceeds `limit`. Iterative, so a hostile document
+ * cannot overflow the stack here, and it stops early on the first too-deep branch.
+ */
+export function jsonDepth(value: unknown, limit: number): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  let max = 0;
+  const stack: Array<[object, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (depth > limit) return Infinity;
+    if (depth > max) max = depth;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return max;
+}
 
 /** The destination key of per-host limits: scheme://host:port, default port spelled out. */
 export function destinationOf(url: string): string {

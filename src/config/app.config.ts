@@ -1,4 +1,5 @@
 import { IsArray, IsIn, IsInt, IsOptional, IsString, Max, Min, MinLength, validateSync } from 'class-validator';
+import { IsCidrList } from '../common/validators.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export type LogLevel = 'error' | 'warn' | 'log' | 'debug' | 'verbose';
@@ -50,7 +51,7 @@ export class AppConfig {
   /** RESPONSE_SNIPPET_BYTES: bytes of each response body kept on the attempt (1024). */
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
-  @IsArray() @IsString({ each: true }) allowPrivateNetworks: string[] = [];
+  @IsArray() @IsString({ each: true }) @IsCidrList() allowPrivateNetworks: string[] = [];
 
   /** DEFAULT_MAX_ATTEMPTS: attempts per callback unless the batch says otherwise (8). */
   @IsInt() @Min(1) @Max(100) defaultMaxAttempts = 8;
@@ -68,6 +69,12 @@ export class AppConfig {
   @IsInt() @Min(1) maxCallbackBodyBytes = 262_144;
   /** MAX_REQUEST_BYTES: size of one API request body (33554432 bytes). */
   @IsInt() @Min(1024) maxRequestBytes = 33_554_432;
+  /** MAX_JSON_DEPTH: nesting depth of a callback body; the request may nest 4 more (32 levels). */
+  @IsInt() @Min(1) @Max(1000) maxJsonDepth = 32;
+  /** API_RATE_LIMIT_PER_SEC: API requests per second per key, refilled continuously (10000; 0 = no limit). */
+  @IsInt() @Min(0) apiRateLimitPerSec = 10_000;
+  /** API_RATE_LIMIT_BURST: requests a key may make at once above the rate (20000). */
+  @IsInt() @Min(1) apiRateLimitBurst = 20_000;
 }
 
 type Parser = (raw: string) => unknown;
@@ -105,6 +112,9 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
   MAX_REQUEST_BYTES: ['maxRequestBytes', int],
+  MAX_JSON_DEPTH: ['maxJsonDepth', int],
+  API_RATE_LIMIT_PER_SEC: ['apiRateLimitPerSec', int],
+  API_RATE_LIMIT_BURST: ['apiRateLimitBurst', int],
 };
 
 export class ConfigError extends Error {}
