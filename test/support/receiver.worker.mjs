@@ -6,6 +6,7 @@
 //   ?hang=1            never answer
 //   ?failTimes=N&failCode=C   answer C (default 503) to the first N requests of a webhook-id
 //   ?retryAfter=S      add Retry-After: S
+//   ?location=URL      add Location: URL (with ?code=302, a redirect)
 // maxConcurrent (workerData) queues requests beyond it, as php-fpm does.
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -33,6 +34,7 @@ function handle(req, res, body, record) {
   if (n <= Number(q.get('failTimes') ?? 0)) code = Number(q.get('failCode') ?? 503);
   const headers = { 'content-type': 'text/plain' };
   if (q.get('retryAfter')) headers['retry-after'] = q.get('retryAfter');
+  if (q.get('location')) headers.location = q.get('location');
   setTimeout(() => {
     res.writeHead(code, headers);
     res.end(q.get('body') ?? `ok ${n}`);
