@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { AppError, ErrorCode } from './app.error.js';
 
 export interface ErrorBody {
@@ -36,7 +37,7 @@ export class ErrorFilter implements ExceptionFilter {
     const request = ctx.getRequest<FastifyRequest>();
     const reply = ctx.getResponse<FastifyReply>();
     const { status, body, headers } = this.toResponse(exception, String(request.id));
-    if (status >= 500 && !(exception instanceof AppError)) {
+    if (status === 500) {
       this.logger.error(
         { requestId: body.requestId, method: request.method, url: request.url },
         (exception as Error)?.stack ?? String(exception),
@@ -63,6 +64,13 @@ export class ErrorFilter implements ExceptionFilter {
           ? 'malformed_json'
           : (STATUS_CODES[status] ?? 'validation_failed');
       return { status, body: { code, message: messageOf(exception, status), requestId }, headers: {} };
+    }
+    if (isDatabaseUnavailable(exception)) {
+      return {
+        status: 503,
+        body: { code: 'not_ready', message: 'the database is unavailable; retry shortly', requestId },
+        headers: { 'retry-after': '1' },
+      };
     }
     return { status: 500, body: { code: 'internal_error', message: 'internal error', requestId }, headers: {} };
   }

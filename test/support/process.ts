@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TEST_KEY } from './service.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const MAIN = path.join(ROOT, process.env.SERVICE_DIST ?? 'dist', 'main.js');
+
+export interface ServiceProcess {
+  proc: ChildProcess;
+  url: string;
+  output: () => string;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string>;
+  kill: (signal: NodeJS.Signals) => void;
+}
+
+/**
+ * The built service (`dist/main.js`, made by `npm test`'s build step) as a real
+ * child process, for crash, shutdown and many-worker tests.
+ */
+export async function spawnService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+  if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+  const proc = spawn(process.execPath, [MAIN], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8',
+      BOOTSTRAP_API_KEY: TEST_KEY,
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (c) => (out += c));
+  proc.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    proc.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited (${code}) before listening:\n${out}`));
+    });
+  });
+  return { proc, url, output: () => out, exited, kill: (signal) => proc.kill(signal) };
+}
+
+/** POST/GET against a spawned service with the test key. */
+export async function call(url: string, pathname: string, init: { method?: string; json?: unknown } = {}) {
+  const res = await fetch(`${url}${pathname}`, {
+    method: init.method ?? 'GET',
+    headers: { authorization: `Bearer ${TEST_KEY}`, ...(init.json !== undefined && { 'content-type': 'application/json' }) },
+    body: init.json !== undefined ? JSON.stringify(init.json) : undefined,
+  });
+  return { status: res.status, body: await res.json().catch(() => undefined) };
+}
