@@ -5,6 +5,7 @@ import { BatchesModule } from './batches/batches.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
 import { AppConfig } from './config/app.config.js';
 import { ConfigModule } from './config/config.module.js';
+import { DashboardModule } from './dashboard/dashboard.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DispatchModule } from './dispatch/dispatch.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -27,6 +28,7 @@ export class AppModule {
         SigningModule,
         DispatchModule,
         HealthModule,
+        DashboardModule,
       ],
     };
   }

@@ -1,0 +1,37 @@
+// The dashboard's only data source: the /v1 API, with the key the user typed.
+// The key lives in sessionStorage (gone with the tab) and leaves only in the
+// Authorization header of same-origin requests.
+
+const STORAGE = 'callbacks.apiKey';
+
+export const session = {
+  get key() { return sessionStorage.getItem(STORAGE); },
+  login(key) { sessionStorage.setItem(STORAGE, key); },
+  logout() { sessionStorage.removeItem(STORAGE); },
+};
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = body?.code;
+  }
+}
+
+/** GET a /v1 path and parse the JSON; throws ApiError on a non-2xx answer. */
+export async function get(path, params = {}) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ''));
+  const url = query.size ? `${path}?${query}` : path;
+  const res = await fetch(url, { headers: { authorization: `Bearer ${session.key}`, accept: 'application/json' } });
+  const body = await res.json().catch(() => undefined);
+  if (!res.ok) throw new ApiError(res.status, body);
+  return body;
+}
+
+/** Checks a key by listing one batch. */
+export async function checkKey(key) {
+  const res = await fetch('/v1/batches?limit=1', { headers: { authorization: `Bearer ${key}` } });
+  if (res.ok) return null;
+  const body = await res.json().catch(() => undefined);
+  return body?.message ?? `HTTP ${res.status}`;
+}

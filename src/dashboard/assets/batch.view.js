@@ -1,0 +1,66 @@
+// One batch: summary, outcome legend, the waterfall of every call, the phase
+// breakdown, and its failed callbacks.
+import { get } from './api.js';
+import { h, mount, when } from './dom.js';
+import { countBar } from './batches.view.js';
+import { colourOf, formatMs, outcomeCounts, PHASE_COLOURS, phaseSummary } from './timeline.js';
+import { tooltip } from './tooltip.js';
+import { waterfall } from './waterfall.js';
+
+export async function batchView(main, { id, current }) {
+  const [batch, timeline, failed] = await Promise.all([
+    get(`/v1/batches/${id}`),
+    get(`/v1/batches/${id}/sequence`, { format: 'json' }),
+    get(`/v1/batches/${id}/callbacks`, { status: 'failed', limit: 100 }),
+  ]);
+  if (!current()) return;
+  const open = (c) => { location.hash = `#/callback/${c.callbackId}`; };
+  mount(main,
+    h('p', h('a', { href: '#/' }, '← Batches')),
+    h('h1', `Batch ${batch.label ? `“${batch.label}” ` : ''}`, h('span.muted', batch.id)),
+    summary(batch, timeline),
+    h('h2', `Waterfall (${timeline.calls.length} calls)`),
+    timeline.calls.length === 0
+      ? h('p.empty', 'No attempts yet: the calls have not been sent.')
+      : [legend(timeline.calls), waterfall(timeline, { tooltip, onOpen: open })],
+    h('h2', 'Where the time went'),
+    phases(timeline.calls),
+    h('h2', `Failed callbacks (${batch.counts.failed})`),
+    failedTable(failed.items));
+}
+
+function summary(batch, timeline) {
+  const item = (label, value) => h('div', h('span.muted', label), h('b', value));
+  return h('div.summary',
+    item('status', h('span', { class: `status ${batch.status}` }, batch.status)),
+    item('calls', String(batch.total)),
+    item('succeeded', String(batch.counts.succeeded)),
+    item('failed', String(batch.counts.failed)),
+    item('open', String(batch.counts.pending + batch.counts.in_flight)),
+    item('makespan', formatMs(batch.makespanMs)),
+    item('first send', when(timeline.startedAt)),
+    h('div', h('span.muted', 'progress'), countBar(batch.counts, batch.total)));
+}
+
+function legend(calls) {
+  return h('div.legend', ...outcomeCounts(calls).map(({ outcome, count }) =>
+    h('span', { style: { '--swatch': colourOf(outcome) } }, `${outcome} ${count}`)));
+}
+
+function phases(calls) {
+  const rows = phaseSummary(calls);
+  if (rows.length === 0) return h('p.empty', 'No timings yet.');
+  const legendRow = h('div.legend', ...rows.map((r) => h('span', { style: { '--swatch': PHASE_COLOURS[r.name] } }, r.name)));
+  return [legendRow, h('table#phases',
+    h('thead', h('tr', h('th', 'phase'), h('th.num', 'calls'), h('th.num', 'median'), h('th.num', 'p90'))),
+    h('tbody', ...rows.map((r) => h('tr', h('td', r.name), h('td.num', r.count), h('td.num', formatMs(r.p50)), h('td.num', formatMs(r.p90))))))];
+}
+
+function failedTable(items) {
+  if (items.length === 0) return h('p.empty', 'None.');
+  return h('table',
+    h('thead', h('tr', h('th', 'callback'), h('th', 'url'), h('th.num', 'attempts'), h('th.num', 'last code'), h('th', 'last error'))),
+    h('tbody', ...items.map((c) => h('tr',
+      h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
+      h('td.url', c.url), h('td.num', c.attemptCount), h('td.num', c.lastStatusCode ?? '–'), h('td', c.lastError ?? '')))));
+}

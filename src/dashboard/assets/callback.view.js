@@ -1,0 +1,35 @@
+// One callback with every attempt and where its time went.
+import { get } from './api.js';
+import { h, mount, when } from './dom.js';
+import { colourOf, formatMs, phaseSegments } from './timeline.js';
+
+export async function callbackView(main, { id, current }) {
+  const c = await get(`/v1/callbacks/${id}`);
+  if (!current()) return;
+  mount(main,
+    h('p', h('a', { href: `#/batch/${c.batchId}` }, '← Batch')),
+    h('h1', 'Callback ', h('span.muted', c.id)),
+    h('table', h('tbody', ...[
+      ['url', `${c.method} ${c.url}`], ['external id', c.externalId ?? '–'],
+      ['status', h('span', { class: `status ${c.status}` }, c.status)],
+      ['attempts', `${c.attemptCount} of ${c.maxAttempts}`], ['timeout', formatMs(c.timeoutMs)],
+      ['next attempt', when(c.nextAttemptAt)], ['last error', c.lastError ?? '–'], ['created', when(c.createdAt)], ['completed', when(c.completedAt)],
+    ].map(([k, v]) => h('tr', h('th', k), h('td', v))))),
+    h('h2', `Attempts (${c.attempts.length})`),
+    c.attempts.length === 0 ? h('p.empty', 'Not sent yet.') : attemptsTable(c.attempts));
+}
+
+function attemptsTable(attempts) {
+  return h('table#attempts',
+    h('thead', h('tr', ...['#', 'started', 'outcome', 'code', 'total', 'dns', 'connect', 'tls', 'first byte', 'error', 'response'].map((t) => h('th', t)))),
+    h('tbody', ...attempts.map((a) => {
+      const segs = Object.fromEntries(phaseSegments({ totalMs: a.durationMs, outcome: a.outcome, phases: a.phases }).map((s) => [s.name, s.toMs - s.fromMs]));
+      return h('tr',
+        h('td.num', a.number), h('td', when(a.startedAt)),
+        h('td', h('span', { style: { color: colourOf(a.outcome) } }, a.outcome)),
+        h('td.num', a.statusCode ?? '–'), h('td.num', formatMs(a.durationMs)),
+        h('td.num', formatMs(segs.dns)), h('td.num', formatMs(segs.connect)), h('td.num', formatMs(segs.tls)),
+        h('td.num', formatMs(a.phases?.firstByteMs)), h('td', a.error ?? ''),
+        h('td.url', a.responseBody ? String(a.responseBody).slice(0, 200) : ''));
+    })));
+}
