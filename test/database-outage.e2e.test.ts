@@ -49,7 +49,7 @@ describe(`${DispatcherService.name} when Postgres goes away`, () => {
       json: { callbacks: Array.from({ length: 20 }, (_, i) => ({ url: `${receiver.url}/slow?sleep=${300 + i * 10}`, timeoutMs: 5000 })) },
     });
     expect(res.status).toBe(202);
-    const first = await res.json();
+    const first = (await res.json()) as { callbacks: Array<{ id: string }> };
     await waitFor(() => receiver.requests.length > 0 || undefined, 5000, 5).catch(() => undefined);
     await server.stop();
 
@@ -64,7 +64,7 @@ describe(`${DispatcherService.name} when Postgres goes away`, () => {
 
     const after = await service.api('/v1/batches', { method: 'POST', json: { callbacks: Array.from({ length: 5 }, () => ({ url: `${receiver.url}/after` })) } });
     expect(after.status).toBe(202);
-    const second = await after.json();
+    const second = (await after.json()) as { callbacks: Array<{ id: string }> };
 
     await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`)) === 25, 30_000, 200);
     expect(await count('SELECT count(*)::int AS n FROM callback')).toBe(25);

@@ -26,7 +26,7 @@ describe(BatchService.name, () => {
     const callbacks = Array.from({ length: 10_000 }, (_, i) => ({ url: `http://127.0.0.1:9/${i}`, externalId: `e${i}` }));
     const res = await post({ label: 'big', callbacks });
     expect(res.status).toBe(202);
-    const body = await res.json();
+    const body = (await res.json()) as { id: string; callbacks: Array<{ id: string; externalId: string }> };
     expect(body.callbacks).toHaveLength(10_000);
     expect(body.callbacks.map((c: { externalId: string }) => c.externalId)).toEqual(callbacks.map((c) => c.externalId));
     const stored = (await db.query('SELECT id, external_id, url FROM callback WHERE batch_id = $1 ORDER BY id', [body.id])).rows;
