@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../config/app.config.js';
 import { cidrProblem, NetworkPolicy } from './network.policy.js';
 
 describe(NetworkPolicy.name, () => {
@@ -95,5 +96,26 @@ describe(NetworkPolicy.name, () => {
 
   it('should throw on a bad CIDR at construction', () => {
     expect(() => new NetworkPolicy(['127.0.0.0/40'])).toThrow(/invalid CIDR/);
+  });
+});
+
+describe('ALLOW_PRIVATE_NETWORKS at boot', () => {
+  it('should accept a list of CIDRs and bare addresses', () => {
+    expect(loadConfig({ ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8, 10.1.2.3 ,fd00::/8' }).allowPrivateNetworks).toEqual(['127.0.0.0/8', '10.1.2.3', 'fd00::/8']);
+  });
+
+  it('should fail listing every bad entry', () => {
+    let error: unknown;
+    try {
+      loadConfig({ ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8,intranet,10.0.0.0/40' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain('ALLOW_PRIVATE_NETWORKS="127.0.0.0/8,intranet,10.0.0.0/40"');
+    expect(message).toContain('"intranet" is not an IP address or CIDR');
+    expect(message).toContain('"10.0.0.0/40" needs a prefix length of 0 to 32');
+    expect(message).not.toContain('"127.0.0.0/8" ');
   });
 });
