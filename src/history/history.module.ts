@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
 import { BatchesModule } from '../batches/batches.module.js';
 import { CallbacksModule } from '../callbacks/callbacks.module.js';
+import { LatencyController } from './latency.controller.js';
+import { LatencyRepository } from './latency.repository.js';
+import { LatencyService } from './latency.service.js';
 import { SequenceController } from './sequence.controller.js';
 import { SequenceService } from './sequence.service.js';
 
 @Module({
   imports: [BatchesModule, CallbacksModule],
-  controllers: [SequenceController],
-  providers: [SequenceService],
+  controllers: [SequenceController, LatencyController],
+  providers: [SequenceService, LatencyRepository, LatencyService],
 })
 export class HistoryModule {}

@@ -1,0 +1,20 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { CurrentKey } from '../auth/api-key.guard.js';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { LatencyHistoryDto, LatencyQueryDto } from './dto/latency.dto.js';
+import { LatencyService } from './latency.service.js';
+
+@ApiTags('history')
+@ApiBearerAuth()
+@Controller('v1/history')
+export class LatencyController {
+  constructor(private readonly latency: LatencyService) {}
+
+  /** Attempts of the calling key per time bucket: count, ok, failed and p50/p90/p99/max duration (ms). */
+  @Get('latency')
+  @ApiOkResponse({ type: LatencyHistoryDto })
+  get(@CurrentKey() key: AuthenticatedKey, @Query() q: LatencyQueryDto): Promise<LatencyHistoryDto> {
+    return this.latency.latencyHistory(key.id, q);
+  }
+}

@@ -1,0 +1,35 @@
+import { Injectable } from '@nestjs/common';
+import type { LatencyHistoryDto, LatencyQueryDto } from './dto/latency.dto.js';
+import { resolveLatencyWindow } from './latency.policy.js';
+import { LatencyRepository } from './latency.repository.js';
+
+const ms = (v: number) => Math.round(v * 1000) / 1000;
+
+@Injectable()
+export class LatencyService {
+  constructor(private readonly repo: LatencyRepository) {}
+
+  /** The key's latency history: per bucket the count, successes, failures and duration percentiles. */
+  async latencyHistory(apiKeyId: string, q: LatencyQueryDto): Promise<LatencyHistoryDto> {
+    const window = resolveLatencyWindow(
+      { from: q.from ? new Date(q.from) : undefined, to: q.to ? new Date(q.to) : undefined, bucket: q.bucket },
+      new Date(),
+    );
+    const rows = await this.repo.bucketStats({ apiKeyId, ...window, host: q.host, batchId: q.batch?.toLowerCase() });
+    return {
+      bucket: window.bucket,
+      from: window.from.toISOString(),
+      to: window.to.toISOString(),
+      items: rows.map((r) => ({
+        start: r.start.toISOString(),
+        count: r.count,
+        ok: r.ok,
+        failed: r.count - r.ok,
+        p50: ms(r.pct[0]),
+        p90: ms(r.pct[1]),
+        p99: ms(r.pct[2]),
+        max: ms(r.max),
+      })),
+    };
+  }
+}

@@ -1,0 +1,161 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LatencyController } from '../src/history/latency.controller.js';
+import { connect } from './support/database.js';
+import { Receiver } from './support/receiver.js';
+import { startTestService, waitFor, type TestService } from './support/service.js';
+
+type Bucket = { start: string; count: number; ok: number; failed: number; p50: number; p90: number; p99: number; max: number };
+
+/** percentile_cont as Postgres defines it: linear interpolation between the two nearest ranks. */
+function percentile(sorted: number[], p: number): number {
+  const pos = p * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+const HOST_A = 'https://a.example:443';
+const HOST_B = 'http://b.example:8080';
+const T0 = Date.parse('2026-11-02T10:00:00.000Z');
+
+describe(LatencyController.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let db: pg.Client;
+  let keyId: string;
+  let otherKey: string;
+  let batchA: string;
+  let batchB: string;
+
+  /** A batch of `host` with one callback, for attempts to hang on. */
+  async function seedCallback(apiKeyId: string, host: string): Promise<{ batchId: string; callbackId: string }> {
+    const { rows: [b] } = await db.query(
+      `INSERT INTO batch (id, api_key_id, total) VALUES (gen_random_uuid(), $1, 1) RETURNING id`, [apiKeyId]);
+    const { rows: [c] } = await db.query(
+      `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, next_attempt_at)
+       VALUES (gen_random_uuid(), $1, $2, $3, $4, 'POST', 1000, 100, 'failed', now()) RETURNING id`, [b.id, apiKeyId, `${host}/hook`, host]);
+    return { batchId: b.id, callbackId: c.id };
+  }
+
+  async function seedAttempts(callbackId: string, apiKeyId: string, host: string, rows: Array<[offsetMs: number, durationMs: number, outcome: string]>) {
+    await db.query(
+      `INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, outcome)
+       SELECT $1, $2, $3, n, to_timestamp(t / 1000.0), d, o
+       FROM unnest($4::float8[], $5::float8[], $6::text[]) WITH ORDINALITY AS x(t, d, o, n)`,
+      [callbackId, apiKeyId, host, rows.map((r) => T0 + r[0]), rows.map((r) => r[1]), rows.map((r) => r[2])],
+    );
+  }
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api' });
+    db = await connect(service.databaseUrl);
+    keyId = (await db.query('SELECT id FROM api_key LIMIT 1')).rows[0].id;
+    const other = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'other tenant' } });
+    otherKey = other.key;
+
+    const a = await seedCallback(keyId, HOST_A);
+    const b = await seedCallback(keyId, HOST_B);
+    const o = await seedCallback(other.id, HOST_A);
+    batchA = a.batchId;
+    batchB = b.batchId;
+    // 10:00–10:01: 20 attempts on A (durations 10..200, two failures), 1 on B.
+    await seedAttempts(a.callbackId, keyId, HOST_A, Array.from({ length: 20 }, (_, i) => [i * 1000, (i + 1) * 10, i % 10 === 3 ? 'timeout' : 'success']));
+    await seedAttempts(b.callbackId, keyId, HOST_B, [[30_000, 5000.5, 'http_error']]);
+    // 10:05: one more on A; 10:02–10:04 stay empty.
+    await seedAttempts(a.callbackId, keyId, HOST_A, [[5 * 60_000 + 1, 42.125, 'success']]);
+    // Another tenant's attempts in the same minute must never show.
+    await seedAttempts(o.callbackId, other.id, HOST_A, [[10_000, 99_999, 'success']]);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await service?.dropDatabase();
+  });
+
+  const range = `from=2026-11-02T10:00:00.000Z&to=2026-11-02T11:00:00.000Z`;
+
+  it('should return per-bucket counts and exact percentiles, omitting empty buckets', async () => {
+    const res = await service.apiJson(`/v1/history/latency?${range}&bucket=1m`);
+    expect(res).toMatchObject({ bucket: '1m', from: '2026-11-02T10:00:00.000Z', to: '2026-11-02T11:00:00.000Z' });
+    expect(res.items.map((b: Bucket) => b.start)).toEqual(['2026-11-02T10:00:00.000Z', '2026-11-02T10:05:00.000Z']);
+    const durations = [...Array.from({ length: 20 }, (_, i) => (i + 1) * 10), 5000.5].sort((x, y) => x - y);
+    expect(res.items[0]).toEqual({
+      start: '2026-11-02T10:00:00.000Z', count: 21, ok: 18, failed: 3,
+      p50: percentile(durations, 0.5), p90: percentile(durations, 0.9),
+      p99: Math.round(percentile(durations, 0.99) * 1000) / 1000, max: 5000.5,
+    });
+    expect(res.items[1]).toEqual({ start: '2026-11-02T10:05:00.000Z', count: 1, ok: 1, failed: 0, p50: 42.125, p90: 42.125, p99: 42.125, max: 42.125 });
+  });
+
+  it('should filter by host and by batch', async () => {
+    const byHost = await service.apiJson(`/v1/history/latency?${range}&bucket=1h&host=${encodeURIComponent(HOST_B)}`);
+    expect(byHost.items).toEqual([{ start: '2026-11-02T10:00:00.000Z', count: 1, ok: 0, failed: 1, p50: 5000.5, p90: 5000.5, p99: 5000.5, max: 5000.5 }]);
+    const byBatch = await service.apiJson(`/v1/history/latency?${range}&bucket=1h&batch=${batchA}`);
+    expect(byBatch.items.map((b: Bucket) => [b.count, b.ok, b.max])).toEqual([[21, 19, 200]]);
+    const both = await service.apiJson(`/v1/history/latency?${range}&bucket=1h&batch=${batchB}&host=${encodeURIComponent(HOST_A)}`);
+    expect(both.items).toEqual([]);
+  });
+
+  it("should show a key only its own attempts, even when it names another key's batch", async () => {
+    const mine = await service.apiJson(`/v1/history/latency?${range}&bucket=1d`, { key: otherKey });
+    expect(mine.items.map((b: Bucket) => [b.start, b.count, b.max])).toEqual([['2026-11-02T00:00:00.000Z', 1, 99_999]]);
+    const theirs = await service.apiJson(`/v1/history/latency?${range}&batch=${batchA}`, { key: otherKey });
+    expect(theirs.items).toEqual([]);
+  });
+
+  it('should keep only attempts inside [from, to) and align buckets to UTC', async () => {
+    const res = await service.apiJson('/v1/history/latency?from=2026-11-02T10:00:10.000Z&to=2026-11-02T10:05:00.000Z&bucket=5m');
+    expect(res.items).toHaveLength(1);
+    expect(res.items[0]).toMatchObject({ start: '2026-11-02T10:00:00.000Z', count: 11 });
+  });
+
+  it('should default to the last 24 hours in 5-minute buckets', async () => {
+    const before = Date.now();
+    const res = await service.apiJson('/v1/history/latency');
+    expect(res.bucket).toBe('5m');
+    expect(Date.parse(res.to) - Date.parse(res.from)).toBe(86_400_000);
+    expect(Date.parse(res.to)).toBeGreaterThanOrEqual(before);
+    expect(res.items).toEqual([]);
+  });
+
+  it.each([
+    ['an unknown bucket', 'bucket=2m'],
+    ['a from after to', 'from=2026-11-02T11:00:00Z&to=2026-11-02T10:00:00Z'],
+    ['a time that is not ISO-8601', 'from=yesterday'],
+    ['a batch that is not a UUID', 'batch=42'],
+    ['too many buckets', 'from=2026-01-01T00:00:00Z&to=2026-11-01T00:00:00Z&bucket=1m'],
+    ['an unknown parameter', 'hots=x'],
+  ])('should answer 400 validation_failed for %s', async (_, qs) => {
+    const res = await service.api(`/v1/history/latency?${qs}`);
+    expect(res.status).toBe(400);
+    expect((await res.json()).code).toBe('validation_failed');
+  });
+
+  it('should need an API key', async () => {
+    expect((await service.api('/v1/history/latency', { key: null })).status).toBe(401);
+  });
+});
+
+describe(`${LatencyController.name} end to end`, () => {
+  it('should count the attempts the dispatcher recorded for a batch', async () => {
+    const service = await startTestService();
+    const receiver = await Receiver.start();
+    try {
+      const sleeps = [0, 50, 100, 150];
+      const res = await service.apiJson('/v1/batches', {
+        method: 'POST',
+        json: { callbacks: [...sleeps.map((s) => ({ url: `${receiver.url}/?sleep=${s}` })), { url: `${receiver.url}/?code=404` }] },
+      });
+      await waitFor(async () => (await service.apiJson(`/v1/batches/${res.id}`)).status === 'completed');
+      const history = await service.apiJson(`/v1/history/latency?batch=${res.id}&bucket=1d`);
+      expect(history.items).toHaveLength(1);
+      expect(history.items[0]).toMatchObject({ count: 5, ok: 4, failed: 1 });
+      expect(history.items[0].max).toBeGreaterThanOrEqual(150);
+      expect(history.items[0].max).toBeLessThan(400);
+    } finally {
+      await service.stop();
+      await receiver.close();
+      await service.dropDatabase();
+    }
+  });
+});
