@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
 import { Receiver, closedPort } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
 
@@ -25,7 +25,7 @@ describe(DispatcherService.name, () => {
   async function sendBatch(callbacks: unknown[], extra: Record<string, unknown> = {}) {
     const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks, ...extra } });
     expect(res.status).toBe(202);
-    return (await res.json()) as { id: string; callbacks: Array<{ id: string; externalId: string | null }> };
+    return (await jsonOf(res)) as { id: string; callbacks: Array<{ id: string; externalId: string | null }> };
   }
 
   async function waitDone(batchId: string, timeoutMs = 10_000) {

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchService } from '../src/batches/batch.service.js';
 import { connect } from './support/database.js';
-import { startTestService, type TestService } from './support/service.js';
+import { startTestService, type TestService, jsonOf } from './support/service.js';
 
 describe(BatchService.name, () => {
   let service: TestService & { dropDatabase: () => Promise<void> };
@@ -26,7 +26,7 @@ describe(BatchService.name, () => {
     const callbacks = Array.from({ length: 10_000 }, (_, i) => ({ url: `http://127.0.0.1:9/${i}`, externalId: `e${i}` }));
     const res = await post({ label: 'big', callbacks });
     expect(res.status).toBe(202);
-    const body = (await res.json()) as { id: string; callbacks: Array<{ id: string; externalId: string }> };
+    const body = (await jsonOf(res)) as { id: string; callbacks: Array<{ id: string; externalId: string }> };
     expect(body.callbacks).toHaveLength(10_000);
     expect(body.callbacks.map((c: { externalId: string }) => c.externalId)).toEqual(callbacks.map((c) => c.externalId));
     const stored = (await db.query('SELECT id, external_id, url FROM callback WHERE batch_id = $1 ORDER BY id', [body.id])).rows;
@@ -45,7 +45,7 @@ describe(BatchService.name, () => {
       const again = await post(body, { 'idempotency-key': 'order-1' });
       expect(again.status).toBe(202);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
-      const [a, b] = [await first.json(), await again.json()];
+      const [a, b] = [await jsonOf(first), await jsonOf(again)];
       expect(b.id).toBe(a.id);
       expect(b.callbacks).toEqual(a.callbacks);
       expect((await db.query('SELECT count(*)::int AS n FROM batch WHERE idempotency_key = $1', ['order-1'])).rows[0].n).toBe(1);
@@ -56,14 +56,14 @@ describe(BatchService.name, () => {
       const before = await count('callback');
       const res = await post({ callbacks: [{ url: 'http://127.0.0.1:9/other' }] }, { 'idempotency-key': 'order-2' });
       expect(res.status).toBe(409);
-      expect(await res.json()).toMatchObject({ code: 'idempotency_conflict' });
+      expect(await jsonOf(res)).toMatchObject({ code: 'idempotency_conflict' });
       expect(await count('callback')).toBe(before);
     });
 
     it('should create one batch from concurrent duplicates', async () => {
       const results = await Promise.all(Array.from({ length: 8 }, () => post(body, { 'idempotency-key': 'order-3' })));
       expect(results.map((r) => r.status)).toEqual(Array(8).fill(202));
-      const ids = new Set(await Promise.all(results.map(async (r) => (await r.json()).id)));
+      const ids = new Set(await Promise.all(results.map(async (r) => (await jsonOf(r)).id)));
       expect(ids.size).toBe(1);
       const rows = (await db.query('SELECT id FROM batch WHERE idempotency_key = $1', ['order-3'])).rows;
       expect(rows).toHaveLength(1);
@@ -72,8 +72,8 @@ describe(BatchService.name, () => {
 
     it('should keep keys per API key: another key may use the same Idempotency-Key', async () => {
       const other = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'other' } });
-      const mine = await (await post(body, { 'idempotency-key': 'shared' })).json();
-      const theirs = await (await post(body, { 'idempotency-key': 'shared' }, other.key)).json();
+      const mine = await jsonOf(await post(body, { 'idempotency-key': 'shared' }));
+      const theirs = await jsonOf(await post(body, { 'idempotency-key': 'shared' }, other.key));
       expect(theirs.id).not.toBe(mine.id);
     });
   });
@@ -82,8 +82,8 @@ describe(BatchService.name, () => {
     it('should let neither of two keys see the other\'s batches or callbacks', async () => {
       const alice = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'alice' } })).key as string;
       const bob = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'bob' } })).key as string;
-      const a = await (await post({ callbacks: [{ url: 'http://127.0.0.1:9/a' }] }, {}, alice)).json();
-      const b = await (await post({ callbacks: [{ url: 'http://127.0.0.1:9/b' }] }, {}, bob)).json();
+      const a = await jsonOf(await post({ callbacks: [{ url: 'http://127.0.0.1:9/a' }] }, {}, alice));
+      const b = await jsonOf(await post({ callbacks: [{ url: 'http://127.0.0.1:9/b' }] }, {}, bob));
       const as = (key: string, path: string, init: RequestInit = {}) => service.api(path, { ...init, key });
 
       for (const [reader, batch] of [[alice, b], [bob, a]] as const) {
@@ -95,12 +95,12 @@ describe(BatchService.name, () => {
         expect((await as(reader, `/v1/batches/${batch.id}/retry`, { method: 'POST' })).status).toBe(404);
       }
       expect((await as(alice, `/v1/batches/${a.id}`)).status).toBe(200);
-      const listA = await (await as(alice, '/v1/batches')).json();
+      const listA = await jsonOf(await as(alice, '/v1/batches'));
       expect(listA.items.map((x: { id: string }) => x.id)).toEqual([a.id]);
-      const cbsB = await (await as(bob, '/v1/callbacks')).json();
+      const cbsB = await jsonOf(await as(bob, '/v1/callbacks'));
       expect(cbsB.items.map((x: { id: string }) => x.id)).toEqual([b.callbacks[0].id]);
       // Bob's cancel attempt above changed nothing of Alice's.
-      expect((await (await as(alice, `/v1/callbacks/${a.callbacks[0].id}`)).json()).status).toBe('pending');
+      expect((await jsonOf(await as(alice, `/v1/callbacks/${a.callbacks[0].id}`))).status).toBe('pending');
     });
 
     it('should answer 401 without a key or with a wrong or revoked one, and 403 on admin routes for a plain key', async () => {
@@ -112,7 +112,7 @@ describe(BatchService.name, () => {
       expect((await service.api(`/v1/keys/${plain.id}`, { method: 'DELETE' })).status).toBe(200);
       const res = await service.api('/v1/batches', { key: plain.key });
       expect(res.status).toBe(401);
-      expect(await res.json()).toMatchObject({ code: 'unauthorized', requestId: expect.any(String) });
+      expect(await jsonOf(res)).toMatchObject({ code: 'unauthorized', requestId: expect.any(String) });
     });
   });
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../src/dispatch/claim.repository.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import { connect } from './support/database.js';
-import { startTestService, type TestService } from './support/service.js';
+import { startTestService, type TestService, jsonOf } from './support/service.js';
 
 /** Claim and write-back statements against a real Postgres, with no worker running (ROLE=api). */
 describe(ClaimRepository.name, () => {
@@ -13,7 +13,8 @@ describe(ClaimRepository.name, () => {
   let outcomes: OutcomeRepository;
 
   beforeAll(async () => {
-    service = await startTestService({ role: 'api' });
+    // A per-host cap above the batch sizes here: these tests are about leases, not host limits.
+    service = await startTestService({ role: 'api', hostMaxInFlight: 1000 });
     db = await connect(service.databaseUrl);
     claims = service.app.get(ClaimRepository);
     outcomes = service.app.get(OutcomeRepository);
@@ -30,7 +31,7 @@ describe(ClaimRepository.name, () => {
       json: { callbacks: Array.from({ length: n }, (_, i) => ({ url: `http://127.0.0.1:9/${i}`, ...extra })) },
     });
     expect(res.status).toBe(202);
-    return (await res.json()).callbacks.map((c: { id: string }) => c.id);
+    return (await jsonOf(res)).callbacks.map((c: { id: string }) => c.id);
   }
 
   const statusCounts = async () =>

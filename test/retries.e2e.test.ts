@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallbackService } from '../src/callbacks/callback.service.js';
 import { Receiver, closedPort } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 describe(`${CallbackService.name} retries`, () => {
   let service: TestService & { dropDatabase: () => Promise<void> };
@@ -20,7 +20,7 @@ describe(`${CallbackService.name} retries`, () => {
   async function send(callbacks: unknown[], defaults: Record<string, unknown> = {}) {
     const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks, defaults } });
     expect(res.status).toBe(202);
-    return (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
+    return (await jsonOf(res)) as { id: string; callbacks: Array<{ id: string }> };
   }
   const callback = (id: string) => service.apiJson(`/v1/callbacks/${id}`);
   const settled = (id: string, timeoutMs = 10_000) =>
@@ -76,7 +76,7 @@ describe(`${CallbackService.name} retries`, () => {
     const id = callbacks[0].id;
     const cancelled = await service.api(`/v1/callbacks/${id}/cancel`, { method: 'POST' });
     expect(cancelled.status).toBe(200);
-    expect((await cancelled.json()).status).toBe('cancelled');
+    expect((await jsonOf(cancelled)).status).toBe('cancelled');
     expect((await service.api(`/v1/callbacks/${id}/cancel`, { method: 'POST' })).status).toBe(409);
     const batch = await waitFor(async () => {
       const b = await service.apiJson(`/v1/batches/${batchId}`);
@@ -97,7 +97,7 @@ describe(`${CallbackService.name} retries`, () => {
     await settled(callbacks[0].id);
     const res = await service.api(`/v1/batches/${batchId}/retry?status=failed`, { method: 'POST' });
     expect(res.status).toBe(202);
-    expect((await res.json()).retried).toBe(1);
+    expect((await jsonOf(res)).retried).toBe(1);
     const c = await settled(callbacks[1].id);
     expect(c.status).toBe('succeeded');
     expect(c.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([400, 200]);

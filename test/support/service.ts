@@ -51,3 +51,7 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** A response's JSON, typed loosely: tests assert on its shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const jsonOf = async (res: Response): Promise<any> => res.json();
