@@ -10,6 +10,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { DispatchModule } from './dispatch/dispatch.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { SigningModule } from './signing/signing.module.js';
 
 @Module({})
@@ -28,6 +29,7 @@ export class AppModule {
         SigningModule,
         DispatchModule,
         HealthModule,
+        MetricsModule,
         DashboardModule,
       ],
     };

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppConfig } from '../config/app.config.js';
 import { NotifyListener } from '../database/notify.listener.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { HostQueues } from './host.queues.js';
@@ -51,10 +52,11 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     private readonly signing: SigningSecretService,
     private readonly notify: NotifyListener,
     private readonly scheduler: SchedulerRegistry,
+    private readonly metrics: MetricsService,
   ) {
     this.queues = new HostQueues((_host) => config.hostMaxInFlight);
     this.writer = new OutcomeWriter(
-      outcomes, this.owner, config.writebackIntervalMs, config.writebackMaxRows,
+      metrics.timedWriteBack(outcomes), this.owner, config.writebackIntervalMs, config.writebackMaxRows,
       (done) => done.forEach((b) => this.logBatchCompleted(b)),
       (at) => this.wakeAt(at),
     );
@@ -131,7 +133,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
         const limit = Math.min(room, this.config.dispatchClaimBatch);
         if (limit < Math.max(1, Math.floor(this.config.dispatchConcurrency / 10)) && this.sending.size > 0) break;
         if (limit <= 0) break;
-        const rows = await this.claims.claimDue(this.owner, limit, this.config.dispatchLeaseMarginMs, this.queues.fullHosts());
+        const rows = await this.metrics.timeClaim(() => this.claims.claimDue(this.owner, limit, this.config.dispatchLeaseMarginMs, this.queues.fullHosts()));
         this.lastHealthyAt = Date.now();
         if (rows.length > 0) await this.enqueue(rows);
         if (rows.length === limit) this.claimAgain = true;
@@ -169,6 +171,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     const result = await this.transport.send(buildRequest(row, row.secrets ?? [], this.config.httpTimeoutMs));
     this.sending.delete(row);
     this.queues.done(row.host);
+    this.metrics.attemptFinished(result);
     this.writer.add(toRecordedOutcome(row, result, this.config));
     if (this.state === 'draining') {
       if (this.sending.size === 0) this.idle?.();

@@ -1,0 +1,64 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DispatcherService } from '../dispatch/dispatcher.service.js';
+import { MetricsRepository } from './metrics.repository.js';
+import { MetricsService } from './metrics.service.js';
+
+const BREAKER_STATES = ['closed', 'half_open', 'open'];
+
+/**
+ * Gauges read at scrape time: the due backlog and per-host limiter state from the
+ * database (shared by all workers), the window of this process's dispatcher. A
+ * failing query leaves its gauges at their last value and is logged; the scrape
+ * still answers.
+ */
+@Injectable()
+export class MetricsCollector {
+  private readonly logger = new Logger(MetricsCollector.name);
+  private readonly backlog;
+  private readonly window;
+  private readonly hostInFlight;
+  private readonly hostBreaker;
+
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly repo: MetricsRepository,
+    private readonly dispatcher: DispatcherService,
+  ) {
+    this.backlog = metrics.gauge('callback_due_backlog', 'Callbacks due now and not claimed yet (counted up to 100000)');
+    this.window = metrics.gauge('dispatcher_window', "This worker's callbacks by place: in_flight, queued (claimed, waiting), unwritten (outcome buffered)", ['state']);
+    this.hostInFlight = metrics.gauge('host_in_flight', 'Calls in flight per destination, across all workers', ['host']);
+    this.hostBreaker = metrics.gauge('host_breaker_state', 'Circuit breaker per destination: 1 for its current state', ['host', 'state']);
+  }
+
+  async collect(): Promise<void> {
+    const stats = this.dispatcher.stats;
+    this.window.set({ state: 'in_flight' }, stats.inFlight);
+    this.window.set({ state: 'queued' }, stats.queued);
+    this.window.set({ state: 'unwritten' }, stats.unwritten);
+    await Promise.all([this.collectBacklog(), this.collectHosts()]);
+  }
+
+  private async collectBacklog(): Promise<void> {
+    try {
+      this.backlog.set(await this.repo.dueBacklog());
+    } catch (error) {
+      this.logger.warn(`metrics: due backlog not read: ${(error as Error).message}`);
+    }
+  }
+
+  private async collectHosts(): Promise<void> {
+    let hosts;
+    try {
+      hosts = await this.repo.hostStates();
+    } catch (error) {
+      this.logger.warn(`metrics: host states not read: ${(error as Error).message}`);
+      return;
+    }
+    this.hostInFlight.reset();
+    this.hostBreaker.reset();
+    for (const h of hosts) {
+      this.hostInFlight.set({ host: h.host }, h.inFlight);
+      for (const state of BREAKER_STATES) this.hostBreaker.set({ host: h.host, state }, state === h.breakerState ? 1 : 0);
+    }
+  }
+}

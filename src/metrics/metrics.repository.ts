@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '../database/prisma.service.js';
+
+/** Most due rows counted per scrape: past this the backlog reads as this number. */
+export const BACKLOG_COUNT_CAP = 100_000;
+/** Most hosts reported per scrape (busy or broken ones). */
+const HOSTS_CAP = 500;
+
+@Injectable()
+export class MetricsRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /**
+   * Callbacks due now and not yet claimed, counted up to BACKLOG_COUNT_CAP so a
+   * scrape stays cheap however large the backlog. Read-only, no locks; served by
+   * the partial index `callback_due_idx (next_attempt_at) WHERE status = 'pending'`.
+   */
+  async dueBacklog(): Promise<number> {
+    const rows = await this.prisma.$queryRaw<Array<{ n: number }>>`
+      SELECT count(*)::int AS n FROM (
+        SELECT 1 FROM callback WHERE status = 'pending' AND next_attempt_at <= now() LIMIT ${BACKLOG_COUNT_CAP}
+      ) due`;
+    return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * Per-host limiter state shared by all workers: in-flight count and breaker
+   * state of hosts with calls in flight or a breaker not closed. Read-only, no
+   * locks; a sequential scan of `host` (one row per destination).
+   */
+  hostStates(): Promise<Array<{ host: string; inFlight: number; breakerState: string }>> {
+    return this.prisma.$queryRaw`
+      SELECT host, in_flight AS "inFlight", breaker_state AS "breakerState" FROM host
+      WHERE in_flight > 0 OR breaker_state <> 'closed'
+      ORDER BY in_flight DESC
+      LIMIT ${HOSTS_CAP}`;
+  }
+}

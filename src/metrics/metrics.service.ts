@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Seconds; attempts run from a few ms up to HTTP_MAX_TIMEOUT_MS (120 s). */
+const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Seconds; one claim or write-back statement. */
+const SQL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/**
+ * The process's Prometheus metrics. One registry per service instance (not
+ * prom-client's global one), so services started side by side in one process, as
+ * tests do, count separately. The hot path only increments counters and observes
+ * histograms: no I/O, no allocation beyond prom-client's own.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly attempts = new Counter({
+    name: 'callback_attempts_total', help: 'Finished call attempts by outcome', labelNames: ['outcome'], registers: [this.registry],
+  });
+  private readonly attemptSeconds = new Histogram({
+    name: 'callback_attempt_duration_seconds', help: 'Duration of call attempts (as recorded on the attempt) by outcome',
+    labelNames: ['outcome'], buckets: CALL_BUCKETS, registers: [this.registry],
+  });
+  private readonly claimSeconds = new Histogram({
+    name: 'dispatch_claim_duration_seconds', help: 'Duration of one claim statement', buckets: SQL_BUCKETS, registers: [this.registry],
+  });
+  private readonly claimedRows = new Counter({
+    name: 'dispatch_claimed_rows_total', help: 'Callbacks claimed (leased) by this worker', registers: [this.registry],
+  });
+  private readonly writeBackSeconds = new Histogram({
+    name: 'dispatch_writeback_duration_seconds', help: 'Duration of one write-back statement', buckets: SQL_BUCKETS, registers: [this.registry],
+  });
+  private readonly writtenRows = new Counter({
+    name: 'dispatch_written_rows_total', help: 'Attempt outcomes written back by this worker', registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A call finished with `outcome` after `durationMs`. */
+  attemptFinished(result: { outcome: string; trace: { durationMs: number } }): void {
+    this.attempts.inc({ outcome: result.outcome });
+    this.attemptSeconds.observe({ outcome: result.outcome }, result.trace.durationMs / 1000);
+  }
+
+  /** Runs one claim and records its duration and rows. */
+  async timeClaim<T extends unknown[]>(claim: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const rows = await claim();
+    this.claimSeconds.observe((performance.now() - started) / 1000);
+    this.claimedRows.inc(rows.length);
+    return rows;
+  }
+
+  /**
+   * The same repository with `recordOutcomes` timed: the write-back statement's
+   * duration and row count are recorded when it succeeds; everything else is the
+   * repository itself (through the prototype).
+   */
+  timedWriteBack<R extends { recordOutcomes(owner: string, rows: unknown[]): Promise<unknown> }>(repo: R): R {
+    const record = repo.recordOutcomes.bind(repo);
+    const timed = async (owner: string, rows: unknown[]) => {
+      const started = performance.now();
+      const landed = await record(owner, rows);
+      this.writeBackSeconds.observe((performance.now() - started) / 1000);
+      this.writtenRows.inc(rows.length);
+      return landed;
+    };
+    return Object.create(repo, { recordOutcomes: { value: timed } }) as R;
+  }
+
+  /** A gauge whose value is set just before each scrape. */
+  gauge(name: string, help: string, labelNames: string[] = []): Gauge {
+    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
