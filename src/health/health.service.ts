@@ -9,6 +9,9 @@ export interface Check {
   detail?: string;
 }
 
+/** A readiness probe must answer promptly: a database slower than this counts as unreachable. */
+const DATABASE_CHECK_MS = 2000;
+
 /** How long the worker loop may go without a successful claim before it is not ready. */
 const WORKER_STALE_FACTOR = 5;
 
@@ -25,12 +28,12 @@ export class HealthService {
   async checks(): Promise<Record<string, Check>> {
     const checks: Record<string, Check> = {};
     try {
-      const applied = new Set(await this.repo.appliedMigrations());
+      const applied = new Set(await withTimeout(this.repo.appliedMigrations(), DATABASE_CHECK_MS));
       checks.database = { ok: true };
       const missing = this.expected.filter((m) => !applied.has(m));
       checks.migrations = missing.length ? { ok: false, detail: `not applied: ${missing.join(', ')}` } : { ok: true };
     } catch (error) {
-      checks.database = { ok: false, detail: (error as Error).message.split('\n')[0] };
+      checks.database = { ok: false, detail: firstLine(error) };
     }
     if (this.config.role !== 'api') {
       const age = Date.now() - this.dispatcher.lastHealthyAt;
@@ -39,4 +42,18 @@ export class HealthService {
     }
     return checks;
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Driver errors often start with a blank line; the first line with text says what happened. */
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n').map((l) => l.trim()).find(Boolean) ?? (error as { code?: string })?.code ?? 'unreachable';
 }
