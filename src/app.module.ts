@@ -11,6 +11,7 @@ import { DispatchModule } from './dispatch/dispatch.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import { SigningModule } from './signing/signing.module.js';
 
 @Module({})
@@ -30,6 +31,7 @@ export class AppModule {
         DispatchModule,
         HealthModule,
         MetricsModule,
+        RetentionModule,
         DashboardModule,
       ],
     };

@@ -63,6 +63,15 @@ export class AppConfig {
   /** RETRY_AFTER_MAX_MS: cap on a receiver's Retry-After (3600000 ms). */
   @IsInt() @Min(0) retryAfterMaxMs = 3_600_000;
 
+  /** RETENTION_HOURS: finished callbacks, their attempts and empty batches older than this are purged (720 h = 30 days; 0 = keep forever). */
+  @IsInt() @Min(0) retentionHours = 720;
+  /** RETENTION_PURGE_BATCH: rows one purge statement deletes at most (1000). */
+  @IsInt() @Min(1) @Max(100_000) retentionPurgeBatch = 1000;
+  /** RETENTION_PURGE_PAUSE_MS: pause between two purge statements, so dispatch keeps the database (100 ms). */
+  @IsInt() @Min(0) retentionPurgePauseMs = 100;
+  /** RETENTION_PURGE_INTERVAL_MS: how often a worker looks for rows to purge (600000 ms = 10 min). */
+  @IsInt() @Min(100) retentionPurgeIntervalMs = 600_000;
+
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
   @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
   /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
@@ -109,6 +118,10 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RETRY_DELAYS_MS: ['retryDelaysMs', intList],
   RETRY_JITTER_PERMILLE: ['retryJitterPermille', int],
   RETRY_AFTER_MAX_MS: ['retryAfterMaxMs', int],
+  RETENTION_HOURS: ['retentionHours', int],
+  RETENTION_PURGE_BATCH: ['retentionPurgeBatch', int],
+  RETENTION_PURGE_PAUSE_MS: ['retentionPurgePauseMs', int],
+  RETENTION_PURGE_INTERVAL_MS: ['retentionPurgeIntervalMs', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
   MAX_REQUEST_BYTES: ['maxRequestBytes', int],

@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '../database/prisma.service.js';
+
+@Injectable()
+export class RetentionRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /**
+   * Deletes up to `limit` callbacks finished before `cutoff`; their attempts go with
+   * them (ON DELETE CASCADE, through `attempt_callback_id_number_idx`). Found through
+   * `callback_finished_idx (completed_at) WHERE status IN (finished)`. Locks: the
+   * chosen rows only, `FOR UPDATE SKIP LOCKED`, so a purge never waits on (or
+   * blocks) a write-back or a retry touching a row, and two purging workers take
+   * disjoint rows. A finished row is only changed by a manual retry, which the lock
+   * orders: the purge re-checks the status after taking it.
+   */
+  purgeFinishedCallbacks(cutoff: Date, limit: number): Promise<number> {
+    return this.prisma.$executeRaw`
+      WITH doomed AS (
+        SELECT id FROM callback
+        WHERE status IN ('succeeded', 'failed', 'cancelled') AND completed_at < ${cutoff}
+        ORDER BY completed_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      DELETE FROM callback c USING doomed
+      WHERE c.id = doomed.id AND c.status IN ('succeeded', 'failed', 'cancelled')`;
+  }
+
+  /**
+   * Deletes up to `limit` batches completed before `cutoff` with no callback left.
+   * Found through `batch_completed_idx`; the emptiness check reads
+   * `callback_batch_id_status_idx`. Locks the chosen batch rows (SKIP LOCKED). A
+   * completed batch gets no new callbacks, so an empty one stays empty.
+   */
+  purgeEmptyBatches(cutoff: Date, limit: number): Promise<number> {
+    return this.prisma.$executeRaw`
+      WITH doomed AS (
+        SELECT b.id FROM batch b
+        WHERE b.completed_at < ${cutoff}
+          AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id)
+        ORDER BY b.completed_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      DELETE FROM batch b USING doomed WHERE b.id = doomed.id`;
+  }
+}
