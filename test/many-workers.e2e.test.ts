@@ -43,11 +43,13 @@ describe(`${DispatcherService.name} scaled out`, () => {
     }
 
     const received = () => receivers.reduce((n, r) => n + r.requests.length, 0);
+    const started = Date.now();
     await waitFor(async () => {
       const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
       return rows[0].n === 20_000;
     }, 120_000, 500);
     await waitFor(() => received() >= 20_000, 5000);
+    console.log(`20,000 callbacks delivered by 3 workers in ${Date.now() - started} ms`);
 
     const perId = new Map<string, number>();
     for (const r of receivers) for (const q of r.requests) perId.set(String(q.headers['webhook-id']), (perId.get(String(q.headers['webhook-id'])) ?? 0) + 1);
@@ -59,5 +61,5 @@ describe(`${DispatcherService.name} scaled out`, () => {
     const workers = (await db.query('SELECT worker, count(*)::int AS n FROM attempt GROUP BY worker')).rows;
     expect(workers).toHaveLength(3);
     expect((await db.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n).toBe(20_000);
-  });
+  }, 240_000);
 });
