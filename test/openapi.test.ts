@@ -1,0 +1,76 @@
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { ModulesContainer } from '@nestjs/core';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from './support/service.js';
+
+/** @nestjs/swagger's metadata keys (its constants module is not exported). */
+const EXCLUDE_CONTROLLER = 'swagger/apiExcludeController';
+const EXCLUDE_ENDPOINT = 'swagger/apiExcludeEndpoint';
+
+type Doc = { openapi: string; paths: Record<string, Record<string, unknown>> };
+
+/** Every route the Nest app registered, as `METHOD /path/{param}`, minus those excluded from the docs on purpose. */
+function registeredRoutes(service: TestService): { documented: string[]; excluded: string[] } {
+  const documented: string[] = [];
+  const excluded: string[] = [];
+  for (const module of service.app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const cls = wrapper.metatype as (new (...args: never[]) => unknown) | undefined;
+      if (!cls) continue;
+      const base = [Reflect.getMetadata(PATH_METADATA, cls) ?? ''].flat()[0] as string;
+      const hiddenClass = Reflect.getMetadata(EXCLUDE_CONTROLLER, cls)?.[0] === true;
+      for (const name of Object.getOwnPropertyNames(cls.prototype)) {
+        const handler = cls.prototype[name];
+        const method = typeof handler === 'function' ? Reflect.getMetadata(METHOD_METADATA, handler) : undefined;
+        if (method === undefined) continue;
+        const path = [Reflect.getMetadata(PATH_METADATA, handler) ?? ''].flat()[0] as string;
+        const full = `/${[base, path].join('/')}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1').replace(/:(\w+)/g, '{$1}');
+        const route = `${RequestMethod[method]} ${full}`;
+        const hidden = hiddenClass || Reflect.getMetadata(EXCLUDE_ENDPOINT, handler)?.disable === true;
+        (hidden ? excluded : documented).push(route);
+      }
+    }
+  }
+  return { documented: documented.sort(), excluded: excluded.sort() };
+}
+
+describe('OpenAPI document', () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let doc: Doc;
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api' });
+    const res = await service.api('/docs/openapi.json', { key: null });
+    expect(res.status).toBe(200);
+    doc = (await res.json()) as Doc;
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await service?.dropDatabase();
+  });
+
+  it('should be a valid OpenAPI 3 document', async () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    const result = await validate(structuredClone(doc) as never);
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+  });
+
+  it('should document every registered route', () => {
+    const { documented } = registeredRoutes(service);
+    const inDoc = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+    expect(documented.length).toBeGreaterThan(15);
+    expect(documented.filter((r) => !inDoc.includes(r))).toEqual([]);
+    expect(inDoc.filter((r) => !documented.includes(r))).toEqual([]);
+  });
+
+  it('should include the observability routes and the latency history response shape', () => {
+    for (const path of ['/v1/history/latency', '/metrics', '/health/live', '/health/ready', '/v1/batches/{id}/sequence']) {
+      expect(Object.keys(doc.paths)).toContain(path);
+    }
+    const schemas = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, unknown> }> } }).components.schemas;
+    expect(Object.keys(schemas.LatencyHistoryDto.properties).sort()).toEqual(['bucket', 'from', 'items', 'to']);
+    expect(Object.keys(schemas.LatencyBucketDto.properties).sort()).toEqual(['count', 'failed', 'max', 'ok', 'p50', 'p90', 'p99', 'start']);
+  });
+});
