@@ -1,0 +1,76 @@
+// End-to-end dispatch: N rows due in Postgres → sent → status and attempt persisted,
+// against a bare undici rolling window to the same receiver in the same run. Also
+// checks that recorded durations match the receiver's own clock under that load.
+//   node bench/dispatch.bench.mjs            (BENCH_N, BENCH_WINDOW to change the size)
+import { BenchReceiver } from './lib/receiver.mjs';
+import { connect, freshDatabase, main, percentile, row, startService, waitUntil } from './lib/harness.mjs';
+import { benchKeyId, openCount, seedDue } from './lib/seed.mjs';
+import { undiciWindow } from './lib/undici-window.mjs';
+
+const N = Number(process.env.BENCH_N ?? 20_000);
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 200);
+
+/** Service env for full-speed sending to one receiver. */
+export const dispatchEnv = (window) => ({ DISPATCH_CONCURRENCY: String(window), HOST_MAX_IN_FLIGHT: String(window) });
+
+/**
+ * Seeds `n` due rows on the running service's database and times them until all
+ * are persisted as finished. Returns calls/s and the batch id.
+ */
+export async function timeDispatch(db, receiver, n, timeoutMs = 120_000) {
+  const keyId = await benchKeyId(db);
+  const before = (await receiver.stats()).count;
+  const { batchId, committedAt } = await seedDue(db, keyId, [`${receiver.url()}/hook`], n);
+  // Wait on the receiver first (free), then poll the database for the last write-backs,
+  // so the poll itself does not load Postgres while the service works.
+  await receiver.waitForCount(before + n, timeoutMs);
+  await waitUntil(async () => (await openCount(db, batchId)) === 0, timeoutMs, 5);
+  const seconds = (performance.now() - committedAt) / 1000;
+  const { rows } = await db.query(
+    `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
+            (SELECT count(*)::int FROM attempt a JOIN callback c ON c.id = a.callback_id WHERE c.batch_id = $1) AS attempts
+     FROM callback WHERE batch_id = $1`,
+    [batchId],
+  );
+  if (rows[0].ok !== n || rows[0].attempts !== n) throw new Error(`expected ${n} succeeded with one attempt each, got ${JSON.stringify(rows[0])}`);
+  return { perSecond: n / seconds, seconds, batchId };
+}
+
+/** Recorded duration minus the receiver's own time for the same request, ms. */
+async function durationErrors(db, receiver, batchId) {
+  const rec = await receiver.records();
+  const held = new Map(rec.ids.map((id, i) => [id, rec.handled[i]]));
+  const { rows } = await db.query(`SELECT c.id, a.duration_ms FROM attempt a JOIN callback c ON c.id = a.callback_id WHERE c.batch_id = $1`, [batchId]);
+  return rows.filter((r) => held.has(r.id)).map((r) => r.duration_ms - held.get(r.id));
+}
+
+/** Runs the scenario on `databaseUrl` (fresh, or one holding a million finished rows). */
+export async function dispatchScenario(databaseUrl, label, { n = N, window = WINDOW, accuracy = true } = {}) {
+  const receiver = await BenchReceiver.start({ record: true });
+  const service = await startService(databaseUrl, dispatchEnv(window));
+  const db = await connect(databaseUrl);
+  try {
+    const target = [`${receiver.url()}/hook`];
+    await undiciWindow({ urls: target, total: 2_000, window }); // warm both sides
+    const baseline = await undiciWindow({ urls: target, total: n, window });
+    await timeDispatch(db, receiver, 2_000); // warm the service's send path and plans
+    await receiver.reset();
+    const run = await timeDispatch(db, receiver, n);
+    const rows = [row(`dispatch ${label}: ${n.toLocaleString('en-US')} due rows → sent → persisted (window ${window})`, run.perSecond, 'calls/s', { baseline: baseline.perSecond, target: 5000 })];
+    rows.push(row(`  same, as a share of bare undici window ${window}`, run.perSecond / baseline.perSecond, '×', { target: 0.6 }));
+    if (accuracy) {
+      const errors = await durationErrors(db, receiver, run.batchId);
+      rows.push(row('recorded duration − receiver-side time, p50 (full load)', percentile(errors, 50), 'ms', { higherIsBetter: false }));
+      rows.push(row('recorded duration − receiver-side time, p99 (full load)', percentile(errors, 99), 'ms', { target: 5, higherIsBetter: false }));
+    }
+    return rows;
+  } finally {
+    await db.end();
+    await service.stop();
+    await receiver.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await main(async (server) => dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables'));
+}

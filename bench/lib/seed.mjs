@@ -1,0 +1,81 @@
+// Rows written straight into the bench database with generate_series, so seeding
+// costs seconds and the figure measured is the service's, not the seeder's.
+
+/** The bench key's id (the service created it from BOOTSTRAP_API_KEY at start). */
+export async function benchKeyId(db) {
+  const { rows } = await db.query('SELECT id FROM api_key ORDER BY created_at LIMIT 1');
+  if (!rows[0]) throw new Error('no api key in the bench database: start the service on it first');
+  return rows[0].id;
+}
+
+/**
+ * One batch of `n` callbacks due now to `urls` (round robin), committed in one
+ * transaction with the same NOTIFY the API sends. Returns the batch id and the time
+ * (performance.now()) the COMMIT was sent.
+ */
+export async function seedDue(db, keyId, urls, n, { timeoutMs = 15_000 } = {}) {
+  const hosts = urls.map((u) => {
+    const x = new URL(u);
+    return `${x.protocol}//${x.hostname}:${x.port || 80}`;
+  });
+  await db.query('BEGIN');
+  const { rows } = await db.query(`INSERT INTO batch (id, api_key_id, label, total) VALUES (gen_random_uuid(), $1, 'bench', $2) RETURNING id`, [keyId, n]);
+  const batchId = rows[0].id;
+  await db.query(
+    `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts, status, next_attempt_at)
+     SELECT gen_random_uuid(), $1, $2, ($3::text[])[1 + i % cardinality($3::text[])], ($4::text[])[1 + i % cardinality($4::text[])],
+            'POST', '{"content-type":"application/json"}', '{"event":"bench","n":' || i || '}', $5, 1, 'pending', now()
+     FROM generate_series(0, $6 - 1) AS i`,
+    [batchId, keyId, urls, hosts, timeoutMs, n],
+  );
+  await db.query(`SELECT pg_notify('callback_due', '')`);
+  const committedAt = performance.now();
+  await db.query('COMMIT');
+  return { batchId, committedAt };
+}
+
+/** Callbacks of the batch not finished yet (served by callback_batch_id_status_idx). */
+export async function openCount(db, batchId) {
+  const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE batch_id = $1 AND status IN ('pending', 'in_flight')`, [batchId]);
+  return rows[0].n;
+}
+
+/**
+ * A million (by default) finished callbacks with one attempt each, in batches of
+ * 10,000, as months of traffic would leave them. Skipped when the rows are there.
+ */
+export async function seedFinished(db, keyId, total = 1_000_000) {
+  const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
+  if (rows[0].n >= total) return false;
+  const perBatch = 10_000;
+  for (let b = 0; b < total / perBatch; b++) {
+    await db.query('BEGIN');
+    const batch = await db.query(
+      `INSERT INTO batch (id, api_key_id, label, total, created_at, completed_at)
+       VALUES (gen_random_uuid(), $1, 'history', $2, now() - interval '30 days', now() - interval '30 days') RETURNING id`,
+      [keyId, perBatch],
+    );
+    await db.query(
+      `WITH c AS (
+         INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts,
+                               status, attempts, next_attempt_at, last_status_code, created_at, completed_at)
+         SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.1:9/old/' || i, 'http://127.0.0.1:9', 'POST', '{}',
+                '{"event":"old","n":' || i || '}', 15000, 8, 'succeeded', 1, now() - interval '30 days', 200,
+                now() - interval '30 days', now() - interval '30 days'
+         FROM generate_series(1, $3) AS i
+         RETURNING id
+       )
+       INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
+                            first_byte_ms, status_code, outcome, response_headers, response_body, worker)
+       SELECT id, $2, 'http://127.0.0.1:9', 1, now() - interval '30 days', 12.5, 0, 0.3, 12.1, 200, 'success',
+              '{"content-type":"text/plain"}', 'ok', 'seed'
+       FROM c`,
+      [batch.rows[0].id, keyId, perBatch],
+    );
+    await db.query('COMMIT');
+  }
+  await db.query('VACUUM ANALYZE callback');
+  await db.query('VACUUM ANALYZE attempt');
+  await db.query('VACUUM ANALYZE batch');
+  return true;
+}

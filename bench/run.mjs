@@ -1,0 +1,20 @@
+// `npm run bench`: every scenario, one after the other, each against its own
+// database on the bench Postgres (embedded under .data/bench, port 54445, or the
+// server of DATABASE_URL), then one table. Run it alone on the machine (e.g. under
+// `flock /tmp/cpu.lock`): the figures are only as quiet as the two cores.
+import { dispatchScenario } from './dispatch.bench.mjs';
+import { flatScenario } from './flat.bench.mjs';
+import { ingestScenario } from './ingest.bench.mjs';
+import { freshDatabase, main } from './lib/harness.mjs';
+import { latencyScenario } from './latency.bench.mjs';
+import { scaleScenario } from './scale.bench.mjs';
+import { statusScenario } from './status.bench.mjs';
+
+await main(async (server) => [
+  ...(await dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables')),
+  ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
+  ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),
+  ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),
+  ...(await statusScenario(server)),
+  ...(await flatScenario(server)),
+]);
