@@ -13,8 +13,14 @@ if (!env.PRISMA_SCHEMA_ENGINE_BINARY || !existsSync(env.PRISMA_SCHEMA_ENGINE_BIN
   env.PRISMA_SCHEMA_ENGINE_BINARY = path.join(root, 'package.json');
 }
 env.PRISMA_HIDE_UPDATE_MESSAGE = '1';
-execFileSync(process.execPath, [path.join(root, 'node_modules/prisma/build/index.js'), 'generate'], {
-  cwd: root,
-  env,
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
+try {
+  execFileSync(process.execPath, [path.join(root, 'node_modules/prisma/build/index.js'), 'generate'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+} catch (error) {
+  // Quiet when it works; everything it said when it does not.
+  process.stderr.write(`${error.stdout ?? ''}${error.stderr ?? ''}`);
+  process.exit(1);
+}
