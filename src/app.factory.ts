@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Logger, type LogLevel as NestLogLevel } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -12,6 +12,8 @@ import { registerSecurityHooks } from './common/security.hooks.js';
 import type { AppConfig } from './config/app.config.js';
 import { startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrate } from './database/migrator.js';
+import { AppLogger } from './logging/app.logger.js';
+import { registerRequestLogging } from './logging/request.logging.js';
 
 export interface RunningService {
   app: NestFastifyApplication;
@@ -24,10 +26,11 @@ export interface RunningService {
   close: () => Promise<void>;
 }
 
-const LEVELS: NestLogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
-
 /** Starts the whole service (database, migrations, API, worker) as the config says. */
 export async function startService(config: AppConfig): Promise<RunningService> {
+  // JSON lines (pino) with secrets redacted, from the first line on; LOG_LEVEL applies.
+  const appLogger = new AppLogger(config.logLevel, config.bootstrapApiKey ? [config.bootstrapApiKey] : []);
+  Logger.overrideLogger(appLogger);
   const logger = new Logger('Service');
   let databaseUrl = config.databaseUrl;
   let stopDatabase = async () => undefined as void;
@@ -47,11 +50,12 @@ export async function startService(config: AppConfig): Promise<RunningService> {
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, databaseUrl), adapter, {
-    logger: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
+    logger: appLogger,
   });
   app.useGlobalFilters(new ErrorFilter());
   app.useGlobalPipes(buildValidationPipe());
   registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
+  registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
   app.getHttpAdapter().getInstance().addHook('onSend', async (req, reply) => {
     void reply.header('x-request-id', req.id);
   });

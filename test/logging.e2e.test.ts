@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppLogger } from '../src/logging/app.logger.js';
+import { createTestDatabase } from './support/database.js';
+import { Receiver } from './support/receiver.js';
+import { waitFor } from './support/service.js';
+
+const KEY = 'cbk_logging_test_bootstrap_key_987654321';
+type Line = Record<string, unknown> & { msg?: string; requestId?: string; level?: string };
+
+/** The built service (`npm test` builds first) as its own process, so its real stdout is what we read. */
+describe(`${AppLogger.name} in the running service`, () => {
+  let child: ChildProcess;
+  let out = '';
+  let url = '';
+  let receiver: Receiver;
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  const jsonLines = (): Line[] => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers } });
+
+  beforeAll(async () => {
+    expect(existsSync('dist/main.js'), 'run `npm run build` first').toBe(true);
+    db = await createTestDatabase();
+    receiver = await Receiver.start();
+    child = spawn(process.execPath, ['dist/main.js'], {
+      env: { ...process.env, PORT: '0', DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'log', ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], 30_000);
+  });
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    await receiver?.close();
+    await db?.drop();
+  });
+
+  it('should keep the startup banner human-readable', () => {
+    expect(out).toMatch(/^callback dispatch service \(all\) listening on http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(out).toMatch(/^ {2}API key: {3}the BOOTSTRAP_API_KEY you set \(admin\)$/m);
+  });
+
+  it('should log JSON lines with the request id on API lines, one per batch accepted and completed, secrets redacted', async () => {
+    const res = await api('/v1/batches', {
+      method: 'POST',
+      headers: { 'x-request-id': 'log-test-1' },
+      body: JSON.stringify({ label: 'logs', callbacks: [{ url: `${receiver.url}/?sleep=20` }, { url: `${receiver.url}/` }] }),
+    });
+    expect(res.status).toBe(202);
+    const batch = (await res.json()) as { id: string };
+    const secret = ((await (await api('/v1/signing-secret')).json()) as { secrets?: Array<{ secret: string }> });
+    await waitFor(() => jsonLines().some((l) => String(l.msg).includes('completed') && JSON.stringify(l).includes(batch.id)), 10_000);
+    await waitFor(() => jsonLines().some((l) => l.msg === 'request' && l.url === '/v1/signing-secret'), 5000);
+
+    const lines = jsonLines();
+    for (const l of lines) expect(l).toMatchObject({ level: expect.any(String), time: expect.any(String) });
+    const accepted = lines.filter((l) => String(l.msg).includes('accepted') && JSON.stringify(l).includes(batch.id));
+    expect(accepted).toHaveLength(1);
+    expect(accepted[0].requestId).toBe('log-test-1');
+    const completed = lines.filter((l) => String(l.msg).includes('completed') && JSON.stringify(l).includes(batch.id));
+    expect(completed).toHaveLength(1);
+    const access = lines.filter((l) => l.msg === 'request' && l.url === '/v1/batches');
+    expect(access).toEqual([expect.objectContaining({ requestId: 'log-test-1', method: 'POST', statusCode: 202, ms: expect.any(Number) })]);
+    // Every line written while serving an API request names it.
+    for (const l of lines.filter((x) => x.context === 'Http')) expect(l.requestId).toMatch(/\S/);
+
+    expect(out).not.toContain(KEY);
+    expect(out).not.toMatch(/whsec_/);
+    expect(JSON.stringify(secret)).toMatch(/whsec_/); // the secret exists; it just never reaches the log
+  });
+
+  it('should log a refused request once, with its request id and status', async () => {
+    const res = await api('/v1/history/latency?bucket=nope', { headers: { 'x-request-id': 'log-test-2' } });
+    expect(res.status).toBe(400);
+    await waitFor(() => jsonLines().some((l) => l.requestId === 'log-test-2'), 5000);
+    expect(jsonLines().filter((l) => l.requestId === 'log-test-2')).toEqual([expect.objectContaining({ msg: 'request', statusCode: 400 })]);
+  });
+});
