@@ -75,6 +75,9 @@ const CASES: Case[] = [
   // other fields and types
   { name: 'a runAt that is no date', body: one({ runAt: 'tomorrow' }), status: 400, code: 'validation_failed', says: /runAt/ },
   { name: 'an externalId number', body: one({ externalId: 7 }), status: 400, code: 'validation_failed', says: /externalId/ },
+  { name: 'a string body with NUL (Postgres text cannot hold it)', body: one({ body: 'a\u0000b' }), status: 400, code: 'validation_failed', says: /NUL/ },
+  { name: 'a label with NUL', body: { label: 'a\u0000', callbacks: [{ url: URL_OK }] }, status: 400, code: 'validation_failed', says: /NUL/ },
+  { name: 'an externalId with NUL', body: one({ externalId: '\u0000' }), status: 400, code: 'validation_failed', says: /NUL/ },
   { name: 'a label number', body: { label: 5, callbacks: [{ url: URL_OK }] }, status: 400, code: 'validation_failed', says: /label/ },
   { name: 'a label over 200 characters', body: { label: 'l'.repeat(201), callbacks: [{ url: URL_OK }] }, status: 400, code: 'validation_failed', says: /label/ },
   { name: 'an unknown top-level field', body: { callbacks: [{ url: URL_OK }], priority: 1 }, status: 400, code: 'validation_failed', says: /priority/ },
@@ -138,7 +141,7 @@ describe(BatchController.name, () => {
   it.each(CASES.map((c) => [c.name, c] as const))('should refuse %s with the error shape and store nothing', async (_name, c) => {
     const before = await stored();
     const res = await post(c);
-    const body = await res.json();
+    const body = (await res.json()) as Record<string, unknown>;
     expect({ status: res.status, code: body.code }).toEqual({ status: c.status, code: c.code });
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(body).toEqual(expect.objectContaining({ code: c.code, message: expect.any(String), requestId: expect.any(String) }));
@@ -155,8 +158,9 @@ describe(BatchController.name, () => {
         defaults: { headers: manyHeaders(25, 'x-d'), timeoutMs: 60_000 },
         callbacks: [
           { url: URL_OK, headers: manyHeaders(25), body: 'b'.repeat(1000), method: 'PUT' },
+          { url: URL_OK, body: { nul: 'a\u0000b' } },
           { url: `https://example.com/${'a'.repeat(2000)}`, body: nested(8), retryDelaysMs: [0], runAt: new Date().toISOString(), externalId: 'e' },
-          ...Array.from({ length: 3 }, () => ({ url: URL_OK, headers: { 'x-a': 'v'.repeat(4096) } })),
+          ...Array.from({ length: 2 }, () => ({ url: URL_OK, headers: { 'x-a': 'v'.repeat(4096) } })),
         ],
       },
       headers: { 'idempotency-key': 'k'.repeat(255) },

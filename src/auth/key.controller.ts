@@ -3,11 +3,12 @@ import { ApiBearerAuth, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestj
 import { IsBoolean, IsOptional, IsString, Length } from 'class-validator';
 import { notFound } from '../common/app.error.js';
 import { UuidParam } from '../common/params.js';
+import { NoNul } from '../common/validators.js';
 import { AdminOnly } from './api-key.guard.js';
 import { ApiKeyService } from './api-key.service.js';
 
 export class CreateKeyDto {
-  @ApiProperty() @IsString() @Length(1, 100) name: string;
+  @ApiProperty() @IsString() @Length(1, 100) @NoNul() name: string;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() admin?: boolean;
 }
 

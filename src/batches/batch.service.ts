@@ -89,7 +89,11 @@ export class BatchService {
       throw new AppError('validation_failed', `callbacks[${index}] has more than ${MAX_HEADERS} headers with the batch defaults`);
     }
     let body: string | null = null;
-    if (typeof c.body === 'string') body = c.body;
+    if (typeof c.body === 'string') {
+      // Postgres text cannot hold NUL; a JSON body keeps it escaped (\u0000) and is fine.
+      if (c.body.includes('\u0000')) throw new AppError('validation_failed', `callbacks[${index}].body: a string body must not contain NUL characters`);
+      body = c.body;
+    }
     else if (c.body !== undefined && c.body !== null) {
       if (jsonDepth(c.body, this.config.maxJsonDepth) > this.config.maxJsonDepth) {
         throw new AppError('validation_failed', `callbacks[${index}].body is nested deeper than ${this.config.maxJsonDepth} levels`);

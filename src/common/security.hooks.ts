@@ -33,6 +33,11 @@ export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfi
     }
   });
 
+  // A NUL decoded from the path or query would reach Postgres text and fail there (500).
+  fastify.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (/%00/i.test(req.url)) return refuse(req, reply, 400, 'validation_failed', 'URLs must not contain NUL (%00)');
+  });
+
   // Before Nest's pipes turn the body into DTOs (recursively): the API takes JSON
   // only, and a hostile document nested thousands deep is refused here.
   const limit = config.maxJsonDepth + ENVELOPE_DEPTH;

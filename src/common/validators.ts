@@ -1,4 +1,4 @@
-import { registerDecorator, type ValidationOptions } from 'class-validator';
+import { Matches, registerDecorator, type ValidationOptions } from 'class-validator';
 import { cidrProblem } from '../dispatch/transport/network.policy.js';
 
 /** RFC 9110 token: what a header name may contain. */
@@ -63,6 +63,9 @@ function fromProblem(name: string, problem: (v: unknown) => string | undefined, 
 
 export const IsHttpUrl = (options?: ValidationOptions) => fromProblem('isHttpUrl', httpUrlProblem, options);
 export const IsHeaderMap = (options?: ValidationOptions) => fromProblem('isHeaderMap', headerMapProblem, options);
+
+/** Postgres text cannot hold NUL: strings that reach a text column are refused at the door instead of failing the insert. */
+export const NoNul = () => Matches(/^[^\u0000]*$/, { message: '$property must not contain NUL characters' });
 
 /** Why `value` is not a list of CIDRs (ALLOW_PRIVATE_NETWORKS), naming every bad entry, or undefined. */
 export function cidrListProblem(value: unknown): string | undefined {

@@ -4,7 +4,7 @@ import {
   Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min,
   ValidateNested,
 } from 'class-validator';
-import { IsHeaderMap, IsHttpUrl } from '../../common/validators.js';
+import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
 /** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
@@ -41,11 +41,11 @@ export class CallbackInputDto extends CallbackDefaultsDto {
   @IsOptional() @IsISO8601({ strict: true }) runAt?: string;
 
   @ApiPropertyOptional({ description: 'Your own id for this callback, echoed back' })
-  @IsOptional() @IsString() @MaxLength(200) externalId?: string;
+  @IsOptional() @IsString() @MaxLength(200) @NoNul() externalId?: string;
 }
 
 export class CreateBatchDto {
-  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) label?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) @NoNul() label?: string;
 
   @ApiPropertyOptional({ type: CallbackDefaultsDto })
   @IsOptional() @ValidateNested() @Type(() => CallbackDefaultsDto) defaults?: CallbackDefaultsDto;

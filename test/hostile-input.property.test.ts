@@ -1,0 +1,161 @@
+import fc from 'fast-check';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BatchController } from '../src/batches/batch.controller.js';
+import { connect } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/**
+ * Thousands of generated batches, most of them broken or hostile, against the real
+ * API and database. The service runs as ROLE=api: nothing is dispatched, so the
+ * generated URLs (whatever host they name) are never called.
+ */
+const RUNS = 2_000;
+const TIME_LIMIT_MS = 60_000;
+const LIMITS = { maxCallbacksPerBatch: 6, maxCallbackBodyBytes: 2_048, maxRequestBytes: 64 * 1024, maxJsonDepth: 6 };
+
+const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 });
+const hostileText = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.constantFrom('\r\n', 'a\r\nHost: evil', '\u0000', '%0d%0a', '../../etc/passwd', '${jndi:ldap://x}', "'; DROP TABLE batch; --", '<script>', '\u202e', '💥'.repeat(50)),
+);
+const url = fc.oneof(
+  fc.constantFrom('http://127.0.0.1:9/hook', 'https://127.0.0.2/h?x=1', 'http://localhost:1/', 'http://[::1]:9/', 'http://169.254.169.254/latest'),
+  fc.webUrl({ withQueryParameters: true, withFragments: true }),
+  fc.constantFrom('ftp://x/', 'javascript:alert(1)', 'file:///etc/passwd', 'http://', '//x', 'http://a b/', `http://x/${'a'.repeat(2100)}`),
+  hostileText,
+  fc.integer(),
+);
+const headerName = fc.oneof(
+  fc.constantFrom('x-ok', 'content-type', 'Host', 'content-length', 'Transfer-Encoding', 'connection', 'webhook-id', 'Webhook-Signature', 'x bad', 'x:y', 'x\r\ny', ''),
+  printable,
+);
+const headers = fc.oneof(
+  fc.dictionary(headerName, fc.oneof(printable, hostileText, fc.integer(), fc.constant(null)), { maxKeys: 6 }),
+  fc.array(printable, { maxLength: 3 }),
+  printable,
+);
+const number = fc.oneof(fc.integer(), fc.double(), fc.integer({ min: 1, max: 120_000 }), fc.constantFrom(0, -1, 1e300, '1000', null));
+const deep = fc.integer({ min: 1, max: 3000 }).map((d) => JSON.parse(`${'['.repeat(d)}${']'.repeat(d)}`));
+const callback = fc.record(
+  {
+    url,
+    method: fc.oneof(fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'GET', 'TRACE', 'post', 'CONNECT'), hostileText),
+    headers,
+    body: fc.oneof(fc.jsonValue({ maxDepth: 8 }), hostileText, deep, fc.string({ minLength: 2_000, maxLength: 2_100 })),
+    timeoutMs: number,
+    maxAttempts: number,
+    retryDelaysMs: fc.oneof(fc.array(number, { maxLength: 4 }), number),
+    runAt: fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), hostileText),
+    externalId: fc.oneof(printable, fc.integer(), fc.string({ minLength: 190, maxLength: 210 })),
+    extra: fc.jsonValue({ maxDepth: 2 }),
+  },
+  { requiredKeys: [] },
+).map(({ extra, ...c }) => (extra === undefined || Math.random() < 0.9 ? c : { ...c, [`f${String(extra).length}`]: extra }));
+
+/** A callback that should pass validation (mostly), and one with a single field made hostile. */
+const validCallback = fc.record(
+  {
+    url: fc.oneof(fc.constantFrom('http://127.0.0.1:9/hook', 'https://example.com/h?x=1'), fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true })),
+    method: fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'GET'),
+    headers: fc.dictionary(fc.stringMatching(/^x-[a-z0-9-]{1,20}$/), printable, { maxKeys: 5 }),
+    body: fc.oneof(fc.jsonValue({ maxDepth: 4 }), printable),
+    timeoutMs: fc.integer({ min: 1, max: 120_000 }),
+    maxAttempts: fc.integer({ min: 1, max: 100 }),
+    retryDelaysMs: fc.array(fc.integer({ min: 0, max: 1_000_000 }), { maxLength: 5 }),
+    runAt: fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString()),
+    externalId: printable,
+  },
+  { requiredKeys: ['url'] },
+);
+const mutatedCallback = fc
+  .tuple(validCallback, callback)
+  .chain(([valid, hostile]) => fc.constantFrom(...(Object.keys(hostile).length ? Object.keys(hostile) : ['url'])).map((k) => ({ ...valid, [k]: (hostile as Record<string, unknown>)[k] })));
+
+const batchDocument = fc.record(
+  {
+    label: fc.oneof(printable, hostileText, fc.integer()),
+    defaults: fc.oneof(callback, fc.jsonValue({ maxDepth: 3 })),
+    callbacks: fc.oneof(fc.array(callback, { maxLength: 8 }), fc.jsonValue({ maxDepth: 3 })),
+    __proto__: fc.constant({ isAdmin: true }),
+    unknown: fc.jsonValue({ maxDepth: 2 }),
+  },
+  { requiredKeys: [] },
+);
+
+/** A request as sent: a body string (JSON or not), a content type, maybe an Idempotency-Key. */
+const request = fc.record({
+  body: fc.oneof(
+    { weight: 3, arbitrary: batchDocument.map((d) => JSON.stringify(d)) },
+    { weight: 3, arbitrary: fc.array(validCallback, { minLength: 1, maxLength: 7 }).map((callbacks) => JSON.stringify({ label: 'ok', callbacks })) },
+    { weight: 3, arbitrary: fc.tuple(fc.array(validCallback, { maxLength: 3 }), mutatedCallback).map(([ok, bad]) => JSON.stringify({ callbacks: [...ok, bad] })) },
+    { weight: 1, arbitrary: batchDocument.map((d) => JSON.stringify(d)).chain((s) => fc.nat(s.length).map((n) => s.slice(0, n))) },
+    { weight: 1, arbitrary: fc.oneof(fc.json(), fc.string({ maxLength: 200 }), fc.constant(`{"__proto__":{"x":1},"callbacks":[]}`)) },
+  ),
+  contentType: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('application/json') },
+    { weight: 1, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'application/merge-patch+json', '') },
+  ),
+  idempotencyKey: fc.option(fc.oneof(printable, fc.string({ minLength: 250, maxLength: 300, unit: fc.constantFrom('k') })), { freq: 4 }),
+});
+
+describe(BatchController.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let db: pg.Client;
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api', ...LIMITS });
+    db = await connect(service.databaseUrl);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await service?.dropDatabase();
+  });
+
+  it(`should answer ${RUNS} hostile batches with 2xx or 4xx only and store exactly the accepted ones`, async () => {
+    const accepted = new Map<string, number>();
+    const statuses = new Map<number, number>();
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(request, async (r) => {
+        runs++;
+        const headers: Record<string, string> = {};
+        if (r.contentType) headers['content-type'] = r.contentType;
+        if (r.idempotencyKey !== null) headers['idempotency-key'] = r.idempotencyKey;
+        const res = await service.api('/v1/batches', { method: 'POST', headers, body: r.body });
+        const text = await res.text();
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        expect(res.status === 202 || (res.status >= 400 && res.status < 500), `${res.status} ${text}`).toBe(true);
+        const json = JSON.parse(text);
+        if (res.status === 202) accepted.set(json.id, json.callbacks.length);
+        else expect(json).toEqual(expect.objectContaining({ code: expect.any(String), message: expect.any(String), requestId: expect.any(String) }));
+      }),
+      { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
+    );
+
+    const { rows } = await db.query('SELECT (SELECT count(*) FROM batch)::int AS batches, (SELECT count(*) FROM callback)::int AS callbacks');
+    const expectedCallbacks = [...accepted.values()].reduce((a, b) => a + b, 0);
+    expect(rows[0]).toEqual({ batches: accepted.size, callbacks: expectedCallbacks });
+    // The generator must reach both sides, or the property says little.
+    expect(runs).toBeGreaterThanOrEqual(RUNS / 2);
+    expect(accepted.size).toBeGreaterThan(20);
+    expect([...statuses.keys()].filter((s) => s >= 400).length).toBeGreaterThanOrEqual(3);
+  }, TIME_LIMIT_MS + 60_000);
+
+  it('should answer hostile ids and query strings on the read routes with 2xx or 4xx only', async () => {
+    const segment = fc.oneof(hostileText, fc.uuid(), fc.constantFrom('..', '%00', '%2e%2e', '00000000-0000-0000-0000-000000000000'));
+    const query = fc.dictionary(fc.constantFrom('status', 'cursor', 'limit', 'host', 'since', 'format', 'from', 'to', 'bucket'), fc.oneof(hostileText, fc.integer().map(String)), { maxKeys: 4 });
+    const route = fc.constantFrom('/v1/batches/%s', '/v1/batches/%s/callbacks', '/v1/batches/%s/sequence', '/v1/callbacks/%s', '/v1/callbacks', '/v1/batches');
+    await fc.assert(
+      fc.asyncProperty(route, segment, query, async (r, id, q) => {
+        const path = r.replace('%s', encodeURIComponent(id)) + '?' + new URLSearchParams(q).toString();
+        const res = await service.api(path);
+        const text = await res.text();
+        expect(res.status < 500, `${path} → ${res.status} ${text}`).toBe(true);
+      }),
+      { numRuns: 500, interruptAfterTimeLimit: 20_000 },
+    );
+  }, 60_000);
+});
