@@ -128,7 +128,7 @@ describe(LatencyController.name, () => {
   ])('should answer 400 validation_failed for %s', async (_, qs) => {
     const res = await service.api(`/v1/history/latency?${qs}`);
     expect(res.status).toBe(400);
-    expect((await res.json()).code).toBe('validation_failed');
+    expect(((await res.json()) as { code: string }).code).toBe('validation_failed');
   });
 
   it('should need an API key', async () => {
