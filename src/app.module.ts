@@ -10,6 +10,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { DispatchModule } from './dispatch/dispatch.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
+import { HostsModule } from './hosts/hosts.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { SigningModule } from './signing/signing.module.js';
@@ -27,6 +28,7 @@ export class AppModule {
         BatchesModule,
         CallbacksModule,
         HistoryModule,
+        HostsModule,
         SigningModule,
         DispatchModule,
         HealthModule,

@@ -29,8 +29,14 @@ export class AppConfig {
 
   /** DISPATCH_CONCURRENCY: requests in flight per worker process (200). */
   @IsInt() @Min(1) @Max(20000) dispatchConcurrency = 200;
-  /** HOST_MAX_IN_FLIGHT: requests in flight per destination scheme://host:port (20). */
+  /** HOST_MAX_IN_FLIGHT: requests in flight per destination scheme://host:port, across all workers (20). */
   @IsInt() @Min(1) @Max(10000) hostMaxInFlight = 20;
+  /** HOST_BREAKER_FAILURES: timeouts/connection failures in a row that pause a host (5). */
+  @IsInt() @Min(1) @Max(10000) hostBreakerFailures = 5;
+  /** HOST_BREAKER_COOLDOWN_MS: how long a paused host waits before one probe call (30000 ms). */
+  @IsInt() @Min(10) hostBreakerCooldownMs = 30_000;
+  /** HOST_RECHECK_MS: when due callbacks wait only for busy, paused or rate-limited hosts, look again after this (50 ms). */
+  @IsInt() @Min(1) @Max(10000) hostRecheckMs = 50;
   /** DISPATCH_CLAIM_BATCH: most rows one claim statement takes (500). */
   @IsInt() @Min(1) @Max(10000) dispatchClaimBatch = 500;
   /** DISPATCH_LEASE_MARGIN_MS: lease = callback timeout + this margin (30000 ms). */
@@ -104,6 +110,9 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   LOG_LEVEL: ['logLevel', str],
   DISPATCH_CONCURRENCY: ['dispatchConcurrency', int],
   HOST_MAX_IN_FLIGHT: ['hostMaxInFlight', int],
+  HOST_BREAKER_FAILURES: ['hostBreakerFailures', int],
+  HOST_BREAKER_COOLDOWN_MS: ['hostBreakerCooldownMs', int],
+  HOST_RECHECK_MS: ['hostRecheckMs', int],
   DISPATCH_CLAIM_BATCH: ['dispatchClaimBatch', int],
   DISPATCH_LEASE_MARGIN_MS: ['dispatchLeaseMarginMs', int],
   DISPATCH_POLL_MS: ['dispatchPollMs', int],

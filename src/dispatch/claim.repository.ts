@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app.config.js';
 import { PrismaService } from '../database/prisma.service.js';
 
 /** A callback this worker holds a lease on, with everything needed to send it. */
@@ -20,36 +21,107 @@ export interface ClaimedCallback {
 
 @Injectable()
 export class ClaimRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly config: AppConfig,
+  ) {}
 
   /**
-   * Takes up to `limit` due callbacks in one statement and leases them to `owner`.
+   * Takes up to `limit` due callbacks in one statement and leases them to `owner`,
+   * within each destination's limits, which hold across all worker processes.
    *
-   * Locks: `FOR UPDATE SKIP LOCKED` on the chosen rows only, so concurrent workers
-   * each take disjoint rows and never wait on each other. Served by the partial index
-   * `callback_due_idx (next_attempt_at) WHERE status = 'pending'`, which holds only
-   * unfinished rows. The lease (callback timeout + margin) bounds how long a crashed
-   * worker can keep rows from being sent. Hosts in `skipHosts` are at their in-flight
-   * cap here and would only wait in memory while their lease ticks.
+   * Steps, all in one statement:
+   * - `blocked`: hosts that cannot take a call now by their last committed state
+   *   (at their in-flight cap, paused by the breaker, out of rate tokens). Read
+   *   without locks; it only keeps their rows out of the due scan, so a host with
+   *   thousands of waiting rows cannot fill the claim and starve the others.
+   * - `due`: the oldest due pending rows of the other hosts, via the partial index
+   *   `callback_due_idx (next_attempt_at) WHERE status = 'pending'`. Hosts in
+   *   `skipHosts` are full in this process and would only wait in memory.
+   * - `hosts`: locks those hosts' rows, `FOR UPDATE SKIP LOCKED` (by primary key).
+   *   A locked row reads the latest committed `in_flight` (kept exact by triggers
+   *   on callback), so two workers never hand out the same slot; a host another
+   *   claim holds right now is skipped this round, never waited for. `slots` is
+   *   the room under the cap, or one probe when an open breaker's cool-down is over
+   *   and nothing is in flight; `tokens` the rate-limit bucket refilled to now.
+   * - `pick`: per host the oldest rows that fit (`row_number` per host), locked
+   *   `FOR UPDATE SKIP LOCKED` and re-checked as still pending.
+   * - `moved`: leases them (lease = call timeout + margin, which bounds how long a
+   *   crashed worker can hold them). Rows whose URL answered 410 Gone are failed
+   *   here instead, without a call (`endpoint_gone`).
+   * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe.
+   *
+   * The triggers add the leased rows to `host.in_flight` when the statement ends.
    */
   claimDue(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[]): Promise<ClaimedCallback[]> {
+    const cap = this.config.hostMaxInFlight;
+    const cooldownMs = this.config.hostBreakerCooldownMs;
     return this.prisma.$queryRaw<ClaimedCallback[]>`
-      WITH due AS (
-        SELECT id FROM callback
-        WHERE status = 'pending' AND next_attempt_at <= now() AND host <> ALL(${skipHosts}::text[])
-        ORDER BY next_attempt_at
+      WITH limits AS MATERIALIZED (
+        SELECT h.host, h.rate_per_sec, h.breaker_state,
+               CASE WHEN h.rate_per_sec IS NULL THEN NULL
+                    ELSE least(greatest(1, h.rate_per_sec),
+                               h.tokens + h.rate_per_sec * extract(epoch FROM now() - coalesce(h.tokens_at, now())))
+               END AS tokens,
+               CASE WHEN h.breaker_state = 'closed' THEN coalesce(h.max_in_flight, ${cap}::int) - h.in_flight
+                    WHEN h.open_until <= now() AND h.in_flight = 0 THEN 1
+                    ELSE 0
+               END AS slots
+        FROM host h
+      ), blocked AS MATERIALIZED (
+        SELECT host FROM limits WHERE slots < 1 OR tokens < 1
+      ), due AS MATERIALIZED (
+        SELECT c.id, c.host, c.next_attempt_at FROM callback c
+        WHERE c.status = 'pending' AND c.next_attempt_at <= now()
+          AND c.host <> ALL(${skipHosts}::text[]) AND c.host NOT IN (SELECT host FROM blocked)
+        ORDER BY c.next_attempt_at
         LIMIT ${limit}
+      ), hosts AS MATERIALIZED (
+        SELECT h.host, h.rate_per_sec, h.breaker_state,
+               CASE WHEN h.rate_per_sec IS NULL THEN NULL
+                    ELSE least(greatest(1, h.rate_per_sec),
+                               h.tokens + h.rate_per_sec * extract(epoch FROM now() - coalesce(h.tokens_at, now())))
+               END AS tokens,
+               CASE WHEN h.breaker_state = 'closed' THEN coalesce(h.max_in_flight, ${cap}::int) - h.in_flight
+                    WHEN h.open_until <= now() AND h.in_flight = 0 THEN 1
+                    ELSE 0
+               END AS slots
+        FROM host h
+        WHERE h.host IN (SELECT host FROM due)
         FOR UPDATE SKIP LOCKED
+      ), pick AS MATERIALIZED (
+        SELECT c.id, c.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.url = c.url) AS gone
+        FROM (SELECT d.id, d.host, row_number() OVER (PARTITION BY d.host ORDER BY d.next_attempt_at) AS rn FROM due d) r
+        JOIN hosts h ON h.host = r.host
+        JOIN callback c ON c.id = r.id
+        WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots)) AND c.status = 'pending'
+        FOR UPDATE OF c SKIP LOCKED
+      ), moved AS (
+        UPDATE callback c
+        SET status = CASE WHEN p.gone THEN 'failed' ELSE 'in_flight' END,
+            lease_owner = CASE WHEN p.gone THEN NULL ELSE ${owner} END,
+            lease_expires_at = CASE WHEN p.gone THEN NULL
+                                    ELSE now() + (c.timeout_ms + ${leaseMarginMs}::int) * interval '1 millisecond' END,
+            completed_at = CASE WHEN p.gone THEN now() ELSE c.completed_at END,
+            last_error = CASE WHEN p.gone THEN 'endpoint_gone: this URL answered 410 Gone; not called again' ELSE c.last_error END
+        FROM pick p
+        WHERE c.id = p.id
+        RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
+                  c.max_attempts, c.retry_delays_ms, c.attempts, p.gone
+      ), spent AS (
+        UPDATE host h
+        SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
+            tokens_at = CASE WHEN hs.tokens IS NULL THEN h.tokens_at ELSE now() END,
+            breaker_state = CASE WHEN hs.breaker_state = 'closed' THEN 'closed' ELSE 'half_open' END,
+            open_until = CASE WHEN hs.breaker_state = 'closed' THEN h.open_until
+                              ELSE now() + ${cooldownMs}::int * interval '1 millisecond' END
+        FROM (SELECT host, count(*) AS n FROM moved WHERE NOT gone GROUP BY host) m
+        JOIN hosts hs ON hs.host = m.host
+        WHERE h.host = m.host
       )
-      UPDATE callback c
-      SET status = 'in_flight',
-          lease_owner = ${owner},
-          lease_expires_at = now() + (c.timeout_ms + ${leaseMarginMs}::int) * interval '1 millisecond'
-      FROM due
-      WHERE c.id = due.id
-      RETURNING c.id, c.batch_id AS "batchId", c.api_key_id AS "apiKeyId", c.url, c.host, c.method,
-                c.headers, c.body, c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts",
-                c.retry_delays_ms AS "retryDelaysMs", c.attempts`;
+      SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
+             timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts
+      FROM moved WHERE NOT gone`;
   }
 
   /**

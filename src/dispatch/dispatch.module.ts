@@ -1,14 +1,16 @@
 import { HttpModule } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
+import { HostsModule } from '../hosts/hosts.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { ClaimRepository } from './claim.repository.js';
 import { DispatcherService } from './dispatcher.service.js';
+import { HostLimitsService } from './host-limits.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { HttpTransport } from './transport/http.transport.js';
 
 @Module({
-  imports: [HttpModule.register({}), SigningModule],
-  providers: [ClaimRepository, OutcomeRepository, HttpTransport, DispatcherService],
+  imports: [HttpModule.register({}), SigningModule, HostsModule],
+  providers: [ClaimRepository, OutcomeRepository, HttpTransport, HostLimitsService, DispatcherService],
   exports: [DispatcherService],
 })
 export class DispatchModule {}

@@ -8,6 +8,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { HostQueues } from './host.queues.js';
+import { HostLimitsService } from './host-limits.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { OutcomeWriter } from './outcome.writer.js';
 import { uuidv7 } from '../common/uuid.js';
@@ -53,13 +54,16 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     private readonly notify: NotifyListener,
     private readonly scheduler: SchedulerRegistry,
     private readonly metrics: MetricsService,
+    private readonly hostLimits: HostLimitsService,
   ) {
-    this.queues = new HostQueues((_host) => config.hostMaxInFlight);
+    this.queues = new HostQueues((host) => hostLimits.capFor(host));
     this.writer = new OutcomeWriter(
       metrics.timedWriteBack(outcomes), this.owner, config.writebackIntervalMs, config.writebackMaxRows,
       (done) => done.forEach((b) => this.logBatchCompleted(b)),
       (at) => this.wakeAt(at),
     );
+      // A write-back lowers hosts' in-flight counts: their freed slots can be claimed.
+      () => this.wake(),
   }
 
   private logBatchCompleted(batch: { id: string; completedAt: Date }): void {
@@ -172,6 +176,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     this.sending.delete(row);
     this.queues.done(row.host);
     this.metrics.attemptFinished(result);
+    this.hostLimits.record(row, result);
     this.writer.add(toRecordedOutcome(row, result, this.config));
     if (this.state === 'draining') {
       if (this.sending.size === 0) this.idle?.();
@@ -183,7 +188,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   private async armDueTimer(): Promise<void> {
     const next = await this.claims.nextDueAt();
-    if (next) this.wakeAt(next);
+    // Overdue rows the claim left behind wait for busy, paused or rate-limited hosts.
+    if (next) this.wakeAt(next.getTime() > Date.now() ? next : new Date(Date.now() + this.config.hostRecheckMs));
   }
 
   /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */

@@ -22,6 +22,8 @@ export class OutcomeWriter {
     private readonly onBatchesCompleted: (batches: Array<{ id: string; completedAt: Date }>) => void,
     /** Told the earliest retry the write-back scheduled, so the worker can wake for it. */
     private readonly onRetryScheduled: (at: Date) => void = () => undefined,
+    /** Told after each write-back landed (hosts' in-flight counts went down). */
+    private readonly onWritten: () => void = () => undefined,
   ) {}
 
   get pending(): number {
@@ -63,6 +65,7 @@ export class OutcomeWriter {
       this.failures = 0;
       const retryAt = Math.min(...rows.map((r) => r.nextAttemptAt?.getTime() ?? Infinity));
       if (retryAt !== Infinity) this.onRetryScheduled(new Date(retryAt));
+      this.onWritten();
     } catch (error) {
       this.buffer.unshift(...rows);
       if (this.failures++ % 50 === 0) this.logger.warn(`write-back of ${rows.length} outcomes failed, will retry: ${(error as Error).message}`);

@@ -1,0 +1,130 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../config/app.config.js';
+import { HostRepository } from '../hosts/host.repository.js';
+import { NO_RESULTS, foldOutcome, isNoop, nextBreaker, type BreakerState, type HostResults } from './breaker.policy.js';
+import type { ClaimedCallback } from './claim.repository.js';
+import type { CallResult } from './transport/http.transport.js';
+
+/** How often a worker re-reads limit overrides and breaker states. */
+const REFRESH_MS = 1000;
+/** Breaker reports are sent at most this often (a failure is reported within it). */
+const REPORT_MS = 10;
+
+const CLEAN: BreakerState = { state: 'closed', failures: 0, openedAt: null, openUntil: null };
+
+/**
+ * The worker's side of per-host limits. The limits themselves are enforced by the
+ * claim (claim.repository.ts) against the shared `host` rows; this service
+ *  - feeds the circuit breaker: each finished call is folded into per-host results
+ *    (breaker.policy.ts) and reported in batches, so N timeouts in a row across all
+ *    workers open the host;
+ *  - records endpoints that answered 410 Gone;
+ *  - caches per-host caps for the in-process queues (HostQueues), refreshed every second.
+ * Reports for healthy hosts that changes nothing are skipped, so a steady stream
+ * of successes costs no statement.
+ */
+@Injectable()
+export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(HostLimitsService.name);
+  private caps = new Map<string, number>();
+  private breakers = new Map<string, BreakerState>();
+  private results = new Map<string, HostResults>();
+  private gone: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }> = [];
+  private refreshTimer?: NodeJS.Timeout;
+  private reportTimer?: NodeJS.Timeout;
+  private reporting?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly hosts: HostRepository,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.role === 'api') return;
+    await this.refresh();
+    this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
+    this.refreshTimer.unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.refreshTimer);
+    clearTimeout(this.reportTimer);
+    this.reportTimer = undefined;
+    await this.report();
+    this.stopped = true;
+  }
+
+  /** The in-flight cap of a destination (its override, else HOST_MAX_IN_FLIGHT). */
+  capFor(host: string): number {
+    return this.caps.get(host) ?? this.config.hostMaxInFlight;
+  }
+
+  /** A call finished: count it for the host's breaker, note a 410. */
+  record(row: ClaimedCallback, result: CallResult): void {
+    const folded = foldOutcome(this.results.get(row.host) ?? NO_RESULTS, result.outcome);
+    this.results.set(row.host, folded);
+    if (result.statusCode === 410) this.gone.push({ url: row.url, host: row.host, apiKeyId: row.apiKeyId, statusCode: 410 });
+    const pending = this.gone.length > 0 || !isNoop(this.breakers.get(row.host) ?? CLEAN, folded);
+    if (pending) this.schedule(REPORT_MS);
+    else this.results.delete(row.host);
+  }
+
+  /** Sends pending breaker results and gone endpoints; one report at a time, failures retried. */
+  async report(): Promise<void> {
+    this.reportTimer = undefined;
+    while (this.reporting) await this.reporting;
+    const results = this.results;
+    const gone = this.gone;
+    if (results.size === 0 && gone.length === 0) return;
+    this.results = new Map();
+    this.gone = [];
+    this.reporting = this.send(results, gone);
+    try {
+      await this.reporting;
+    } finally {
+      this.reporting = undefined;
+    }
+  }
+
+  private async send(results: Map<string, HostResults>, gone: typeof this.gone): Promise<void> {
+    try {
+      await this.hosts.insertGoneEndpoints(gone);
+      const settings = { threshold: this.config.hostBreakerFailures, cooldownMs: this.config.hostBreakerCooldownMs };
+      const now = new Date();
+      const next = await this.hosts.updateBreakers([...results.keys()], (host, current) =>
+        nextBreaker(current, results.get(host) ?? NO_RESULTS, settings, now),
+      );
+      for (const [host, state] of next) this.remember(host, state);
+    } catch (error) {
+      this.logger.warn(`could not record host breaker results, will retry: ${(error as Error).message}`);
+      for (const [host, r] of results) if (!this.results.has(host)) this.results.set(host, r);
+      this.gone.push(...gone);
+      this.schedule(500);
+    }
+  }
+
+  private schedule(ms: number): void {
+    if (this.reportTimer || this.stopped) return;
+    this.reportTimer = setTimeout(() => void this.report(), ms);
+    this.reportTimer.unref();
+  }
+
+  private remember(host: string, state: BreakerState): void {
+    if (state.state === 'closed' && state.failures === 0) this.breakers.delete(host);
+    else this.breakers.set(host, state);
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      const rows = await this.hosts.findNotableHosts();
+      this.caps = new Map(rows.filter((r) => r.maxInFlight !== null).map((r) => [r.host, r.maxInFlight!]));
+      this.breakers = new Map();
+      for (const r of rows) {
+        this.remember(r.host, { state: r.breakerState, failures: r.consecutiveFailures, openedAt: r.openedAt, openUntil: r.openUntil });
+      }
+    } catch {
+      // The database is away; the dispatcher reports that. Keep the last known limits.
+    }
+  }
+}

@@ -1,0 +1,143 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '../database/prisma.service.js';
+import type { BreakerState, BreakerStateName } from '../dispatch/breaker.policy.js';
+
+/** A host row as the API and the dispatcher's cache read it. */
+export interface HostRow {
+  host: string;
+  maxInFlight: number | null;
+  ratePerSec: number | null;
+  inFlight: number;
+  breakerState: BreakerStateName;
+  consecutiveFailures: number;
+  openedAt: Date | null;
+  openUntil: Date | null;
+  limitsUpdatedAt: Date | null;
+}
+
+/** Per host: attempts of one key since a time, for GET /v1/hosts. */
+export interface HostStatsRow {
+  host: string;
+  count: number;
+  failed: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+export interface GoneEndpointRow {
+  url: string;
+  host: string;
+  statusCode: number;
+  goneAt: Date;
+}
+
+const HOST_FIELDS = {
+  host: true, maxInFlight: true, ratePerSec: true, inFlight: true, breakerState: true, consecutiveFailures: true,
+  openedAt: true, openUntil: true, limitsUpdatedAt: true,
+} as const;
+
+@Injectable()
+export class HostRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /** Hosts with a limit override or a breaker that is not clean: what a worker caches (small). */
+  findNotableHosts(): Promise<HostRow[]> {
+    return this.prisma.host.findMany({
+      where: { OR: [{ maxInFlight: { not: null } }, { breakerState: { not: 'closed' } }, { consecutiveFailures: { gt: 0 } }] },
+      select: HOST_FIELDS,
+    }) as Promise<HostRow[]>;
+  }
+
+  findHosts(hosts?: string[]): Promise<HostRow[]> {
+    return this.prisma.host.findMany({
+      where: hosts ? { host: { in: hosts } } : {},
+      select: HOST_FIELDS,
+      orderBy: { host: 'asc' },
+    }) as Promise<HostRow[]>;
+  }
+
+  /**
+   * Applies breaker reports: locks the hosts' rows in name order (so concurrent
+   * reporters cannot deadlock), lets `decide` compute each next state from the
+   * locked (latest) one, writes the changed ones with one statement. A claim that
+   * meets these rows locked skips the hosts for that round.
+   */
+  updateBreakers(hosts: string[], decide: (host: string, current: BreakerState) => BreakerState): Promise<Map<string, BreakerState>> {
+    return this.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<Array<{ host: string; state: BreakerStateName; failures: number; openedAt: Date | null; openUntil: Date | null }>>`
+        SELECT host, breaker_state AS state, consecutive_failures AS failures, opened_at AS "openedAt", open_until AS "openUntil"
+        FROM host WHERE host = ANY(${hosts}::text[]) ORDER BY host FOR UPDATE`;
+      const next = new Map<string, BreakerState>();
+      for (const { host, ...current } of rows) next.set(host, decide(host, current));
+      const list = [...next.entries()];
+      if (list.length === 0) return next;
+      await tx.$executeRaw`
+        UPDATE host h SET breaker_state = n.state, consecutive_failures = n.failures, opened_at = n.opened_at, open_until = n.open_until
+        FROM unnest(${list.map(([h]) => h)}::text[], ${list.map(([, s]) => s.state)}::text[], ${list.map(([, s]) => s.failures)}::int[],
+                    ${list.map(([, s]) => s.openedAt)}::timestamptz[], ${list.map(([, s]) => s.openUntil)}::timestamptz[])
+             AS n(host, state, failures, opened_at, open_until)
+        WHERE h.host = n.host`;
+      return next;
+    });
+  }
+
+  /** Records URLs that answered 410 Gone; the claim fails their callbacks from now on. */
+  async insertGoneEndpoints(rows: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }>): Promise<void> {
+    if (rows.length === 0) return;
+    await this.prisma.goneEndpoint.createMany({ data: rows, skipDuplicates: true });
+  }
+
+  deleteGoneEndpoints(host: string): Promise<{ count: number }> {
+    return this.prisma.goneEndpoint.deleteMany({ where: { host } });
+  }
+
+  /** Gone URLs of these hosts; only those `apiKeyId` met unless it is null (admin). */
+  findGoneEndpoints(hosts: string[], apiKeyId: string | null): Promise<GoneEndpointRow[]> {
+    return this.prisma.goneEndpoint.findMany({
+      where: { host: { in: hosts }, ...(apiKeyId && { apiKeyId }) },
+      select: { url: true, host: true, statusCode: true, goneAt: true },
+      orderBy: { goneAt: 'asc' },
+    });
+  }
+
+  /**
+   * Sets a host's limit overrides (null clears one), creating its row if no
+   * callback went there yet. Setting a rate fills its bucket (one second's worth).
+   */
+  async upsertLimits(host: string, limits: { maxInFlight?: number | null; ratePerSec?: number | null }, byKeyId: string): Promise<void> {
+    const now = new Date();
+    const bucket = limits.ratePerSec !== undefined ? { tokens: limits.ratePerSec ? Math.max(1, limits.ratePerSec) : 0, tokensAt: now } : {};
+    const data = { ...limits, ...bucket, limitsUpdatedAt: now, limitsUpdatedBy: byKeyId };
+    await this.prisma.host.upsert({ where: { host }, create: { host, ...data }, update: data });
+  }
+
+  /** Hosts this key has work for: due or waiting rows (`callback_due_idx`) or attempts since `since`. */
+  async hostsOfKey(apiKeyId: string, since: Date): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
+      SELECT host FROM callback WHERE status IN ('pending', 'in_flight') AND api_key_id = ${apiKeyId}::uuid
+      UNION
+      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`;
+    return rows.map((r) => r.host);
+  }
+
+  /** Due pending callbacks per host (of one key, or all when null). Served by `callback_due_idx`. */
+  async queueDepths(apiKeyId: string | null): Promise<Map<string, number>> {
+    const rows = await this.prisma.$queryRaw<Array<{ host: string; n: number }>>`
+      SELECT host, count(*)::int AS n FROM callback
+      WHERE status = 'pending' AND next_attempt_at <= now() AND (${apiKeyId}::uuid IS NULL OR api_key_id = ${apiKeyId}::uuid)
+      GROUP BY host`;
+    return new Map(rows.map((r) => [r.host, r.n]));
+  }
+
+  /** Latency percentiles and failures of one key's attempts per host since `since` (`attempt_api_key_id_started_at_idx`). */
+  hostStats(apiKeyId: string, since: Date): Promise<HostStatsRow[]> {
+    return this.prisma.$queryRaw<HostStatsRow[]>`
+      SELECT host, count(*)::int AS count, (count(*) FILTER (WHERE outcome <> 'success'))::int AS failed,
+             percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
+             percentile_cont(0.9) WITHIN GROUP (ORDER BY duration_ms) AS p90,
+             percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99
+      FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}
+      GROUP BY host`;
+  }
+}

@@ -1,0 +1,92 @@
+import { Injectable } from '@nestjs/common';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { AppError } from '../common/app.error.js';
+import { AppConfig } from '../config/app.config.js';
+import type { HostLimitsDto } from './dto/host-limits.dto.js';
+import { HostRepository, type GoneEndpointRow, type HostRow, type HostStatsRow } from './host.repository.js';
+import { errorRate } from './host.policy.js';
+
+/** Window of the latency figures when `since` is not given. */
+const DEFAULT_WINDOW_MS = 15 * 60_000;
+
+/**
+ * Per-destination limits and state for GET/PUT /v1/hosts. Limits, in-flight
+ * count and breaker are the host's (shared by every tenant); latency, error rate,
+ * queue depth and gone URLs are the calling key's own, except that an admin key
+ * sees every host and every gone URL.
+ */
+@Injectable()
+export class HostService {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly hosts: HostRepository,
+  ) {}
+
+  async listHosts(key: AuthenticatedKey, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
+    const names = key.isAdmin ? undefined : await this.hosts.hostsOfKey(key.id, since);
+    const rows = await this.hosts.findHosts(names);
+    return { since: since.toISOString(), items: await this.describe(rows, key, since) };
+  }
+
+  async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
+    const [row] = await this.hosts.findHosts([host]);
+    if (!row) throw new AppError('not_found', `no callbacks or limits for ${host} yet`);
+    const [item] = await this.describe([row], key, since);
+    return item;
+  }
+
+  /** Admin keys only (the controller says so): a host's limits bind every tenant. */
+  async setLimits(key: AuthenticatedKey, host: string, dto: HostLimitsDto) {
+    if (dto.maxInFlight === undefined && dto.ratePerSec === undefined) {
+      throw new AppError('validation_failed', 'give maxInFlight and/or ratePerSec (null restores the default)');
+    }
+    await this.hosts.upsertLimits(host, { maxInFlight: dto.maxInFlight, ratePerSec: dto.ratePerSec }, key.id);
+    return this.getHost(key, host);
+  }
+
+  async clearGone(host: string) {
+    const { count } = await this.hosts.deleteGoneEndpoints(host);
+    return { host, cleared: count };
+  }
+
+  private async describe(rows: HostRow[], key: AuthenticatedKey, since: Date) {
+    if (rows.length === 0) return [];
+    const names = rows.map((r) => r.host);
+    const [stats, depths, gone] = await Promise.all([
+      this.hosts.hostStats(key.id, since),
+      this.hosts.queueDepths(key.isAdmin ? null : key.id),
+      this.hosts.findGoneEndpoints(names, key.isAdmin ? null : key.id),
+    ]);
+    const statsBy = new Map(stats.map((s) => [s.host, s]));
+    return rows.map((r) => this.view(r, statsBy.get(r.host), depths.get(r.host) ?? 0, gone.filter((g) => g.host === r.host)));
+  }
+
+  private view(r: HostRow, s: HostStatsRow | undefined, queueDepth: number, gone: GoneEndpointRow[]) {
+    const round = (v: number | null | undefined) => (v === null || v === undefined ? null : Math.round(v * 10) / 10);
+    return {
+      host: r.host,
+      limits: {
+        maxInFlight: r.maxInFlight ?? this.config.hostMaxInFlight,
+        maxInFlightIsDefault: r.maxInFlight === null,
+        ratePerSec: r.ratePerSec,
+        updatedAt: r.limitsUpdatedAt?.toISOString() ?? null,
+      },
+      inFlight: r.inFlight,
+      queueDepth,
+      breaker: {
+        state: r.breakerState,
+        consecutiveFailures: r.consecutiveFailures,
+        openedAt: r.openedAt?.toISOString() ?? null,
+        openUntil: r.openUntil?.toISOString() ?? null,
+      },
+      latency: {
+        attempts: s?.count ?? 0,
+        p50Ms: round(s?.p50),
+        p90Ms: round(s?.p90),
+        p99Ms: round(s?.p99),
+        errorRate: errorRate(s?.count ?? 0, s?.failed ?? 0),
+      },
+      goneEndpoints: gone.map((g) => ({ url: g.url, statusCode: g.statusCode, goneAt: g.goneAt.toISOString() })),
+    };
+  }
+}
