@@ -1,10 +1,12 @@
 // A tiny element builder. Text always goes through textContent, never innerHTML:
 // URLs, labels and response data are the users' own strings.
 
-/** h('td.num', {title: 'x'}, 'text', child) → element. */
+/** h('td.num', {title: 'x'}, 'text', child) or h('table#id.class', …) → element. */
 export function h(tag, attrs, ...children) {
-  const [name, ...classes] = tag.split('.');
+  const [nameAndId, ...classes] = tag.split('.');
+  const [name, id] = nameAndId.split('#');
   const el = document.createElement(name);
+  if (id) el.id = id;
   if (classes.length) el.className = classes.join(' ');
   if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) children.unshift(attrs);
   else if (attrs) setAttrs(el, attrs);
@@ -28,7 +30,7 @@ function setAttrs(el, attrs) {
 }
 
 function append(el, children) {
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }

@@ -48,9 +48,10 @@ export function waterfall(timeline, { tooltip, onOpen }) {
       const y = i * rowH - scrollTop;
       const x0 = xOf(g, c.startMs);
       const w = Math.max(2, xOf(g, c.endMs) - x0);
-      const pad = rowH >= 12 ? 3 : rowH > 2 ? 0.5 : 0;
+      // Whole pixels only (no blurred edges): roomy rows get a 3 px margin, dense rows a 1 px gap below.
       ctx.fillStyle = colourOf(c.outcome);
-      ctx.fillRect(x0, y + pad, w, rowH - 2 * pad);
+      if (rowH >= 12) ctx.fillRect(x0, y + 3, w, rowH - 6);
+      else ctx.fillRect(x0, y, w, Math.max(1, rowH - 1));
       if (rowH >= 12) {
         ctx.fillStyle = '#495057';
         ctx.fillText(ellipsis(ctx, c.url, LABEL_WIDTH - 12), 6, y + rowH / 2);

@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DashboardController } from '../src/dashboard/dashboard.controller.js';
+import { colourOf } from '../src/dashboard/assets/timeline.js';
+import { openBrowser, SCREENSHOTS } from './support/browser.js';
+import { Receiver } from './support/receiver.js';
+import { startTestService, waitFor, type TestService } from './support/service.js';
+
+type Browser = Awaited<ReturnType<typeof openBrowser>>;
+/* eslint-disable @typescript-eslint/no-explicit-any -- page functions run in the browser; this project compiles without the DOM lib */
+type Call = { callbackId: string; url: string; outcome: string; code: number; startMs: number; endMs: number };
+
+describe(DashboardController.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let receiver: Receiver;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [service, receiver, browser] = await Promise.all([startTestService(), Receiver.start(), openBrowser()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    await receiver?.close();
+    await service?.dropDatabase();
+  });
+
+  async function sendAndWait(callbacks: unknown[], label: string) {
+    const res = await service.api('/v1/batches', { method: 'POST', json: { label, callbacks } });
+    expect(res.status).toBe(202);
+    const { id } = (await res.json()) as { id: string };
+    await waitFor(async () => (await service.apiJson(`/v1/batches/${id}`)).status === 'completed', 20_000);
+    const timeline = await service.apiJson(`/v1/batches/${id}/sequence?format=json`);
+    return { id: id as string, calls: timeline.calls as Call[] };
+  }
+
+  /** The colour drawn at the middle of each call's bar, sampled from the canvas in the page. */
+  async function barColours(calls: Call[], scrollTop = 0) {
+    return browser.page.evaluate(({ calls, scrollTop }) => {
+      const canvas = (globalThis as any).document.querySelector('.waterfall .scroller canvas');
+      const d = canvas.dataset;
+      const [plotX, plotW, span, rowH] = [Number(d.plotX), Number(d.plotWidth), Number(d.spanMs), Number(d.rowHeight)];
+      const ratio = (globalThis as any).devicePixelRatio || 1;
+      const ctx = canvas.getContext('2d');
+      return calls.map((c: Call, i: number) => {
+        if (i * rowH < scrollTop || (i + 1) * rowH > scrollTop + canvas.clientHeight) return null;
+        const x0 = plotX + (c.startMs / span) * plotW;
+        const w = Math.max(2, plotX + (c.endMs / span) * plotW - x0);
+        const y = i * rowH - scrollTop + (rowH >= 12 ? 3 : 0);
+        const [r, g, b]: number[] = ctx.getImageData(Math.floor((x0 + w / 2) * ratio), Math.floor(y * ratio), 1, 1).data;
+        return `#${[r, g, b].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+      });
+    }, { calls, scrollTop });
+  }
+
+  /** Opens a dashboard page with the key already in the tab's sessionStorage (the login test types it instead). */
+  async function openLoggedIn(hash: string) {
+    await browser.page.goto(`${service.url}/dashboard`);
+    await browser.page.evaluate((key) => (globalThis as any).sessionStorage.setItem('callbacks.apiKey', key), service.key);
+    await browser.page.goto(`${service.url}/dashboard${hash}`);
+    await browser.page.reload();
+  }
+
+  it('should serve the shell publicly with strict security headers and no inline script', async () => {
+    const res = await fetch(`${service.url}/dashboard`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+    expect(res.headers.get('content-security-policy')).not.toMatch(/unsafe-inline|unsafe-eval/);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    const html = await res.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/\sstyle=|\son[a-z]+=/);
+    const js = await fetch(`${service.url}/dashboard/app.js`);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(js.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+  });
+
+  it('should answer 404 for files outside the assets, and keep the API behind the key', async () => {
+    for (const path of ['/dashboard/nope.js', '/dashboard/..%2Fpackage.json', '/dashboard/timeline.d.ts', '/dashboard/%2e%2e%2fdashboard.controller.ts']) {
+      const res = await fetch(`${service.url}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(((await res.json()) as { code: string }).code).toBe('not_found');
+    }
+    expect((await fetch(`${service.url}/v1/batches`)).status).toBe(401);
+  });
+
+  it('should log in with a key, list the batch, and draw every call of its waterfall in its outcome colour', async () => {
+    const sleeps = [300, 200, 500, 400, 700, 200, 100, 0];
+    const { id, calls } = await sendAndWait([
+      ...sleeps.map((s, i) => ({ url: `${receiver.url}/work?sleep=${s}`, externalId: `call-${i}` })),
+      { url: `${receiver.url}/broken?code=500&sleep=150`, maxAttempts: 1, externalId: 'broken' },
+      { url: `${receiver.url}/hang?hang=1`, timeoutMs: 600, maxAttempts: 1, externalId: 'hung' },
+    ], 'classic');
+    expect(calls).toHaveLength(10);
+    const { page, errors } = browser;
+
+    await page.goto(`${service.url}/dashboard`);
+    await page.fill('input[name=key]', 'cbk_wrong_key_0123456789abcdef');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('form.login p.error:not([hidden])');
+    expect(await page.textContent('form.login p.error')).toMatch(/invalid/i);
+    expect(errors.splice(0)).toEqual([expect.stringMatching(/status of 401/)]);
+    await page.fill('input[name=key]', service.key);
+    await page.click('button[type=submit]');
+    await page.waitForSelector(`tr[data-batch="${id}"]`);
+    await waitFor(async () => !(await page.textContent(`tr[data-batch="${id}"] td:nth-child(6)`))?.includes('…'), 5000);
+    expect(await page.textContent(`tr[data-batch="${id}"]`)).toMatch(/classic.*completed.*10.*8 ok · 2 failed/);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-batches.png`, fullPage: true });
+
+    await page.click(`tr[data-batch="${id}"] a`);
+    await page.waitForSelector('.waterfall canvas[data-calls="10"]');
+    const colours = await barColours(calls);
+    expect(colours).toEqual(calls.map((c) => colourOf(c.outcome)));
+    expect(new Set(colours).size).toBe(3);
+    expect(await page.textContent('.legend')).toMatch(/success 8.*http_error 1.*timeout 1/);
+    expect(await page.textContent('#phases')).toMatch(/wait/);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-batch.png`, fullPage: true });
+
+    const hung = calls.findIndex((c) => c.outcome === 'timeout');
+    const box = (await page.locator('.waterfall .scroller canvas').boundingBox())!;
+    await page.mouse.move(box.x + 100, box.y + hung * 22 + 11);
+    await page.waitForSelector('#tooltip:not([hidden])');
+    const tip = await page.textContent('#tooltip');
+    expect(tip).toContain(calls[hung].url);
+    expect(tip).toMatch(/code0 \(timeout\).*total6\d\d ms/);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-tooltip.png` });
+
+    await page.mouse.click(box.x + 100, box.y + hung * 22 + 11);
+    await page.waitForSelector('#attempts');
+    expect(page.url()).toContain(`#/callback/${calls[hung].callbackId}`);
+    expect(await page.textContent('#attempts tbody')).toMatch(/timeout/);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-callback.png`, fullPage: true });
+    expect(errors).toEqual([]);
+  });
+
+  it('should keep a waterfall of thousands of calls usable: every row reachable, only the view drawn', async () => {
+    const n = 2000;
+    const { id, calls } = await sendAndWait(Array.from({ length: n }, (_, i) => ({ url: `${receiver.url}/many/${i}?sleep=${i % 7}` })), 'many');
+    expect(calls).toHaveLength(n);
+    const { page, errors } = browser;
+    const started = Date.now();
+    await openLoggedIn(`#/batch/${id}`);
+    await page.waitForSelector(`.waterfall canvas[data-calls="${n}"]`);
+    const loadMs = Date.now() - started;
+    const layout = await page.evaluate(() => {
+      const scroller = (globalThis as any).document.querySelector('.waterfall .scroller');
+      const canvas = scroller.querySelector('canvas')!;
+      return { scrollHeight: scroller.scrollHeight, clientHeight: scroller.clientHeight, canvasHeight: canvas.clientHeight };
+    });
+    expect(layout.scrollHeight).toBe(n * 4);
+    expect(layout.canvasHeight).toBe(layout.clientHeight);
+    expect(layout.canvasHeight).toBeLessThanOrEqual(560);
+    const top = await barColours(calls);
+    expect(top.filter(Boolean).length).toBe(layout.clientHeight / 4);
+    for (const [i, c] of top.entries()) if (c) expect(c, `row ${i}`).toBe(colourOf(calls[i].outcome));
+
+    const scrollTop = n * 4 - layout.clientHeight;
+    await page.evaluate((t) => { (globalThis as any).document.querySelector('.waterfall .scroller').scrollTop = t; }, scrollTop);
+    await page.waitForFunction((t) => (globalThis as any).document.querySelector('.waterfall .scroller').scrollTop === t, scrollTop);
+    const bottom = await barColours(calls, scrollTop);
+    expect(bottom[n - 1]).toBe(colourOf(calls[n - 1].outcome));
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-2000-calls.png`, fullPage: true });
+    expect(loadMs).toBeLessThan(5000);
+    expect(errors).toEqual([]);
+  });
+
+  it('should show latency over time from the history API as p50/p90/p99 lines, or an empty state', async () => {
+    const { page, errors } = browser;
+    const to = new Date();
+    const from = new Date(to.getTime() - 3_600_000);
+    const res = await service.api(`/v1/history/latency?bucket=1m&from=${from.toISOString()}&to=${to.toISOString()}`);
+    await openLoggedIn('#/latency?range=1h&bucket=1m');
+    await page.waitForSelector('main svg.chart, main p.empty, main p.error', { state: 'attached' });
+    expect(await page.locator('main p.error').count()).toBe(0);
+    if (res.status === 404) {
+      expect(await page.textContent('main p.empty')).toMatch(/not available/);
+    } else {
+      expect(res.status).toBe(200);
+      const history = (await res.json()) as { items: Array<{ count: number }> };
+      expect(history.items.length).toBeGreaterThan(0);
+      expect(await page.locator('main svg.chart path').count()).toBe(3);
+      expect(await page.locator('#latency tbody tr').count()).toBe(history.items.length);
+    }
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-latency.png`, fullPage: true });
+    expect(errors).toEqual([]);
+  });
+});
