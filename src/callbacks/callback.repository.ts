@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DUE_CHANNEL } from '../database/notify.listener.js';
 import { PrismaService } from '../database/prisma.service.js';
+import type { Attempt, Callback } from '../generated/prisma/client.js';
 import type { CallbackStatus } from './callback.status.js';
 
 export interface CallbackFilter {
@@ -13,21 +14,42 @@ export interface CallbackFilter {
   limit: number;
 }
 
-const ATTEMPT_FIELDS = {
-  number: true, startedAt: true, durationMs: true, dnsMs: true, connectMs: true, tlsMs: true, firstByteMs: true,
-  statusCode: true, outcome: true, error: true, responseHeaders: true, responseBody: true,
-} as const;
+/** An attempt as the status API shows it. */
+export type AttemptRow = Pick<Attempt,
+  'number' | 'startedAt' | 'durationMs' | 'dnsMs' | 'connectMs' | 'tlsMs' | 'firstByteMs' | 'statusCode' | 'outcome' |
+  'error' | 'responseHeaders' | 'responseBody'>;
+export type CallbackWithAttempts = Callback & { attemptRows: AttemptRow[] };
 
 @Injectable()
 export class CallbackRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  /** One callback of this key with all its attempts (primary key, then `attempt_callback_id_number_idx`). */
-  findCallback(apiKeyId: string, id: string) {
-    return this.prisma.callback.findFirst({
-      where: { id, apiKeyId },
-      include: { attemptRows: { select: ATTEMPT_FIELDS, orderBy: { number: 'asc' } } },
-    });
+  /**
+   * One callback of this key with all its attempts, in one statement: primary key,
+   * then `attempt_callback_id_number_idx` for the attempts, folded into one JSON
+   * column. Raw SQL because the status read is a hot path: the same read through
+   * `findFirst` + `include` cost ~8 ms of CPU per call in the query engine
+   * (measured with `npm run bench:status`), this one ~1.4 ms. Reads, locks nothing.
+   */
+  async findCallback(apiKeyId: string, id: string): Promise<CallbackWithAttempts | null> {
+    const rows = await this.prisma.$queryRaw<Array<Callback & { attemptRows: Array<AttemptRow & { startedAt: string }> }>>`
+      SELECT c.id, c.batch_id AS "batchId", c.api_key_id AS "apiKeyId", c.external_id AS "externalId", c.url, c.host,
+             c.method, c.headers, c.body, c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts",
+             c.retry_delays_ms AS "retryDelaysMs", c.status, c.attempts, c.next_attempt_at AS "nextAttemptAt",
+             c.lease_owner AS "leaseOwner", c.lease_expires_at AS "leaseExpiresAt", c.last_status_code AS "lastStatusCode",
+             c.last_error AS "lastError", c.created_at AS "createdAt", c.completed_at AS "completedAt",
+             COALESCE((
+               SELECT json_agg(json_build_object(
+                        'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
+                        'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'firstByteMs', a.first_byte_ms,
+                        'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
+                        'responseHeaders', a.response_headers, 'responseBody', a.response_body) ORDER BY a.number)
+               FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"
+      FROM callback c
+      WHERE c.id = ${id}::uuid AND c.api_key_id = ${apiKeyId}::uuid`;
+    const row = rows[0];
+    if (!row) return null;
+    return { ...row, attemptRows: row.attemptRows.map((a) => ({ ...a, startedAt: new Date(a.startedAt) })) };
   }
 
   /** A page in id (= creation) order; with batchId served by the batch index, else by (api_key_id, created_at). */

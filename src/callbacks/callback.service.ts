@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
-import { CallbackRepository, type CallbackFilter } from './callback.repository.js';
+import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
 import type { CallbackStatus } from './callback.status.js';
 
-type CallbackRow = NonNullable<Awaited<ReturnType<CallbackRepository['findCallback']>>>;
-type AttemptRow = CallbackRow['attemptRows'][number];
+type CallbackRow = CallbackWithAttempts;
 
 @Injectable()
 export class CallbackService {
