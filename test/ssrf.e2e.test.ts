@@ -124,6 +124,15 @@ describe(NetworkPolicy.name, () => {
       expect(target.requests).toHaveLength(0);
     });
 
+    it('should keep only RESPONSE_SNIPPET_BYTES of what a receiver answers, however much it sends', async () => {
+      const views = await sendAndSettle(s, [{ url: `${first.url}/big?bodyBytes=100000` }, { url: `${first.url}/huge?bodyBytes=3000000` }]);
+      for (const v of views) {
+        const [attempt] = v.attempts as Array<Attempt & { responseBody: string }>;
+        expect(attempt.outcome).toBe('success');
+        expect(attempt.responseBody).toBe('x'.repeat(1024));
+      }
+    });
+
     it('should connect by name to an allowed address the name resolves to', async () => {
       const [v] = await sendAndSettle(s, [{ url: `http://localhost:${new URL(first.url).port}/named` }]);
       expect(v).toMatchObject({ status: 'succeeded', attempts: [{ outcome: 'success', statusCode: 200 }] });

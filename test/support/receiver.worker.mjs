@@ -7,6 +7,7 @@
 //   ?failTimes=N&failCode=C   answer C (default 503) to the first N requests of a webhook-id
 //   ?retryAfter=S      add Retry-After: S
 //   ?location=URL      add Location: URL (with ?code=302, a redirect)
+//   ?bodyBytes=N       answer with a body of N bytes ('x' repeated)
 // maxConcurrent (workerData) queues requests beyond it, as php-fpm does.
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -37,7 +38,7 @@ function handle(req, res, body, record) {
   if (q.get('location')) headers.location = q.get('location');
   setTimeout(() => {
     res.writeHead(code, headers);
-    res.end(q.get('body') ?? `ok ${n}`);
+    res.end(q.get('bodyBytes') ? Buffer.alloc(Number(q.get('bodyBytes')), 'x') : (q.get('body') ?? `ok ${n}`));
   }, Number(q.get('sleep') ?? 0));
 }
 
