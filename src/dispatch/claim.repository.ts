@@ -36,16 +36,19 @@ export class ClaimRepository {
    *   without locks; it only keeps their rows out of the due scan, so a host with
    *   thousands of waiting rows cannot fill the claim and starve the others.
    * - `due`: the oldest due pending rows of the other hosts, via the partial index
-   *   `callback_due_idx (next_attempt_at) WHERE status = 'pending'`. Hosts in
+   *   `callback_due_idx (next_attempt_at) WHERE status = 'pending'`, locked `FOR
+   *   UPDATE SKIP LOCKED` so concurrent claimers take disjoint rows. Hosts in
    *   `skipHosts` are full in this process and would only wait in memory.
-   * - `hosts`: locks those hosts' rows, `FOR UPDATE SKIP LOCKED` (by primary key).
-   *   A locked row reads the latest committed `in_flight` (kept exact by triggers
-   *   on callback), so two workers never hand out the same slot; a host another
-   *   claim holds right now is skipped this round, never waited for. `slots` is
-   *   the room under the cap, or one probe when an open breaker's cool-down is over
-   *   and nothing is in flight; `tokens` the rate-limit bucket refilled to now.
-   * - `pick`: per host the oldest rows that fit (`row_number` per host), locked
-   *   `FOR UPDATE SKIP LOCKED` and re-checked as still pending.
+   * - `hosts`: locks those hosts' rows `FOR UPDATE` by primary key, in name order
+   *   (claimers and the triggers lock hosts in the same order: no deadlock). A
+   *   locked row reads the latest committed `in_flight` (kept exact by triggers on
+   *   callback), so two workers never hand out the same slot; a second claimer for
+   *   the same host waits for the first to commit (a millisecond), then sees its
+   *   rows counted. `slots` is the room under the cap, or one probe when an open
+   *   breaker's cool-down is over and nothing is in flight; `tokens` the
+   *   rate-limit bucket refilled to now.
+   * - `pick`: per host the oldest locked rows that fit (`row_number` per host);
+   *   the rest are unlocked at commit, untouched.
    * - `moved`: leases them (lease = call timeout + margin, which bounds how long a
    *   crashed worker can hold them). Rows whose URL answered 410 Gone are failed
    *   here instead, without a call (`endpoint_gone`).
@@ -71,11 +74,12 @@ export class ClaimRepository {
       ), blocked AS MATERIALIZED (
         SELECT host FROM limits WHERE slots < 1 OR tokens < 1
       ), due AS MATERIALIZED (
-        SELECT c.id, c.host, c.next_attempt_at FROM callback c
+        SELECT c.id, c.host, c.url, c.next_attempt_at FROM callback c
         WHERE c.status = 'pending' AND c.next_attempt_at <= now()
           AND c.host <> ALL(${skipHosts}::text[]) AND c.host NOT IN (SELECT host FROM blocked)
         ORDER BY c.next_attempt_at
         LIMIT ${limit}
+        FOR UPDATE OF c SKIP LOCKED
       ), hosts AS MATERIALIZED (
         SELECT h.host, h.rate_per_sec, h.breaker_state,
                CASE WHEN h.rate_per_sec IS NULL THEN NULL
@@ -88,14 +92,13 @@ export class ClaimRepository {
                END AS slots
         FROM host h
         WHERE h.host IN (SELECT host FROM due)
-        FOR UPDATE SKIP LOCKED
+        ORDER BY h.host
+        FOR UPDATE
       ), pick AS MATERIALIZED (
-        SELECT c.id, c.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.url = c.url) AS gone
-        FROM (SELECT d.id, d.host, row_number() OVER (PARTITION BY d.host ORDER BY d.next_attempt_at) AS rn FROM due d) r
+        SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.url = r.url) AS gone
+        FROM (SELECT d.id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.next_attempt_at) AS rn FROM due d) r
         JOIN hosts h ON h.host = r.host
-        JOIN callback c ON c.id = r.id
-        WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots)) AND c.status = 'pending'
-        FOR UPDATE OF c SKIP LOCKED
+        WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
       ), moved AS (
         UPDATE callback c
         SET status = CASE WHEN p.gone THEN 'failed' ELSE 'in_flight' END,
