@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util';
+
+export const USAGE = `callbacks — send and watch callback batches from the terminal
+
+usage: callbacks <command> [options]
+
+commands:
+  send <batch.json|-> [--wait]      POST the batch (an object {callbacks:[…]} or an array of callbacks);
+                                    prints its id; --wait shows progress, then the sequence diagram
+  status <id>                       a batch's (or a callback's) status and counts
+  history [--host URL] [--bucket 1m] [--since 1h]
+                                    latency per time bucket (p50/p90/p99) from /v1/history/latency
+  keys create <name> [--admin]      make an API key (shown once)
+  keys list                         list keys
+  keys revoke <id>                  revoke a key
+
+options:
+  --url URL        service address (env CALLBACKS_URL, default http://127.0.0.1:3000)
+  --key KEY        API key (env CALLBACKS_API_KEY)
+  --json           print the API's JSON instead of text
+  --wait-timeout S with --wait: give up after S seconds (default 3600); exit 3
+  -h, --help       this help
+`;
+
+export interface CliArgs {
+  command: string;
+  positionals: string[];
+  url: string;
+  key?: string;
+  wait: boolean;
+  waitTimeoutMs: number;
+  json: boolean;
+  admin: boolean;
+  host?: string;
+  bucket?: string;
+  sinceMs: number;
+  help: boolean;
+}
+
+export class UsageError extends Error {}
+
+const DURATION = /^(\d+)(s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "90s", "15m", "1h", "7d" → milliseconds. */
+export function parseDuration(raw: string): number {
+  const m = DURATION.exec(raw.trim());
+  if (!m || Number(m[1]) === 0) throw new UsageError(`not a duration: ${raw} (use e.g. 90s, 15m, 1h, 7d)`);
+  return Number(m[1]) * UNIT_MS[m[2]];
+}
+
+/** argv (without node and script) and the environment → what to do. Throws UsageError. */
+export function parseCliArgs(argv: string[], env: Record<string, string | undefined>): CliArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' }, key: { type: 'string' }, wait: { type: 'boolean' }, 'wait-timeout': { type: 'string' },
+        json: { type: 'boolean' }, admin: { type: 'boolean' }, host: { type: 'string' }, bucket: { type: 'string' },
+        since: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values: v, positionals } = parsed;
+  const [command = '', ...rest] = positionals;
+  const url = (v.url ?? env.CALLBACKS_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+$/.test(url)) throw new UsageError(`--url must be like http://127.0.0.1:3000 (got ${url})`);
+  const waitTimeoutS = Number(v['wait-timeout'] ?? 3600);
+  if (!Number.isFinite(waitTimeoutS) || waitTimeoutS <= 0) throw new UsageError('--wait-timeout must be a positive number of seconds');
+  return {
+    command, positionals: rest, url, key: v.key ?? env.CALLBACKS_API_KEY, wait: v.wait ?? false, waitTimeoutMs: waitTimeoutS * 1000,
+    json: v.json ?? false, admin: v.admin ?? false, host: v.host, bucket: v.bucket,
+    sinceMs: parseDuration(v.since ?? '1h'), help: v.help ?? false,
+  };
+}

@@ -1,0 +1,165 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Receiver } from './support/receiver.js';
+import { startTestService, TEST_KEY, type TestService } from './support/service.js';
+
+/** The `callbacks` bin as package.json declares it (built by `npm run build`, which `npm test` runs first). */
+const BIN = (JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> }).bin.callbacks;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+describe('callbacks CLI', () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let receiver: Receiver;
+  let dir: string;
+
+  beforeAll(async () => {
+    expect(existsSync(BIN), `${BIN} missing: run npm run build`).toBe(true);
+    [service, receiver, dir] = await Promise.all([startTestService(), Receiver.start(), mkdtemp(join(tmpdir(), 'cli-test-'))]);
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+    await service?.dropDatabase();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs the real CLI process against the test service (bounded: killed after 20 s). */
+  function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        env: { PATH: process.env.PATH, CALLBACKS_URL: service.url, CALLBACKS_API_KEY: TEST_KEY, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c) => { stdout += c; });
+      child.stderr.on('data', (c) => { stderr += c; });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.on('error', reject);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  }
+
+  async function batchFile(name: string, content: unknown): Promise<string> {
+    const path = join(dir, name);
+    await writeFile(path, typeof content === 'string' ? content : JSON.stringify(content));
+    return path;
+  }
+
+  it('should send a batch file and print only its id', async () => {
+    const file = await batchFile('plain.json', [{ url: `${receiver.url}/plain?sleep=10`, externalId: 'p1' }, { url: `${receiver.url}/plain2` }]);
+    const run = await cli(['send', file]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const id = run.stdout.trim();
+    expect(id).toMatch(UUID);
+    const batch = await service.apiJson(`/v1/batches/${id}`);
+    expect(batch.total).toBe(2);
+  });
+
+  it('should wait with a progress bar, then print the sequence diagram of every call', async () => {
+    const sleeps = [300, 100, 200];
+    const file = await batchFile('wait.json', { label: 'cli', callbacks: sleeps.map((s) => ({ url: `${receiver.url}/w?sleep=${s}` })) });
+    const started = Date.now();
+    const run = await cli(['send', file, '--wait']);
+    expect(run.code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const [id, ...diagram] = run.stdout.trim().split('\n');
+    expect(id).toMatch(UUID);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(/^\[#{30}\] 3\/3 done {2}\(3 ok, 0 failed, 0 open\) {2}\d+\.\d s$/);
+    for (const s of sleeps) {
+      const i = diagram.findIndex((l) => l.includes(`/w?sleep=${s} :: code=200`));
+      expect(i, `line of the ${s} ms call`).toBeGreaterThanOrEqual(0);
+      expect(diagram[i]).toMatch(/start=\d\.\d{3}, end=\d\.\d{3}, total=0\.\d{3}\)$/);
+      expect(diagram[i + 1]).toMatch(/^\[ *=+ *\]$/);
+      expect(diagram[i + 1]).toHaveLength(102);
+    }
+    expect(diagram.at(-1)).toMatch(/^3 calls, span 0\.\d{3} s/);
+    expect(receiver.requests.filter((r) => r.url.startsWith('/w?')).length).toBe(3);
+  });
+
+  it('should show a batch\'s and a callback\'s status, and say when an id is unknown', async () => {
+    const file = await batchFile('status.json', { callbacks: [{ url: `${receiver.url}/s?code=500`, maxAttempts: 1, externalId: 'bad' }] });
+    const sent = await cli(['send', file, '--wait', '--json']);
+    const id = sent.stdout.split('\n')[0];
+    const status = await cli(['status', id]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`batch +${id}`));
+    expect(status.stdout).toMatch(/status +completed/);
+    expect(status.stdout).toMatch(/1\/1 done {2}\(0 ok, 1 failed, 0 open\)/);
+
+    const callbackId = (await service.apiJson(`/v1/batches/${id}/callbacks`)).items[0].id;
+    const cb = await cli(['status', callbackId]);
+    expect(cb.code).toBe(0);
+    expect(cb.stdout).toMatch(/status +failed/);
+    expect(cb.stdout).toMatch(/^ *1 +\S+ +http_error +500 +\d+ ms/m);
+
+    const json = JSON.parse((await cli(['status', id, '--json'])).stdout);
+    expect(json).toMatchObject({ id, status: 'completed', counts: { failed: 1 } });
+
+    const missing = await cli(['status', '01a22c5c-0000-7000-8000-000000000000']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/not found \(404 not_found\)/);
+  });
+
+  it('should create, list and revoke keys', async () => {
+    const created = await cli(['keys', 'create', 'ci-bot']);
+    expect(created.code).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^cbk_\S{20,}$/);
+    expect(created.stderr).toMatch(/"ci-bot" created: shown once/);
+    expect((await service.api('/v1/batches', { key })).status).toBe(200);
+
+    const forbidden = await cli(['keys', 'list'], { CALLBACKS_API_KEY: key });
+    expect(forbidden.code).toBe(1);
+    expect(forbidden.stderr).toMatch(/admin key \(403 forbidden\)/);
+
+    const list = await cli(['keys', 'list']);
+    expect(list.stdout).toMatch(/ci-bot +cbk_\S+… +no/);
+    const row = (JSON.parse((await cli(['keys', 'list', '--json'])).stdout) as Array<{ id: string; name: string; revokedAt: string | null }>)
+      .find((k) => k.name === 'ci-bot')!;
+    expect(row.revokedAt).toBeNull();
+
+    const revoked = await cli(['keys', 'revoke', row.id]);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout.trim()).toBe(`revoked ${row.id}`);
+    const after = (JSON.parse((await cli(['keys', 'list', '--json'])).stdout) as Array<{ id: string; revokedAt: string | null }>).find((k) => k.id === row.id)!;
+    expect(after.revokedAt).not.toBeNull();
+  });
+
+  it('should print latency history per bucket', async () => {
+    const run = await cli(['history', '--since', '1h']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^latency, 1m buckets, /);
+    expect(run.stdout).toMatch(/bucket start +calls +ok +failed +p50 +p90 +p99 +max/);
+    const host = new URL(receiver.url).origin;
+    const json = JSON.parse((await cli(['history', '--host', host, '--json'])).stdout);
+    const total = json.items.reduce((n: number, b: { count: number }) => n + b.count, 0);
+    expect(total).toBeGreaterThanOrEqual(4);
+  });
+
+  it('should explain usage, a missing key and a broken file with exit codes 2, 1, 2', async () => {
+    const usage = await cli(['frobnicate']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/unknown command: frobnicate[\s\S]*usage: callbacks/);
+    const noKey = await cli(['status', '01a22c5c-0000-7000-8000-000000000000'], { CALLBACKS_API_KEY: undefined });
+    expect(noKey.code).toBe(1);
+    expect(noKey.stderr).toMatch(/missing API key.*--key or set CALLBACKS_API_KEY.*401 unauthorized/);
+    const broken = await cli(['send', await batchFile('broken.json', '{"callbacks": [')]);
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/broken\.json is not JSON/);
+    const invalid = await cli(['send', await batchFile('invalid.json', { callbacks: [{ url: 'not a url' }] })]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/\(400 validation_failed\)/);
+    expect((await cli(['--help'])).stdout).toMatch(/^callbacks — /);
+  });
+});
