@@ -61,9 +61,9 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
       metrics.timedWriteBack(outcomes), this.owner, config.writebackIntervalMs, config.writebackMaxRows,
       (done) => done.forEach((b) => this.logBatchCompleted(b)),
       (at) => this.wakeAt(at),
-    );
       // A write-back lowers hosts' in-flight counts: their freed slots can be claimed.
       () => this.wake(),
+    );
   }
 
   private logBatchCompleted(batch: { id: string; completedAt: Date }): void {
