@@ -62,9 +62,9 @@ describe(`${AppLogger.name} in the running service`, () => {
     for (const l of lines) expect(l).toMatchObject({ level: expect.any(String), time: expect.any(String) });
     const accepted = lines.filter((l) => String(l.msg).includes('accepted') && JSON.stringify(l).includes(batch.id));
     expect(accepted).toHaveLength(1);
-    expect(accepted[0].requestId).toBe('log-test-1');
+    expect(accepted[0]).toMatchObject({ requestId: 'log-test-1', event: 'batch_accepted', batchId: batch.id, callbacks: 2, label: 'logs' });
     const completed = lines.filter((l) => String(l.msg).includes('completed') && JSON.stringify(l).includes(batch.id));
-    expect(completed).toHaveLength(1);
+    expect(completed).toEqual([expect.objectContaining({ event: 'batch_completed', batchId: batch.id, completedAt: expect.any(String) })]);
     const access = lines.filter((l) => l.msg === 'request' && l.url === '/v1/batches');
     expect(access).toEqual([expect.objectContaining({ requestId: 'log-test-1', method: 'POST', statusCode: 202, ms: expect.any(Number) })]);
     // Every line written while serving an API request names it.

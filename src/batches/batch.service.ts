@@ -51,7 +51,7 @@ export class BatchService {
     const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
     const result = await this.batches.insertBatch(batch, rows, dueNow);
     if (!result.inserted) return this.replay(result.existing, batch.requestHash!);
-    this.logger.log(`batch ${batch.id} accepted: ${rows.length} callbacks${batch.label ? ` (${batch.label})` : ''}`);
+    this.logger.log({ msg: `batch ${batch.id} accepted: ${rows.length} callbacks`, event: 'batch_accepted', batchId: batch.id, callbacks: rows.length, label: batch.label ?? null });
     return {
       id: batch.id,
       label: batch.label,

@@ -67,7 +67,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   }
 
   private logBatchCompleted(batch: { id: string; completedAt: Date }): void {
-    this.logger.log(`batch ${batch.id} completed at ${batch.completedAt.toISOString()}`);
+    this.logger.log({ msg: `batch ${batch.id} completed`, event: 'batch_completed', batchId: batch.id, completedAt: batch.completedAt.toISOString() });
   }
 
   get stats() {
