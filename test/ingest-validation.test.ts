@@ -34,6 +34,7 @@ const CASES: Case[] = [
   { name: 'a URL with a space', body: one({ url: 'https://example.com/a b' }), status: 400, code: 'validation_failed', says: /whitespace/ },
   { name: 'a URL with CR/LF', body: one({ url: 'https://example.com/a\r\nHost: evil' }), status: 400, code: 'validation_failed' },
   { name: 'a URL over 2048 characters', body: one({ url: `https://example.com/${'a'.repeat(2048)}` }), status: 400, code: 'validation_failed', says: /2048/ },
+  { name: 'a URL with credentials', body: one({ url: 'https://user:secret@example.com/hook' }), status: 400, code: 'validation_failed', says: /credentials/ },
   { name: 'a URL that is a number', body: one({ url: 42 }), status: 400, code: 'validation_failed' },
   { name: 'a callback without a URL', body: { callbacks: [{ body: 'x' }] }, status: 400, code: 'validation_failed' },
   // methods

@@ -41,6 +41,8 @@ describe('httpUrlProblem', () => {
     ['http://[::1]/', undefined],
     [`https://example.com/${'a'.repeat(2020)}`, undefined],
     [`https://example.com/${'a'.repeat(2048)}`, /at most 2048/],
+    ['https://user:secret@example.com/', /credentials/],
+    ['https://user@example.com/', /credentials/],
     ['ftp://example.com/', /http or https/],
     ['javascript:alert(1)', /http or https/],
     ['data:text/plain,x', /http or https/],

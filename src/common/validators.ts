@@ -43,6 +43,8 @@ export function httpUrlProblem(value: unknown): string | undefined {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must use http or https';
   if (!url.hostname) return 'must name a host';
+  // The transport would drop them silently, and they would be stored and shown in clear.
+  if (url.username || url.password) return 'must not contain credentials (user:password@); send an Authorization header instead';
   if (/[\s\x00-\x1f]/.test(value)) return 'must not contain whitespace or control characters';
   return undefined;
 }
