@@ -14,6 +14,8 @@ import { startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrate } from './database/migrator.js';
 import { AppLogger } from './logging/app.logger.js';
 import { registerRequestLogging } from './logging/request.logging.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import { registerRequestMetrics } from './metrics/request.metrics.js';
 
 export interface RunningService {
   app: NestFastifyApplication;
@@ -56,6 +58,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   app.useGlobalPipes(buildValidationPipe());
   registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
+  registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
   app.getHttpAdapter().getInstance().addHook('onSend', async (req, reply) => {
     void reply.header('x-request-id', req.id);
   });

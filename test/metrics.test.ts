@@ -60,6 +60,8 @@ describe(MetricsController.name, () => {
     expect(sample(text, 'dispatch_writeback_duration_seconds_count')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'callback_due_backlog')).toBe(0);
     expect(text).toContain('process_cpu_seconds_total');
+    expect(sample(text, 'http_request_duration_seconds_count{method="POST",route="/v1/batches",status="202"}')).toBe(1);
+    expect(sample(text, 'http_request_duration_seconds_count{method="GET",route="/v1/batches/:id",status="200"}')).toBeGreaterThanOrEqual(1);
   });
 
   it('should show a call in flight in the worker window and in its host state', async () => {

@@ -35,6 +35,10 @@ export class MetricsService {
   private readonly writtenRows = new Counter({
     name: 'dispatch_written_rows_total', help: 'Attempt outcomes written back by this worker', registers: [this.registry],
   });
+  private readonly httpSeconds = new Histogram({
+    name: 'http_request_duration_seconds', help: 'API requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'], buckets: SQL_BUCKETS, registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -70,6 +74,11 @@ export class MetricsService {
       return landed;
     };
     return Object.create(repo, { recordOutcomes: { value: timed } }) as R;
+  }
+
+  /** An API request was answered; `route` is the route pattern (bounded), not the URL. */
+  httpRequest(method: string, route: string, status: number, seconds: number): void {
+    this.httpSeconds.observe({ method, route, status: String(status) }, seconds);
   }
 
   /** A gauge whose value is set just before each scrape. */
