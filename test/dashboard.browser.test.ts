@@ -166,6 +166,18 @@ describe(DashboardController.name, () => {
     expect(errors).toEqual([]);
   });
 
+  it('should keep a running batch\'s page fresh until the batch completes', async () => {
+    const { page, errors } = browser;
+    const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/slow?sleep=2000` }, { url: `${receiver.url}/quick` }] } });
+    const { id } = (await res.json()) as { id: string };
+    await openLoggedIn(`#/batch/${id}`);
+    await page.waitForSelector('.summary .status');
+    expect(await page.textContent('.summary .status')).toMatch(/pending|running/);
+    await page.waitForSelector('.summary .status.completed', { timeout: 8000 });
+    await page.waitForSelector('.waterfall canvas[data-calls="2"]');
+    expect(errors).toEqual([]);
+  });
+
   it('should show latency over time from the history API as p50/p90/p99 lines, or an empty state', async () => {
     const { page, errors } = browser;
     const to = new Date();

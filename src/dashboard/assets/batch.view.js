@@ -7,7 +7,11 @@ import { colourOf, formatMs, outcomeCounts, PHASE_COLOURS, phaseSummary } from '
 import { tooltip } from './tooltip.js';
 import { waterfall } from './waterfall.js';
 
-export async function batchView(main, { id, current }) {
+const REFRESH_MS = 2000;
+
+/** Renders the batch; while it is still running, renders it again every REFRESH_MS as long as it is on screen. */
+export async function batchView(main, context) {
+  const { id, current } = context;
   const [batch, timeline, failed] = await Promise.all([
     get(`/v1/batches/${id}`),
     get(`/v1/batches/${id}/sequence`, { format: 'json' }),
@@ -27,6 +31,9 @@ export async function batchView(main, { id, current }) {
     phases(timeline.calls),
     h('h2', `Failed callbacks (${batch.counts.failed})`),
     failedTable(failed.items));
+  if (batch.status !== 'completed') {
+    setTimeout(() => { if (current()) batchView(main, context).catch(() => undefined); }, REFRESH_MS);
+  }
 }
 
 function summary(batch, timeline) {
