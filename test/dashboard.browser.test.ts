@@ -131,6 +131,7 @@ describe(DashboardController.name, () => {
     await page.waitForSelector('#attempts');
     expect(page.url()).toContain(`#/callback/${calls[hung].callbackId}`);
     expect(await page.textContent('#attempts tbody')).toMatch(/timeout/);
+    expect(await page.isHidden('#tooltip')).toBe(true);
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-callback.png`, fullPage: true });
     expect(errors).toEqual([]);
   });
@@ -190,10 +191,13 @@ describe(DashboardController.name, () => {
       expect(await page.textContent('main p.empty')).toMatch(/not available/);
     } else {
       expect(res.status).toBe(200);
-      const history = (await res.json()) as { items: Array<{ count: number }> };
+      const history = (await res.json()) as { items: Array<{ count: number; ok: number; failed: number }> };
       expect(history.items.length).toBeGreaterThan(0);
       expect(await page.locator('main svg.chart path').count()).toBe(3);
       expect(await page.locator('#latency tbody tr').count()).toBe(history.items.length);
+      const cells = await page.locator('#latency tbody tr').first().locator('td').allTextContents();
+      const newest = history.items.at(-1)!;
+      expect(cells.slice(1, 4)).toEqual([newest.count, newest.ok, newest.failed].map(String));
     }
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-latency.png`, fullPage: true });
     expect(errors).toEqual([]);

@@ -6,6 +6,7 @@ import { batchesView } from './batches.view.js';
 import { batchView } from './batch.view.js';
 import { callbackView } from './callback.view.js';
 import { latencyView } from './latency.view.js';
+import { tooltip } from './tooltip.js';
 
 const main = document.getElementById('main');
 const logout = document.getElementById('logout');
@@ -21,6 +22,7 @@ let generation = 0;
 
 async function route() {
   const mine = ++generation;
+  tooltip.hide();
   logout.hidden = !session.key;
   if (!session.key) return loginView();
   const [path, query] = (location.hash || '#/').split('?');

@@ -8,7 +8,8 @@ export function h(tag, attrs, ...children) {
   const el = document.createElement(name);
   if (id) el.id = id;
   if (classes.length) el.className = classes.join(' ');
-  if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) children.unshift(attrs);
+  // A second argument that is not a plain object is the first child (0 included).
+  if (attrs !== null && attrs !== undefined && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) children.unshift(attrs);
   else if (attrs) setAttrs(el, attrs);
   append(el, children);
   return el;
