@@ -181,7 +181,8 @@ describe(DashboardController.name, () => {
 
   it('should show latency over time from the history API as p50/p90/p99 lines, or an empty state', async () => {
     const { page, errors } = browser;
-    const to = new Date();
+    await sendAndWait([{ url: `${receiver.url}/h?sleep=20` }, { url: `${receiver.url}/h?code=503`, maxAttempts: 1 }], 'history');
+    const to = new Date(Date.now() + 1000);
     const from = new Date(to.getTime() - 3_600_000);
     const res = await service.api(`/v1/history/latency?bucket=1m&from=${from.toISOString()}&to=${to.toISOString()}`);
     await openLoggedIn('#/latency?range=1h&bucket=1m');
