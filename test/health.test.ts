@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
 import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
 import { HealthController } from '../src/health/health.controller.js';
+import { connect } from './support/database.js';
 import { closedPort } from './support/receiver.js';
 import { startTestService, waitFor } from './support/service.js';
 
@@ -37,6 +38,22 @@ describe(HealthController.name, () => {
     expect(body.details?.worker).toMatchObject({ ok: false, detail: expect.stringMatching(/no successful claim/) });
     expect(body.details?.database).toEqual({ ok: true });
     expect((await service.api('/health/live', { key: null })).status).toBe(200);
+  });
+
+  it('should answer 503 naming a migration the database has not applied', async () => {
+    const service = await startTestService({ role: 'api' });
+    cleanups.push(service.dropDatabase, service.stop);
+    const db = await connect(service.databaseUrl);
+    try {
+      const { rows } = await db.query(`DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING migration_name`);
+      const res = await service.api('/health/ready', { key: null });
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as Ready;
+      expect(body.details?.migrations).toEqual({ ok: false, detail: `not applied: ${rows[0].migration_name}` });
+      expect(body.details?.database).toEqual({ ok: true });
+    } finally {
+      await db.end();
+    }
   });
 
   it('should not check the worker in the API role', async () => {
