@@ -194,6 +194,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */
   private wakeAt(at: Date): void {
+    // The host was at its cap: its slot is freed only once written back, so write now.
+    if (this.queues.inFlight(row.host) + 1 >= this.hostLimits.capFor(row.host)) void this.writer.flush();
     const wait = Math.max(at.getTime() - Date.now(), 1);
     if (wait >= this.config.dispatchPollMs || (this.dueTimer && this.dueAt <= at.getTime())) return;
     clearTimeout(this.dueTimer);
