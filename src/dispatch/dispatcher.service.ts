@@ -178,6 +178,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     this.metrics.attemptFinished(result);
     this.hostLimits.record(row, result);
     this.writer.add(toRecordedOutcome(row, result, this.config));
+    // The host was at its cap: its slot is freed only once written back, so write now.
+    if (this.queues.inFlight(row.host) + 1 >= this.hostLimits.capFor(row.host)) void this.writer.flush();
     if (this.state === 'draining') {
       if (this.sending.size === 0) this.idle?.();
       return;
@@ -194,8 +196,6 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */
   private wakeAt(at: Date): void {
-    // The host was at its cap: its slot is freed only once written back, so write now.
-    if (this.queues.inFlight(row.host) + 1 >= this.hostLimits.capFor(row.host)) void this.writer.flush();
     const wait = Math.max(at.getTime() - Date.now(), 1);
     if (wait >= this.config.dispatchPollMs || (this.dueTimer && this.dueAt <= at.getTime())) return;
     clearTimeout(this.dueTimer);
