@@ -10,6 +10,12 @@ export const BENCH_KEY = 'cbk_bench_admin_key_0123456789abcdef';
 const DIST = new URL(`../../${process.env.BENCH_DIST ?? 'dist'}/`, import.meta.url);
 const DIST_MAIN = new URL('main.js', DIST);
 
+/** A module of the built service (dist/ or BENCH_DIST), e.g. 'dispatch/transport/http.transport.js'. */
+export function distModule(path) {
+  if (!existsSync(DIST_MAIN)) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
+  return import(new URL(path, DIST).href);
+}
+
 /** Postgres for benchmarks: DATABASE_URL's server, or an embedded one under BENCH_DATA_DIR. */
 export async function benchPostgres() {
   if (process.env.DATABASE_URL) {

@@ -17,6 +17,8 @@ import { HttpTransport } from './transport/http.transport.js';
 
 type State = 'stopped' | 'running' | 'draining';
 const HEARTBEAT = 'dispatch-heartbeat';
+/** Calls started per turn of the event loop (see startCalls). */
+const START_SLICE = 32;
 
 /**
  * The worker loop: wake (NOTIFY, heartbeat or the next due time) → claim due rows
@@ -38,6 +40,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   private readonly sending = new Set<ClaimedCallback>();
   private claiming = false;
   private claimAgain = false;
+  private continueStarting?: NodeJS.Immediate;
   private dueTimer?: NodeJS.Timeout;
   private dueAt = 0;
   private idle?: () => void;
@@ -161,15 +164,28 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     this.startCalls();
   }
 
-  /** Fills the window from the waiting queues. */
+  /**
+   * Fills the window from the waiting queues, at most START_SLICE calls per turn of
+   * the event loop. Starting a whole claim (hundreds of calls) in one synchronous
+   * run keeps the responses already on the wire waiting unread, and that wait would
+   * land in their recorded durations; between slices they are read.
+   */
   private startCalls(): void {
-    while (this.sending.size < this.config.dispatchConcurrency) {
+    for (let started = 0; this.sending.size < this.config.dispatchConcurrency; started++) {
+      if (started === START_SLICE) {
+        this.continueStarting ??= setImmediate(() => {
+          this.continueStarting = undefined;
+          if (this.state === 'running') this.startCalls();
+        });
+        return;
+      }
       const row = this.queues.take();
       if (!row) return;
       this.sending.add(row);
       void this.send(row);
     }
   }
+
 
   private async send(row: ClaimedCallback & { secrets?: string[] }): Promise<void> {
     const result = await this.transport.send(buildRequest(row, row.secrets ?? [], this.config.httpTimeoutMs));

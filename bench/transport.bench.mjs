@@ -1,0 +1,62 @@
+// The send path alone, no database: the service's HttpTransport (HttpService's axios
+// instance with the undici adapter, timing and snippet capture) against a bare
+// undici rolling window, same receiver, same window, same run. The gap is what the
+// axios layer and the per-call bookkeeping cost.
+//   node bench/transport.bench.mjs          (BENCH_N, BENCH_WINDOW to change the size)
+import { BenchReceiver } from './lib/receiver.mjs';
+import { distModule, main, row } from './lib/harness.mjs';
+import { undiciWindow } from './lib/undici-window.mjs';
+
+const N = Number(process.env.BENCH_N ?? 20_000);
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 200);
+
+/** The same rolling window as undiciWindow, each call through `transport.send`. */
+async function transportWindow(transport, url, total, window) {
+  let started = 0;
+  let failed = 0;
+  const t0 = performance.now();
+  await new Promise((resolve) => {
+    let finished = 0;
+    const next = () => {
+      if (started >= total) {
+        if (finished === started) resolve();
+        return;
+      }
+      started++;
+      const call = { url, method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': `t-${started}` }, body: '{"event":"bench"}', timeoutMs: 15_000 };
+      transport.send(call).then((r) => {
+        if (r.outcome !== 'success') failed++;
+        finished++;
+        next();
+      });
+    };
+    for (let i = 0; i < window; i++) next();
+  });
+  if (failed > 0) throw new Error(`${failed} calls through the transport failed`);
+  return total / ((performance.now() - t0) / 1000);
+}
+
+export async function transportScenario() {
+  const { HttpService } = await import('@nestjs/axios');
+  const { default: axios } = await import('axios');
+  const { HttpTransport } = await distModule('dispatch/transport/http.transport.js');
+  const { loadConfig } = await distModule('config/app.config.js');
+  const receiver = await BenchReceiver.start();
+  const transport = new HttpTransport(new HttpService(axios.create()), loadConfig({}, { allowPrivateNetworks: ['127.0.0.0/8'] }));
+  const url = `${receiver.url()}/hook`;
+  try {
+    await transport.warmUp();
+    await undiciWindow({ urls: [url], total: 2_000, window: WINDOW });
+    await transportWindow(transport, url, 2_000, WINDOW);
+    const bare = await undiciWindow({ urls: [url], total: N, window: WINDOW });
+    const service = await transportWindow(transport, url, N, WINDOW);
+    return [row(`send path only: HttpService + undici adapter, window ${WINDOW} (no database)`, service, 'calls/s', { baseline: bare.perSecond })];
+  } finally {
+    await transport.onApplicationShutdown();
+    await receiver.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await main(transportScenario);
+}
