@@ -1,0 +1,108 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HostController } from '../src/hosts/host.controller.js';
+import { connect } from './support/database.js';
+import { Receiver } from './support/receiver.js';
+import { startTestService, waitFor, type TestService } from './support/service.js';
+
+/** GET /v1/hosts, GET /v1/hosts/:host, PUT /v1/hosts/:host/limits: shape, who may change limits, bad input. */
+describe(HostController.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let db: pg.Client;
+  let receiver: Receiver;
+  let tenant: { id: string; key: string };
+  let path: string;
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'all' });
+    db = await connect(service.databaseUrl);
+    receiver = await Receiver.start({ host: '127.0.0.8' });
+    path = `/v1/hosts/${encodeURIComponent(receiver.url)}`;
+    tenant = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant' } });
+    const batch = await service.apiJson('/v1/batches', {
+      method: 'POST',
+      json: { callbacks: [{ url: `${receiver.url}/a?sleep=20` }, { url: `${receiver.url}/b?code=500`, maxAttempts: 1 }] },
+    });
+    await waitFor(async () => (await service.apiJson(`/v1/batches/${batch.id}`)).status === 'completed');
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await receiver?.close();
+    await service?.dropDatabase();
+  });
+
+  const hostRow = async () => (await db.query('SELECT max_in_flight, rate_per_sec, limits_updated_by FROM host WHERE host = $1', [receiver.url])).rows[0];
+
+  it('should list a destination with its limits, in-flight count, queue depth, breaker and the caller\'s latency', async () => {
+    const list = await service.apiJson('/v1/hosts');
+    expect(Date.parse(list.since)).toBeLessThan(Date.now());
+    const item = list.items.find((h: { host: string }) => h.host === receiver.url);
+    expect(item).toMatchObject({
+      limits: { maxInFlight: 20, maxInFlightIsDefault: true, ratePerSec: null },
+      inFlight: 0,
+      queueDepth: 0,
+      breaker: { state: 'closed', consecutiveFailures: 0, openUntil: null },
+      latency: { attempts: 2, errorRate: 0.5 },
+      goneEndpoints: [],
+    });
+    expect(item.latency.p50Ms).toBeGreaterThan(0);
+    expect(item.latency.p99Ms).toBeGreaterThanOrEqual(20);
+    expect(await service.apiJson(path)).toEqual(item);
+  });
+
+  it('should show another key the host only once it has work there, with its own figures', async () => {
+    expect((await service.apiJson('/v1/hosts', { key: tenant.key })).items).toEqual([]);
+    const batch = await service.apiJson('/v1/batches', { method: 'POST', key: tenant.key, json: { callbacks: [{ url: `${receiver.url}/t` }] } });
+    await waitFor(async () => (await service.apiJson(`/v1/batches/${batch.id}`, { key: tenant.key })).status === 'completed');
+    const [item] = (await service.apiJson('/v1/hosts', { key: tenant.key })).items;
+    expect(item).toMatchObject({ host: receiver.url, latency: { attempts: 1, errorRate: 0 } });
+  });
+
+  it('should let only admin keys change a host\'s limits, and restore defaults with null', async () => {
+    const denied = await service.api(`${path}/limits`, { method: 'PUT', key: tenant.key, json: { maxInFlight: 1 } });
+    expect(denied.status).toBe(403);
+    expect((await denied.json()).code).toBe('forbidden');
+    expect(await hostRow()).toMatchObject({ max_in_flight: null, rate_per_sec: null });
+
+    const set = await service.apiJson(`${path}/limits`, { method: 'PUT', json: { maxInFlight: 3, ratePerSec: 2.5 } });
+    expect(set.limits).toMatchObject({ maxInFlight: 3, maxInFlightIsDefault: false, ratePerSec: 2.5 });
+    expect(await hostRow()).toMatchObject({ max_in_flight: 3, rate_per_sec: 2.5 });
+    const partial = await service.apiJson(`${path}/limits`, { method: 'PUT', json: { ratePerSec: null } });
+    expect(partial.limits).toMatchObject({ maxInFlight: 3, ratePerSec: null });
+    const reset = await service.apiJson(`${path}/limits`, { method: 'PUT', json: { maxInFlight: null } });
+    expect(reset.limits).toMatchObject({ maxInFlight: 20, maxInFlightIsDefault: true, ratePerSec: null });
+  });
+
+  it('should set limits for a destination before any callback goes there', async () => {
+    const res = await service.api(`/v1/hosts/${encodeURIComponent('https://Hooks.Example.com')}/limits`, { method: 'PUT', json: { maxInFlight: 5 } });
+    expect(res.status).toBe(200);
+    expect((await res.json()).host).toBe('https://hooks.example.com:443');
+  });
+
+  it.each<[string, string, unknown]>([
+    ['a cap of 0', '', { maxInFlight: 0 }],
+    ['a fractional cap', '', { maxInFlight: 1.5 }],
+    ['a cap above 10000', '', { maxInFlight: 10_001 }],
+    ['a rate of 0', '', { ratePerSec: 0 }],
+    ['a rate given as text', '', { ratePerSec: 'fast' }],
+    ['an unknown field', '', { maxInFlight: 2, burst: 9 }],
+    ['an empty body', '', {}],
+    ['a host that is not a URL', 'not-a-url', { maxInFlight: 2 }],
+    ['a host with a path', 'http://127.0.0.8:1/path', { maxInFlight: 2 }],
+    ['a host with credentials', 'http://u:p@127.0.0.8:1', { maxInFlight: 2 }],
+    ['a non-http host', 'ftp://127.0.0.8:1', { maxInFlight: 2 }],
+  ])('should refuse %s with 400 and change nothing', async (_name, host, body) => {
+    const before = await hostRow();
+    const target = host ? `/v1/hosts/${encodeURIComponent(host)}/limits` : `${path}/limits`;
+    const res = await service.api(target, { method: 'PUT', json: body });
+    expect(res.status).toBe(400);
+    expect((await res.json()).code).toBe('validation_failed');
+    expect(await hostRow()).toEqual(before);
+  });
+
+  it('should answer 404 for a destination it has never seen and 401 without a key', async () => {
+    expect((await service.api(`/v1/hosts/${encodeURIComponent('http://127.0.0.9:1')}`)).status).toBe(404);
+    expect((await service.api('/v1/hosts', { key: null })).status).toBe(401);
+  });
+});
