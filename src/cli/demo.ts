@@ -56,7 +56,7 @@ async function startService(url: string): Promise<ChildProcess> {
   while (!(await isUp(url))) {
     if (child.exitCode !== null || Date.now() > until) {
       child.kill('SIGTERM');
-      throw new Error(`the demo service did not start:\n${stderr}`);
+      throw new Error(`the demo service did not start (are ports ${DEMO_PORT} and ${DEMO_PORT + 50500} free?):\n${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
