@@ -117,6 +117,12 @@ describe(DashboardController.name, () => {
     expect(await page.textContent('.legend')).toMatch(/success 8.*http_error 1.*timeout 1/);
     expect(await page.textContent('#phases')).toMatch(/wait/);
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-batch.png`, fullPage: true });
+    await page.click('text=Latency over time of this batch');
+    await page.waitForSelector('#latency');
+    const perBatch = (await page.locator('#latency tbody tr td:nth-child(2)').allTextContents()).map(Number);
+    expect(perBatch.reduce((a, b) => a + b, 0)).toBe(10);
+    await page.goBack();
+    await page.waitForSelector('.waterfall canvas[data-calls="10"]');
 
     const hung = calls.findIndex((c) => c.outcome === 'timeout');
     const box = (await page.locator('.waterfall .scroller canvas').boundingBox())!;

@@ -28,6 +28,7 @@ export async function batchView(main, context) {
       ? h('p.empty', 'No attempts yet: the calls have not been sent.')
       : [legend(timeline.calls), waterfall(timeline, { tooltip, onOpen: open })],
     h('h2', 'Where the time went'),
+    h('p', h('a', { href: `#/latency?batch=${id}&range=7d&bucket=1m` }, 'Latency over time of this batch')),
     phases(timeline.calls),
     h('h2', `Failed callbacks (${batch.counts.failed})`),
     failedTable(failed.items));

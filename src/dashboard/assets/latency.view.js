@@ -11,20 +11,22 @@ export async function latencyView(main, { query, current }) {
   const host = query.get('host') ?? '';
   const range = RANGES[query.get('range')] ? query.get('range') : '1h';
   const bucket = BUCKETS.includes(query.get('bucket')) ? query.get('bucket') : '1m';
-  const [hosts, history] = await Promise.all([knownHosts(), latency(host, range, bucket)]);
+  const batch = query.get('batch') ?? '';
+  const [hosts, history] = await Promise.all([knownHosts(), latency(host, range, bucket, batch)]);
   if (!current()) return;
-  mount(main, h('h1', 'Latency over time'), controls(hosts, host, range, bucket), history.error
+  const title = batch ? ['Latency over time of batch ', h('a', { href: `#/batch/${batch}` }, `${batch.slice(0, 8)}…`)] : 'Latency over time';
+  mount(main, h('h1', title), controls(hosts, host, range, bucket, batch), history.error
     ? h('p.empty', history.error)
     : history.items.length === 0
       ? h('p.empty', 'No calls in this range yet.')
       : [chart(history.items), table(history.items)]);
 }
 
-async function latency(host, range, bucket) {
+async function latency(host, range, bucket, batch) {
   const to = new Date();
   const from = new Date(to.getTime() - RANGES[range]);
   try {
-    return await get('/v1/history/latency', { host, bucket, from: from.toISOString(), to: to.toISOString() });
+    return await get('/v1/history/latency', { host, batch, bucket, from: from.toISOString(), to: to.toISOString() });
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return { error: 'The latency history API is not available on this service yet.' };
     if (error instanceof ApiError && error.status === 400) return { error: error.message };
@@ -43,7 +45,7 @@ async function knownHosts() {
   }
 }
 
-function controls(hosts, host, range, bucket) {
+function controls(hosts, host, range, bucket, batch) {
   const hostInput = h('input', { name: 'host', list: 'hosts', value: host, placeholder: 'all hosts (e.g. https://example.com:443)', size: 36 });
   const pick = (name, options, value) => h('select', { name }, ...options.map((o) => h('option', { value: o, selected: o === value }, o)));
   const rangeSel = pick('range', Object.keys(RANGES), range);
@@ -52,6 +54,7 @@ function controls(hosts, host, range, bucket) {
     onsubmit: (event) => {
       event.preventDefault();
       const q = new URLSearchParams({ host: hostInput.value.trim(), range: rangeSel.value, bucket: bucketSel.value });
+      if (batch) q.set('batch', batch);
       location.hash = `#/latency?${q}`;
     },
   }, h('label', 'host ', hostInput), h('datalist#hosts', ...hosts.map((x) => h('option', { value: x }))),
