@@ -33,9 +33,12 @@ export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfi
     }
   });
 
-  // A NUL decoded from the path or query would reach Postgres text and fail there (500).
+  // A NUL decoded from the path or query would reach Postgres text and fail there
+  // (500); a repeated query parameter arrives as an array where routes expect a string.
   fastify.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (/%00/i.test(req.url)) return refuse(req, reply, 400, 'validation_failed', 'URLs must not contain NUL (%00)');
+    const repeated = Object.entries((req.query ?? {}) as Record<string, unknown>).find(([, v]) => Array.isArray(v));
+    if (repeated) return refuse(req, reply, 400, 'validation_failed', `query parameter ${JSON.stringify(repeated[0].slice(0, 50))} is given more than once`);
   });
 
   // Before Nest's pipes turn the body into DTOs (recursively): the API takes JSON
