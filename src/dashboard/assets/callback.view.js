@@ -23,13 +23,14 @@ function attemptsTable(attempts) {
   return h('table#attempts',
     h('thead', h('tr', ...['#', 'started', 'outcome', 'code', 'total', 'dns', 'connect', 'tls', 'first byte', 'error', 'response'].map((t) => h('th', t)))),
     h('tbody', ...attempts.map((a) => {
-      const segs = Object.fromEntries(phaseSegments({ totalMs: a.durationMs, outcome: a.outcome, phases: a.phases }).map((s) => [s.name, s.toMs - s.fromMs]));
-      return h('tr',
+      const p = a.phases ?? {};
+      const title = phaseSegments({ totalMs: a.durationMs, outcome: a.outcome, phases: p }).map((s) => `${s.name} ${formatMs(s.toMs - s.fromMs)}`).join(', ');
+      return h('tr', { title },
         h('td.num', a.number), h('td', when(a.startedAt)),
         h('td', h('span', { style: { color: colourOf(a.outcome) } }, a.outcome)),
         h('td.num', a.statusCode ?? '–'), h('td.num', formatMs(a.durationMs)),
-        h('td.num', formatMs(segs.dns)), h('td.num', formatMs(segs.connect)), h('td.num', formatMs(segs.tls)),
-        h('td.num', formatMs(a.phases?.firstByteMs)), h('td', a.error ?? ''),
+        h('td.num', formatMs(p.dnsMs)), h('td.num', formatMs(p.connectMs)), h('td.num', formatMs(p.tlsMs)),
+        h('td.num', formatMs(p.firstByteMs)), h('td', a.error ?? ''),
         h('td.url', a.responseBody ? String(a.responseBody).slice(0, 200) : ''));
     })));
 }
