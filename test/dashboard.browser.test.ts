@@ -117,6 +117,11 @@ describe(DashboardController.name, () => {
     expect(await page.textContent('.legend')).toMatch(/success 8.*http_error 1.*timeout 1/);
     expect(await page.textContent('#phases')).toMatch(/wait/);
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-batch.png`, fullPage: true });
+    await page.selectOption('select[name=order]', 'slowest');
+    const slowest = calls.slice().sort((a, b) => (b.endMs - b.startMs) - (a.endMs - a.startMs));
+    await waitFor(async () => (await barColours(slowest)).join() === slowest.map((c) => colourOf(c.outcome)).join(), 3000);
+    expect(await page.evaluate(() => (globalThis as any).document.querySelectorAll('.waterfall').length)).toBe(1);
+    await page.selectOption('select[name=order]', 'start');
     await page.click('text=Latency over time of this batch');
     await page.waitForSelector('#latency');
     const perBatch = (await page.locator('#latency tbody tr td:nth-child(2)').allTextContents()).map(Number);

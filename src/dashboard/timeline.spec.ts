@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { colourOf, formatMs, niceTicks, outcomeCounts, percentile, phaseSegments, phaseSummary, rowAt, rowHeight, visibleRows } from './assets/timeline.js';
+import { colourOf, formatMs, niceTicks, orderCalls, outcomeCounts, percentile, phaseSegments, phaseSummary, rowAt, rowHeight, visibleRows } from './assets/timeline.js';
 
 const phases = (dnsMs: number | null, connectMs: number | null, tlsMs: number | null, firstByteMs: number | null) => ({ dnsMs, connectMs, tlsMs, firstByteMs });
 
@@ -69,5 +69,23 @@ describe('dashboard timeline', () => {
     ]);
     expect(outcomeCounts(calls)).toEqual([{ outcome: 'success', count: 2 }, { outcome: 'timeout', count: 1 }]);
     expect(percentile([], 50)).toBeNull();
+  });
+});
+
+describe('orderCalls', () => {
+  const calls = [
+    { id: 'a', startMs: 0, totalMs: 300, outcome: 'success' },
+    { id: 'b', startMs: 5, totalMs: 700, outcome: 'timeout' },
+    { id: 'c', startMs: 1, totalMs: 700, outcome: 'success' },
+    { id: 'd', startMs: 2, totalMs: 10, outcome: 'http_error' },
+  ];
+  it.each([
+    ['start', ['a', 'c', 'd', 'b']],
+    ['slowest', ['c', 'b', 'a', 'd']],
+    ['failed', ['d', 'b', 'a', 'c']],
+    ['unknown', ['a', 'c', 'd', 'b']],
+  ])('should order by %s without touching the input', (order, ids) => {
+    expect(orderCalls(calls, order).map((c) => c.id)).toEqual(ids);
+    expect(calls.map((c) => c.id)).toEqual(['a', 'b', 'c', 'd']);
   });
 });

@@ -3,7 +3,7 @@
 import { get } from './api.js';
 import { h, mount, when } from './dom.js';
 import { countBar } from './batches.view.js';
-import { colourOf, formatMs, outcomeCounts, PHASE_COLOURS, phaseSummary } from './timeline.js';
+import { colourOf, formatMs, orderCalls, ORDERS, outcomeCounts, PHASE_COLOURS, phaseSummary } from './timeline.js';
 import { tooltip } from './tooltip.js';
 import { waterfall } from './waterfall.js';
 
@@ -26,7 +26,7 @@ export async function batchView(main, context) {
     h('h2', `Waterfall (${timeline.calls.length} calls)`),
     timeline.calls.length === 0
       ? h('p.empty', 'No attempts yet: the calls have not been sent.')
-      : [legend(timeline.calls), waterfall(timeline, { tooltip, onOpen: open })],
+      : [legend(timeline.calls), orderedWaterfall(timeline, open)],
     h('h2', 'Where the time went'),
     h('p', h('a', { href: `#/latency?batch=${id}&range=7d&bucket=1m` }, 'Latency over time of this batch')),
     phases(timeline.calls),
@@ -48,6 +48,15 @@ function summary(batch, timeline) {
     item('makespan', formatMs(batch.makespanMs)),
     item('first send', when(timeline.startedAt)),
     h('div', h('span.muted', 'progress'), countBar(batch.counts, batch.total)));
+}
+
+/** The waterfall with a choice of row order; the time axis stays the batch's. */
+function orderedWaterfall(timeline, open) {
+  const slot = h('div');
+  const draw = (order) => slot.replaceChildren(waterfall({ ...timeline, calls: orderCalls(timeline.calls, order) }, { tooltip, onOpen: open }));
+  const select = h('select', { name: 'order', onchange: (e) => draw(e.target.value) }, ...ORDERS.map((o) => h('option', { value: o }, o)));
+  draw(ORDERS[0]);
+  return [h('div.controls', h('label', 'rows by ', select)), slot];
 }
 
 function legend(calls) {

@@ -15,3 +15,5 @@ export function percentile(sorted: number[], p: number): number | null;
 export function phaseSummary(calls: Call[]): Array<{ name: string; count: number; p50: number | null; p90: number | null }>;
 export function outcomeCounts(calls: Call[]): Array<{ outcome: string; count: number }>;
 export const PHASE_COLOURS: Record<string, string>;
+export const ORDERS: string[];
+export function orderCalls<T extends Call & { startMs: number }>(calls: T[], order: string): T[];

@@ -111,3 +111,14 @@ export function outcomeCounts(calls) {
 
 /** Colours of the phases in tooltips and the phase breakdown. */
 export const PHASE_COLOURS = { dns: '#74c0fc', connect: '#ffa94d', tls: '#da77f2', wait: '#69db7c', receive: '#4263eb' };
+
+/** The waterfall's row orders: by start (the batch as it ran), slowest first, or failures first. */
+export const ORDERS = ['start', 'slowest', 'failed'];
+
+export function orderCalls(calls, order) {
+  const byStart = (a, b) => a.startMs - b.startMs;
+  const sorted = calls.slice();
+  if (order === 'slowest') return sorted.sort((a, b) => b.totalMs - a.totalMs || byStart(a, b));
+  if (order === 'failed') return sorted.sort((a, b) => (a.outcome === 'success') - (b.outcome === 'success') || byStart(a, b));
+  return sorted.sort(byStart);
+}
