@@ -1,0 +1,84 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClaimRepository } from '../src/dispatch/claim.repository.js';
+import { connect } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/**
+ * host.in_flight is kept by triggers on callback: whatever statement changes a
+ * callback's status (claim, hand-back, reaper, cancel, delete), the count equals the
+ * host's in-flight rows. No worker runs here (ROLE=api): the statements are driven by hand.
+ */
+describe(ClaimRepository.name, () => {
+  let service: TestService & { dropDatabase: () => Promise<void> };
+  let db: pg.Client;
+  let claims: ClaimRepository;
+  const A = 'http://127.0.0.1:9';
+  const B = 'http://127.0.0.2:9';
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api', hostMaxInFlight: 5 });
+    db = await connect(service.databaseUrl);
+    claims = service.app.get(ClaimRepository);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.stop();
+    await service?.dropDatabase();
+  });
+
+  async function batch(urls: string[]): Promise<{ id: string; callbacks: Array<{ id: string }> }> {
+    const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: urls.map((url) => ({ url })) } });
+    expect(res.status).toBe(202);
+    return res.json();
+  }
+
+  /** host → [kept count, actual in-flight rows]. */
+  async function counts(): Promise<Record<string, [number, number]>> {
+    const { rows } = await db.query(`
+      SELECT h.host, h.in_flight AS kept, (SELECT count(*)::int FROM callback c WHERE c.host = h.host AND c.status = 'in_flight') AS actual
+      FROM host h ORDER BY h.host`);
+    return Object.fromEntries(rows.map((r) => [r.host, [r.kept, r.actual]]));
+  }
+
+  it('should keep each host\'s in-flight count equal to its in-flight rows through claim, cancel, hand-back, reaper and delete', async () => {
+    const b = await batch([...Array(8).fill(`${A}/x`), ...Array(3).fill(`${B}/y`)]);
+    expect(await counts()).toEqual({ [A]: [0, 0], [B]: [0, 0] });
+
+    const first = await claims.claimDue('w1', 100, 1000, []);
+    expect(first.filter((r) => r.host === A)).toHaveLength(5);
+    expect(first.filter((r) => r.host === B)).toHaveLength(3);
+    expect(await counts()).toEqual({ [A]: [5, 5], [B]: [3, 3] });
+    expect(await claims.claimDue('w2', 100, 1000, [])).toEqual([]);
+
+    const aIds = first.filter((r) => r.host === A).map((r) => r.id);
+    const cancel = await service.api(`/v1/callbacks/${aIds[0]}/cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(200);
+    expect(await counts()).toEqual({ [A]: [4, 4], [B]: [3, 3] });
+
+    expect(await claims.releaseClaims('w1', aIds.slice(1, 3))).toBe(2);
+    expect(await counts()).toEqual({ [A]: [2, 2], [B]: [3, 3] });
+
+    await db.query(`UPDATE callback SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [aIds.slice(3)]);
+    expect(await claims.reapExpiredLeases()).toBe(2);
+    expect(await counts()).toEqual({ [A]: [0, 0], [B]: [3, 3] });
+
+    const second = await claims.claimDue('w2', 100, 1000, []);
+    expect(second.map((r) => r.host)).toEqual(Array(5).fill(A));
+    expect(await counts()).toEqual({ [A]: [5, 5], [B]: [3, 3] });
+
+    await db.query('DELETE FROM batch WHERE id = $1', [b.id]);
+    expect(await counts()).toEqual({ [A]: [0, 0], [B]: [0, 0] });
+  });
+
+  it('should hand one probe to a paused host once its cool-down is over, and none before', async () => {
+    await batch(Array(3).fill(`${A}/probe`));
+    await db.query(`UPDATE host SET breaker_state = 'open', open_until = now() + interval '1 hour' WHERE host = $1`, [A]);
+    expect(await claims.claimDue('w', 100, 1000, [])).toEqual([]);
+    await db.query(`UPDATE host SET open_until = now() - interval '1 second' WHERE host = $1`, [A]);
+    expect(await claims.claimDue('w', 100, 1000, [])).toHaveLength(1);
+    const { rows } = await db.query('SELECT breaker_state, in_flight FROM host WHERE host = $1', [A]);
+    expect(rows[0]).toEqual({ breaker_state: 'half_open', in_flight: 1 });
+    expect(await claims.claimDue('w', 100, 1000, [])).toEqual([]);
+  });
+});
