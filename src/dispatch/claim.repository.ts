@@ -71,6 +71,8 @@ export class ClaimRepository {
                     ELSE 0
                END AS slots
         FROM host h
+        -- an idle, closed, unthrottled host always has room (caps are at least 1)
+        WHERE h.in_flight > 0 OR h.breaker_state <> 'closed' OR h.rate_per_sec IS NOT NULL
       ), blocked AS MATERIALIZED (
         SELECT host FROM limits WHERE slots < 1 OR tokens < 1
       ), due AS MATERIALIZED (
