@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../src/dispatch/claim.repository.js';
 import { connect } from './support/database.js';
-import { startTestService, type TestService } from './support/service.js';
+import { startTestService, type TestService, jsonOf } from './support/service.js';
 
 /**
  * host.in_flight is kept by triggers on callback: whatever statement changes a
@@ -30,7 +30,7 @@ describe(ClaimRepository.name, () => {
   async function batch(urls: string[]): Promise<{ id: string; callbacks: Array<{ id: string }> }> {
     const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: urls.map((url) => ({ url })) } });
     expect(res.status).toBe(202);
-    return res.json();
+    return jsonOf(res);
   }
 
   /** host → [kept count, actual in-flight rows]. */

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../src/dispatch/claim.repository.js';
 import { connect, createTestDatabase } from './support/database.js';
 import { Receiver } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 const WORKERS = 3;
 const CAP = 4;
@@ -43,7 +43,7 @@ describe(ClaimRepository.name, () => {
         const callbacks = Array.from({ length: CALLS / WORKERS }, (_, i) => ({ url: `${receiver.url}/w${k}/${i}?sleep=100` }));
         const res = await s.api('/v1/batches', { method: 'POST', json: { callbacks } });
         expect(res.status).toBe(202);
-        return (await res.json()).id as string;
+        return (await jsonOf(res)).id as string;
       }),
     );
     const started = Date.now();

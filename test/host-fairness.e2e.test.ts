@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
 import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 const WINDOW = 50;
 const CAP = 20;
@@ -38,7 +38,7 @@ describe(DispatcherService.name, () => {
     const callbacks = Array.from({ length: n }, (_, i) => ({ url: `${url}/${i}${query}`, ...extra }));
     const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks } });
     expect(res.status).toBe(202);
-    return (await res.json()).id;
+    return (await jsonOf(res)).id;
   }
 
   /** Waits for a batch, sampling the slow host's in-flight count as it goes (same load in both runs). */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostLimitsService } from '../src/dispatch/host-limits.service.js';
 import { Receiver } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
 type CallbackView = { id: string; status: string; lastError: string | null; attempts: Attempt[] };
@@ -37,7 +37,7 @@ describe(HostLimitsService.name, () => {
   async function sendBatch(callbacks: unknown[]) {
     const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks } });
     expect(res.status).toBe(202);
-    return (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
+    return (await jsonOf(res)) as { id: string; callbacks: Array<{ id: string }> };
   }
 
   const waitDone = (batchId: string, timeoutMs = 10_000) =>

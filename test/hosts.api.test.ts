@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostController } from '../src/hosts/host.controller.js';
 import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 /** GET /v1/hosts, GET /v1/hosts/:host, PUT /v1/hosts/:host/limits: shape, who may change limits, bad input. */
 describe(HostController.name, () => {
@@ -62,7 +62,7 @@ describe(HostController.name, () => {
   it('should let only admin keys change a host\'s limits, and restore defaults with null', async () => {
     const denied = await service.api(`${path}/limits`, { method: 'PUT', key: tenant.key, json: { maxInFlight: 1 } });
     expect(denied.status).toBe(403);
-    expect((await denied.json()).code).toBe('forbidden');
+    expect((await jsonOf(denied)).code).toBe('forbidden');
     expect(await hostRow()).toMatchObject({ max_in_flight: null, rate_per_sec: null });
 
     const set = await service.apiJson(`${path}/limits`, { method: 'PUT', json: { maxInFlight: 3, ratePerSec: 2.5 } });
@@ -77,7 +77,7 @@ describe(HostController.name, () => {
   it('should set limits for a destination before any callback goes there', async () => {
     const res = await service.api(`/v1/hosts/${encodeURIComponent('https://Hooks.Example.com')}/limits`, { method: 'PUT', json: { maxInFlight: 5 } });
     expect(res.status).toBe(200);
-    expect((await res.json()).host).toBe('https://hooks.example.com:443');
+    expect((await jsonOf(res)).host).toBe('https://hooks.example.com:443');
   });
 
   it.each<[string, string, unknown]>([
@@ -97,7 +97,7 @@ describe(HostController.name, () => {
     const target = host ? `/v1/hosts/${encodeURIComponent(host)}/limits` : `${path}/limits`;
     const res = await service.api(target, { method: 'PUT', json: body });
     expect(res.status).toBe(400);
-    expect((await res.json()).code).toBe('validation_failed');
+    expect((await jsonOf(res)).code).toBe('validation_failed');
     expect(await hostRow()).toEqual(before);
   });
 
