@@ -41,6 +41,30 @@ describe(RateLimitService.name, () => {
     expect((await service.api('/v1/batches')).status).toBe(200);
   });
 
+  it('should hold off an address that sent too many wrong keys, before looking them up, for about a second per extra wrong key', async () => {
+    const limited = await startTestService({ role: 'api', apiAuthFailuresPerSec: 1, apiAuthFailuresBurst: 3 });
+    try {
+      const wrong = () => limited.api('/v1/batches', { key: 'cbk_guessed_key_0000000000000000' }).then((r) => r.status);
+      const statuses = [];
+      for (let i = 0; i < 5; i++) statuses.push(await wrong());
+      expect(statuses).toEqual([401, 401, 401, 429, 429]);
+      const held = await limited.api('/v1/batches', { key: 'cbk_guessed_key_0000000000000001' });
+      expect(held.status).toBe(429);
+      expect(held.headers.get('retry-after')).toBe('1');
+      expect(await held.json()).toMatchObject({ code: 'rate_limited', message: expect.stringMatching(/wrong API key/) });
+      // A request without any key is a plain 401 and spends nothing.
+      expect((await limited.api('/v1/batches', { key: null })).status).toBe(401);
+      // Held off means every key from that address, until a failure token refills.
+      expect((await limited.api('/v1/batches')).status).toBe(429);
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await limited.api('/v1/batches')).status).toBe(200);
+      expect(await wrong()).toBe(401);
+    } finally {
+      await limited.stop();
+      await limited.dropDatabase();
+    }
+  });
+
   it('should not limit public routes', async () => {
     const statuses = await Promise.all(Array.from({ length: 12 }, () => service.api('/health/live', { key: null }).then((r) => r.status)));
     expect(statuses.every((s) => s === 200)).toBe(true);

@@ -53,7 +53,7 @@ describe(ApiKeyGuard.name, () => {
     const before = await db.query('SELECT status, attempts FROM callback WHERE id = $1', [callbackId]);
     for (const [method, path] of ownerRoutes()) {
       const res = await service.api(path, { method, key: other.key });
-      const body = await res.json();
+      const body = (await res.json()) as { code: string };
       expect({ path, method, status: res.status, code: body.code }).toEqual({ path, method, status: 404, code: 'not_found' });
       expect(JSON.stringify(body)).not.toContain(receiver.url);
     }
@@ -131,7 +131,7 @@ describe(ApiKeyGuard.name, () => {
     for (const [name, headers] of cases) {
       const path = name === 'key in the query' ? `/v1/batches?api_key=${other.key}` : '/v1/batches';
       const res = await service.api(path, { key: null, headers });
-      const body = await res.json();
+      const body = (await res.json()) as { code: string };
       expect({ name, status: res.status, code: body.code }).toEqual({ name, status: 401, code: 'unauthorized' });
       expect(JSON.stringify(body)).not.toContain(other.key);
     }

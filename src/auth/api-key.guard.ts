@@ -21,9 +21,9 @@ export const CurrentKey = createParamDecorator(
 
 /**
  * Global guard: every route needs `Authorization: Bearer <key>` unless @Public.
- * A missing or wrong key is 401; a key over its rate limit is 429. Tenancy (404
- * on others' rows) is enforced by the repositories, which always filter by the
- * caller's key id.
+ * A missing or wrong key is 401; a key over its rate limit, or an address that sent
+ * too many wrong keys, is 429. Tenancy (404 on others' rows) is enforced by the
+ * repositories, which always filter by the caller's key id.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -40,8 +40,13 @@ export class ApiKeyGuard implements CanActivate {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) throw new AppError('unauthorized', 'missing API key: send Authorization: Bearer <key>');
+    // Wrong keys cost a lookup each: an address sending many is held off before that.
+    this.limiter.checkFailures(request.ip);
     const key = await this.keys.verifyKey(match[1]);
-    if (!key) throw new AppError('unauthorized', 'invalid or revoked API key');
+    if (!key) {
+      this.limiter.recordFailure(request.ip);
+      throw new AppError('unauthorized', 'invalid or revoked API key');
+    }
     if (this.reflector.getAllAndOverride<boolean>(ADMIN, targets) && !key.isAdmin) {
       throw new AppError('forbidden', 'this route needs an admin key');
     }

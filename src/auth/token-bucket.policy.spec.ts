@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { takeToken, type Bucket } from './token-bucket.policy.js';
+import { takeToken, tokensAt, type Bucket } from './token-bucket.policy.js';
 
 describe('takeToken', () => {
   const limits = { perSec: 2, burst: 3 };
@@ -43,5 +43,16 @@ describe('takeToken', () => {
       return r.ok;
     });
     expect(answers).toEqual([true, true, true, false, false]);
+  });
+});
+
+describe('tokensAt', () => {
+  it.each<[Bucket | undefined, number, number]>([
+    [undefined, 0, 3],
+    [{ tokens: 0, atMs: 0 }, 0, 0],
+    [{ tokens: 0, atMs: 0 }, 250, 0.5],
+    [{ tokens: 1, atMs: 0 }, 10_000, 3],
+  ])('%j at %d ms holds %d tokens', (bucket, now, tokens) => {
+    expect(tokensAt(bucket, { perSec: 2, burst: 3 }, now)).toBeCloseTo(tokens, 9);
   });
 });

@@ -19,9 +19,15 @@ export type TakeResult = { ok: true; bucket: Bucket } | { ok: false; bucket: Buc
  * how many whole seconds until one is (at least 1), for `Retry-After`.
  */
 export function takeToken(bucket: Bucket | undefined, limits: BucketLimits, nowMs: number): TakeResult {
-  const elapsedSec = bucket ? Math.max(0, nowMs - bucket.atMs) / 1000 : 0;
-  const tokens = bucket ? Math.min(limits.burst, bucket.tokens + elapsedSec * limits.perSec) : limits.burst;
+  const tokens = tokensAt(bucket, limits, nowMs);
   if (limits.perSec === 0 || tokens >= 1) return { ok: true, bucket: { tokens: tokens - 1, atMs: nowMs } };
   const retryAfterSec = Math.max(1, Math.ceil((1 - tokens) / limits.perSec));
   return { ok: false, bucket: { tokens, atMs: nowMs }, retryAfterSec };
+}
+
+/** Tokens `bucket` holds at `nowMs` after refilling (a new bucket is full). */
+export function tokensAt(bucket: Bucket | undefined, limits: BucketLimits, nowMs: number): number {
+  if (!bucket) return limits.burst;
+  const elapsedSec = Math.max(0, nowMs - bucket.atMs) / 1000;
+  return Math.min(limits.burst, bucket.tokens + elapsedSec * limits.perSec);
 }

@@ -90,6 +90,10 @@ export class AppConfig {
   @IsInt() @Min(0) apiRateLimitPerSec = 10_000;
   /** API_RATE_LIMIT_BURST: requests a key may make at once above the rate (20000). */
   @IsInt() @Min(1) apiRateLimitBurst = 20_000;
+  /** API_AUTH_FAILURES_PER_SEC: wrong keys accepted per second per client address before 429 (10; 0 = no limit). */
+  @IsInt() @Min(0) apiAuthFailuresPerSec = 10;
+  /** API_AUTH_FAILURES_BURST: wrong keys a client address may send at once (100). */
+  @IsInt() @Min(1) apiAuthFailuresBurst = 100;
 }
 
 type Parser = (raw: string) => unknown;
@@ -137,6 +141,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   MAX_JSON_DEPTH: ['maxJsonDepth', int],
   API_RATE_LIMIT_PER_SEC: ['apiRateLimitPerSec', int],
   API_RATE_LIMIT_BURST: ['apiRateLimitBurst', int],
+  API_AUTH_FAILURES_PER_SEC: ['apiAuthFailuresPerSec', int],
+  API_AUTH_FAILURES_BURST: ['apiAuthFailuresBurst', int],
 };
 
 export class ConfigError extends Error {}
