@@ -72,7 +72,8 @@ describe(SigningSecretService.name, () => {
     expect(verifies(secret, r)).toBe(true);
     expect(verifies(otherSecret, r)).toBe(false);
     expect(verifies(secret, { ...r, body: r.body.replace('10', '1000') })).toBe(false);
-    expect(verifies(secret, { ...r, headers: { ...r.headers, 'webhook-id': `${id.slice(0, -1)}0` } })).toBe(false);
+    const otherId = `${id.slice(0, -1)}${id.endsWith('0') ? '1' : '0'}`;
+    expect(verifies(secret, { ...r, headers: { ...r.headers, 'webhook-id': otherId } })).toBe(false);
     expect(verifies(secret, { ...r, headers: { ...r.headers, 'webhook-timestamp': String(Number(r.headers['webhook-timestamp']) - 1) } })).toBe(false);
   });
 
