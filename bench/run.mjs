@@ -9,8 +9,10 @@ import { freshDatabase, main } from './lib/harness.mjs';
 import { latencyScenario } from './latency.bench.mjs';
 import { scaleScenario } from './scale.bench.mjs';
 import { statusScenario } from './status.bench.mjs';
+import { transportScenario } from './transport.bench.mjs';
 
 await main(async (server) => [
+  ...(await transportScenario()),
   ...(await dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables')),
   ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
   ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),

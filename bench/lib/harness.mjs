@@ -53,6 +53,12 @@ export async function connect(url) {
   return client;
 }
 
+/** BENCH_SERVICE_ENV='WRITEBACK_MAX_ROWS=2000 DISPATCH_CLAIM_BATCH=1000': settings to try, on top of every scenario's. */
+function serviceEnvOverrides() {
+  const pairs = (process.env.BENCH_SERVICE_ENV ?? '').split(/\s+/).filter(Boolean).map((p) => p.split('='));
+  return Object.fromEntries(pairs.filter(([k, v]) => k && v !== undefined));
+}
+
 /**
  * Starts `node dist/main.js` on `databaseUrl` with loopback allowed as a destination
  * and `env` on top; resolves once it prints its address.
@@ -69,6 +75,7 @@ export async function startService(databaseUrl, env = {}) {
       BOOTSTRAP_API_KEY: BENCH_KEY,
       LOG_LEVEL: 'warn',
       ...env,
+      ...serviceEnvOverrides(),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
