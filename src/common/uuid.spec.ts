@@ -16,4 +16,10 @@ describe('uuidv7', () => {
     expect(outOfOrder).toBe(-1);
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  it('should never hand out the same random bytes twice (regression guard for the byte pool)', () => {
+    const base = Date.parse('2026-11-30T12:00:00Z');
+    const tails = Array.from({ length: 20_000 }, (_, i) => uuidv7(base + 1000 + i).slice(24));
+    expect(new Set(tails).size).toBe(tails.length);
+  });
 });
