@@ -9,12 +9,14 @@ function sample(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+const METRICS_TOKEN = 'metrics-token-for-tests-0123';
+
 describe(MetricsController.name, () => {
   let service: TestService & { dropDatabase: () => Promise<void> };
   let receiver: Receiver;
 
   beforeAll(async () => {
-    service = await startTestService();
+    service = await startTestService({ metricsToken: METRICS_TOKEN });
     receiver = await Receiver.start();
     // A receiver in production is warm; its own first-request JIT is not our latency.
     for (let i = 0; i < 20; i++) await (await fetch(`${receiver.url}/warm`, { method: 'POST', body: 'x' })).text();
@@ -26,7 +28,7 @@ describe(MetricsController.name, () => {
   });
 
   const scrape = async () => {
-    const res = await service.api('/metrics', { key: null });
+    const res = await service.api('/metrics', { key: METRICS_TOKEN });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     return res.text();
@@ -79,10 +81,16 @@ describe(MetricsController.name, () => {
     expect(sample(after, 'dispatcher_window{state="in_flight"}')).toBe(0);
     expect(sample(after, `host_in_flight{host="${host}"}`)).toBeUndefined();
   });
+
+  it('should refuse a scrape without the METRICS_TOKEN when one is set', async () => {
+    expect((await service.api('/metrics', { key: null })).status).toBe(401);
+    expect((await service.api('/metrics', { key: 'metrics-token-for-tests-0124' })).status).toBe(401);
+    expect((await service.api('/metrics', { key: METRICS_TOKEN })).status).toBe(200);
+  });
 });
 
 describe(`${MetricsController.name} (API role)`, () => {
-  it('should count due callbacks no worker has claimed as the backlog', async () => {
+  it('should count due callbacks no worker has claimed as the backlog, open to scrapers when no METRICS_TOKEN is set', async () => {
     const service = await startTestService({ role: 'api' });
     try {
       const url = 'http://127.0.0.1:9/never';

@@ -54,6 +54,8 @@ export class AppConfig {
   @IsInt() @Min(1) httpTimeoutMs = 15_000;
   /** HTTP_MAX_TIMEOUT_MS: largest timeoutMs a callback may ask for (120000 ms). */
   @IsInt() @Min(1) httpMaxTimeoutMs = 120_000;
+  /** METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>` (unset: open, as /health). */
+  @IsOptional() @IsString() @MinLength(16) metricsToken?: string;
   /** RESPONSE_SNIPPET_BYTES: bytes of each response body kept on the attempt (1024). */
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
@@ -126,6 +128,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   HTTP_TIMEOUT_MS: ['httpTimeoutMs', int],
   HTTP_MAX_TIMEOUT_MS: ['httpMaxTimeoutMs', int],
   RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],
+  METRICS_TOKEN: ['metricsToken', str],
   ALLOW_PRIVATE_NETWORKS: ['allowPrivateNetworks', list],
   DEFAULT_MAX_ATTEMPTS: ['defaultMaxAttempts', int],
   RETRY_DELAYS_MS: ['retryDelaysMs', intList],

@@ -1,7 +1,10 @@
-import { Controller, Get, Header, Res } from '@nestjs/common';
+import { Controller, Get, Header, Headers, Res } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Public } from '../auth/api-key.guard.js';
+import { AppError } from '../common/app.error.js';
+import { AppConfig } from '../config/app.config.js';
 import { MetricsCollector } from './metrics.collector.js';
 import { MetricsService } from './metrics.service.js';
 
@@ -12,6 +15,7 @@ export class MetricsController {
   constructor(
     private readonly metrics: MetricsService,
     private readonly collector: MetricsCollector,
+    private readonly config: AppConfig,
   ) {}
 
   /** Prometheus text exposition: attempts by outcome, latency histograms, backlog, window, claim and write-back timings, per-host state. */
@@ -19,9 +23,22 @@ export class MetricsController {
   @Header('cache-control', 'no-store')
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
-  async get(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+  async get(@Headers('authorization') authorization: string | undefined, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    this.checkToken(authorization);
     await this.collector.collect();
     void reply.header('content-type', this.metrics.contentType);
     return this.metrics.render();
+  }
+
+  /**
+   * The metrics name every tenant's destination hosts, so outside a trusted network
+   * set METRICS_TOKEN: scrapers then send it as a bearer token (compared in constant time).
+   */
+  private checkToken(authorization: string | undefined): void {
+    const token = this.config.metricsToken;
+    if (!token) return;
+    const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1] ?? '';
+    const digest = (s: string) => createHash('sha256').update(s).digest();
+    if (!timingSafeEqual(digest(given), digest(token))) throw new AppError('unauthorized', 'metrics need Authorization: Bearer <METRICS_TOKEN>');
   }
 }
