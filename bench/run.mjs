@@ -2,6 +2,7 @@
 // database on the bench Postgres (embedded under .data/bench, port 54445, or the
 // server of DATABASE_URL), then one table. Run it alone on the machine (e.g. under
 // `flock /tmp/cpu.lock`): the figures are only as quiet as the two cores.
+import { claimScenario } from './claim.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
 import { flatScenario } from './flat.bench.mjs';
 import { ingestScenario } from './ingest.bench.mjs';
@@ -19,4 +20,5 @@ await main(async (server) => [
   ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),
   ...(await statusScenario(server)),
   ...(await flatScenario(server)),
+  ...(await claimScenario(server)),
 ]);

@@ -1,0 +1,64 @@
+// The two hot-path statements alone, through the service's own repositories: claim
+// `DISPATCH_CLAIM_BATCH`-sized slices of due rows (ClaimRepository.claimDue), then
+// write their outcomes back (OutcomeRepository.recordOutcomes), until 20,000 rows
+// are done; on empty tables and with a million finished rows, same run. No HTTP:
+// this is the database's share of every dispatched callback.
+//   node bench/claim.bench.mjs              (BENCH_CLAIM to change the slice, 200)
+import { connect, distModule, freshDatabase, main, median, row, startService } from './lib/harness.mjs';
+import { millionRowsDatabase } from './lib/million.mjs';
+import { benchKeyId, seedDue } from './lib/seed.mjs';
+
+const N = 20_000;
+const SLICE = Number(process.env.BENCH_CLAIM ?? 200);
+
+async function cycles(databaseUrl) {
+  const service = await startService(databaseUrl, { ROLE: 'api' }); // migrates, makes the key
+  await service.stop();
+  const { PrismaService } = await distModule('database/prisma.service.js');
+  const { ClaimRepository } = await distModule('dispatch/claim.repository.js');
+  const { OutcomeRepository } = await distModule('dispatch/outcome.repository.js');
+  const { toRecordedOutcome } = await distModule('dispatch/request.builder.js');
+  const { loadConfig } = await distModule('config/app.config.js');
+  const config = loadConfig({}, { hostMaxInFlight: 10_000 });
+  const prisma = new PrismaService(databaseUrl);
+  const claims = new ClaimRepository(prisma, config);
+  const outcomes = new OutcomeRepository(prisma);
+  const db = await connect(databaseUrl);
+  const claimMs = [];
+  const writeMs = [];
+  try {
+    await seedDue(db, await benchKeyId(db), ['http://127.0.0.1:9/hook'], N);
+    const t0 = performance.now();
+    for (let done = 0; done < N; ) {
+      let t = performance.now();
+      const rows = await claims.claimDue('bench', SLICE, 30_000, []);
+      claimMs.push(performance.now() - t);
+      if (rows.length === 0) throw new Error(`claim found nothing after ${done} rows`);
+      const result = { outcome: 'success', statusCode: 200, responseHeaders: {}, responseBody: 'ok', trace: { startedAt: new Date(), durationMs: 1 } };
+      t = performance.now();
+      await outcomes.recordOutcomes('bench', rows.map((r) => toRecordedOutcome(r, result, config)));
+      writeMs.push(performance.now() - t);
+      done += rows.length;
+    }
+    return { perSecond: N / ((performance.now() - t0) / 1000), claim: median(claimMs), write: median(writeMs) };
+  } finally {
+    await db.end();
+    await prisma.$disconnect();
+  }
+}
+
+export async function claimScenario(server) {
+  const empty = await cycles(await freshDatabase(server, 'bench_claim'));
+  const million = await cycles(await millionRowsDatabase(server));
+  return [
+    row(`claim ${SLICE} + write back ${SLICE}, database only, empty tables: rows/s`, empty.perSecond, 'rows/s'),
+    row(`  median claim statement, empty tables`, empty.claim, 'ms', { higherIsBetter: false }),
+    row(`  median write-back statement, empty tables`, empty.write, 'ms', { higherIsBetter: false }),
+    row(`  median claim statement, 1M finished rows (baseline: empty tables)`, million.claim, 'ms', { baseline: empty.claim, higherIsBetter: false }),
+    row(`  median write-back statement, 1M finished rows (baseline: empty tables)`, million.write, 'ms', { baseline: empty.write, higherIsBetter: false }),
+  ];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await main(claimScenario);
+}
