@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { DueNotifier } from '../src/database/due.notifier.js';
+import { DUE_CHANNEL } from '../src/database/notify.listener.js';
+import { PrismaService } from '../src/database/prisma.service.js';
+import { connect, createTestDatabase } from './support/database.js';
+import { waitFor } from './support/service.js';
+
+describe(DueNotifier.name, () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let prisma: PrismaService;
+  let listener: pg.Client;
+  let received = 0;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    prisma = new PrismaService(db.url);
+    listener = await connect(db.url);
+    listener.on('notification', (n) => {
+      if (n.channel === DUE_CHANNEL) received++;
+    });
+    await listener.query(`LISTEN ${DUE_CHANNEL}`);
+  });
+
+  afterAll(async () => {
+    await listener.end();
+    await prisma.$disconnect();
+    await db.drop();
+  });
+
+  it('should coalesce a burst of requests into one NOTIFY now and exactly one after it', async () => {
+    received = 0;
+    const notifier = new DueNotifier(prisma);
+    for (let i = 0; i < 100; i++) notifier.notifyDue();
+    await notifier.settled();
+    await waitFor(() => received >= 2, 5_000, 10);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(received).toBe(2);
+  });
+
+  it('should notify again for a request made after the previous NOTIFY went out', async () => {
+    received = 0;
+    const notifier = new DueNotifier(prisma);
+    notifier.notifyDue();
+    await notifier.settled();
+    await waitFor(() => received >= 1, 5_000, 10);
+    notifier.notifyDue();
+    await notifier.settled();
+    await waitFor(() => received >= 2, 5_000, 10);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(received).toBe(2);
+  });
+});
