@@ -4,14 +4,14 @@
 // axios layer and the per-call bookkeeping cost.
 //   node bench/transport.bench.mjs          (BENCH_N, BENCH_WINDOW to change the size)
 import { BenchReceiver } from './lib/receiver.mjs';
-import { distModule, main, row } from './lib/harness.mjs';
+import { distModule, main, percentile, row } from './lib/harness.mjs';
 import { undiciWindow } from './lib/undici-window.mjs';
 
 const N = Number(process.env.BENCH_N ?? 20_000);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 200);
 
 /** The same rolling window as undiciWindow, each call through `transport.send`. */
-async function transportWindow(transport, url, total, window) {
+async function transportWindow(transport, url, total, window, durations = new Map()) {
   let started = 0;
   let failed = 0;
   const t0 = performance.now();
@@ -26,6 +26,7 @@ async function transportWindow(transport, url, total, window) {
       const call = { url, method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': `t-${started}` }, body: '{"event":"bench"}', timeoutMs: 15_000 };
       transport.send(call).then((r) => {
         if (r.outcome !== 'success') failed++;
+        durations.set(call.headers['webhook-id'], r.trace.durationMs);
         finished++;
         next();
       });
@@ -41,7 +42,7 @@ export async function transportScenario() {
   const { default: axios } = await import('axios');
   const { HttpTransport } = await distModule('dispatch/transport/http.transport.js');
   const { loadConfig } = await distModule('config/app.config.js');
-  const receiver = await BenchReceiver.start();
+  const receiver = await BenchReceiver.start({ record: true });
   const transport = new HttpTransport(new HttpService(axios.create()), loadConfig({}, { allowPrivateNetworks: ['127.0.0.0/8'] }));
   const url = `${receiver.url()}/hook`;
   try {
@@ -49,8 +50,15 @@ export async function transportScenario() {
     await undiciWindow({ urls: [url], total: 2_000, window: WINDOW });
     await transportWindow(transport, url, 2_000, WINDOW);
     const bare = await undiciWindow({ urls: [url], total: N, window: WINDOW });
-    const service = await transportWindow(transport, url, N, WINDOW);
-    return [row(`send path only: HttpService + undici adapter, window ${WINDOW} (no database)`, service, 'calls/s', { baseline: bare.perSecond })];
+    await receiver.records(); // forget the warm-up and baseline requests
+    const durations = new Map();
+    const service = await transportWindow(transport, url, N, WINDOW, durations);
+    const rec = await receiver.records();
+    const errors = rec.ids.flatMap((id, i) => (durations.has(id) ? [durations.get(id) - rec.handled[i]] : []));
+    return [
+      row(`send path only: HttpService + undici adapter, window ${WINDOW} (no database)`, service, 'calls/s', { baseline: bare.perSecond }),
+      row('  recorded duration − receiver-side time, p50 (send path alone, full load)', percentile(errors, 50), 'ms', { higherIsBetter: false }),
+    ];
   } finally {
     await transport.onApplicationShutdown();
     await receiver.close();
