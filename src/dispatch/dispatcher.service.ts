@@ -3,12 +3,13 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppConfig } from '../config/app.config.js';
+import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { NotifyListener } from '../database/notify.listener.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
-import { HostQueues } from './host.queues.js';
 import { HostLimitsService } from './host-limits.service.js';
+import { HostQueues } from './host.queues.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { OutcomeWriter } from './outcome.writer.js';
 import { uuidv7 } from '../common/uuid.js';
@@ -56,8 +57,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     private readonly signing: SigningSecretService,
     private readonly notify: NotifyListener,
     private readonly scheduler: SchedulerRegistry,
-    private readonly metrics: MetricsService,
     private readonly hostLimits: HostLimitsService,
+    private readonly metrics: MetricsService,
   ) {
     this.queues = new HostQueues((host) => hostLimits.capFor(host));
     this.writer = new OutcomeWriter(
@@ -186,13 +187,12 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
-
   private async send(row: ClaimedCallback & { secrets?: string[] }): Promise<void> {
     const result = await this.transport.send(buildRequest(row, row.secrets ?? [], this.config.httpTimeoutMs));
     this.sending.delete(row);
     this.queues.done(row.host);
-    this.metrics.attemptFinished(result);
     this.hostLimits.record(row, result);
+    this.metrics.attemptFinished(result);
     this.writer.add(toRecordedOutcome(row, result, this.config));
     // The host was at its cap: its slot is freed only once written back, so write now.
     if (this.queues.inFlight(row.host) + 1 >= this.hostLimits.capFor(row.host)) void this.writer.flush();
@@ -231,11 +231,13 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
+  /** Logged at most every 5 s: an outage must not flood the log. */
   private reportClaimError(error: unknown): void {
-    if (Date.now() - this.lastClaimError > 5000) {
-      this.logger.warn(`dispatcher cannot reach the database, retrying: ${(error as Error).message}`);
-      this.lastClaimError = Date.now();
-    }
+    if (Date.now() - this.lastClaimError < 5000) return;
+    this.lastClaimError = Date.now();
+    const message = (error as Error)?.message ?? String(error);
+    if (isDatabaseUnavailable(error)) this.logger.warn(`database unavailable, dispatcher retrying: ${message}`);
+    else this.logger.error(`dispatcher loop failed, retrying: ${message}`);
   }
 
   /**
