@@ -37,8 +37,11 @@ describe(DashboardController.name, () => {
   async function barColours(calls: Call[], scrollTop = 0) {
     return browser.page.evaluate(({ calls, scrollTop }) => {
       const canvas = (globalThis as any).document.querySelector('.waterfall .scroller canvas');
+      if (!canvas) return calls.map(() => null);
       const d = canvas.dataset;
       const [plotX, plotW, span, rowH] = [Number(d.plotX), Number(d.plotWidth), Number(d.spanMs), Number(d.rowHeight)];
+      // Mid-redraw (after a re-order) the canvas may not carry its geometry yet: sample nothing, the caller retries.
+      if (![plotX, plotW, span, rowH].every(Number.isFinite)) return calls.map(() => null);
       const ratio = (globalThis as any).devicePixelRatio || 1;
       const ctx = canvas.getContext('2d');
       return calls.map((c: Call, i: number) => {
