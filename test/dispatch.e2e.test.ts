@@ -12,8 +12,7 @@ describe(DispatcherService.name, () => {
   beforeAll(async () => {
     service = await startTestService();
     receiver = await Receiver.start();
-    // A receiver in production is warm; its own first-request JIT is not our latency.
-    for (let i = 0; i < 20; i++) await (await fetch(`${receiver.url}/warm`, { method: 'POST', body: 'x' })).text();
+    await receiver.warmUp();
     receiver.requests.length = 0;
   });
   afterAll(async () => {

@@ -26,8 +26,7 @@ describe(HostLimitsService.name, () => {
   async function receiver(host: string, maxConcurrent?: number): Promise<Receiver> {
     const r = await Receiver.start({ host, maxConcurrent });
     receivers.push(r);
-    // A receiver in production is warm; its own first-request JIT is not our latency.
-    for (let i = 0; i < 20; i++) await (await fetch(`${r.url}/warm`, { method: 'POST', body: 'x' })).text();
+    await r.warmUp();
     await waitFor(() => r.requests.length === 20, 2000, 5);
     r.requests.length = 0;
     r.maxActive = 0;

@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppLogger } from '../src/logging/app.logger.js';
 import { createTestDatabase } from './support/database.js';
+import { spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
 import { waitFor } from './support/service.js';
 
@@ -11,39 +10,30 @@ type Line = Record<string, unknown> & { msg?: string; requestId?: string; level?
 
 /** The built service (`npm test` builds first) as its own process, so its real stdout is what we read. */
 describe(`${AppLogger.name} in the running service`, () => {
-  let child: ChildProcess;
-  let out = '';
+  let proc: ServiceProcess;
   let url = '';
+  const out = () => proc.output();
   let receiver: Receiver;
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
-  const jsonLines = (): Line[] => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
+  const jsonLines = (): Line[] => out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers } });
 
   beforeAll(async () => {
-    expect(existsSync('dist/main.js'), 'run `npm run build` first').toBe(true);
     db = await createTestDatabase();
     receiver = await Receiver.start();
-    child = spawn(process.execPath, ['dist/main.js'], {
-      env: { ...process.env, PORT: '0', DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'log', ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], 30_000);
+    proc = await spawnService({ DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'log' });
+    url = proc.url;
   });
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
+    await proc?.stop();
     await receiver?.close();
     await db?.drop();
   });
 
   it('should keep the startup banner human-readable', () => {
-    expect(out).toMatch(/^callback dispatch service \(all\) listening on http:\/\/127\.0\.0\.1:\d+$/m);
-    expect(out).toMatch(/^ {2}API key: {3}the BOOTSTRAP_API_KEY you set \(admin\)$/m);
+    expect(out()).toMatch(/^callback dispatch service \(all\) listening on http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(out()).toMatch(/^ {2}API key: {3}the BOOTSTRAP_API_KEY you set \(admin\)$/m);
   });
 
   it('should log JSON lines with the request id on API lines, one per batch accepted and completed, secrets redacted', async () => {
@@ -70,8 +60,8 @@ describe(`${AppLogger.name} in the running service`, () => {
     // Every line written while serving an API request names it.
     for (const l of lines.filter((x) => x.context === 'Http')) expect(l.requestId).toMatch(/\S/);
 
-    expect(out).not.toContain(KEY);
-    expect(out).not.toMatch(/whsec_/);
+    expect(out()).not.toContain(KEY);
+    expect(out()).not.toMatch(/whsec_/);
     expect(JSON.stringify(secret)).toMatch(/whsec_/); // the secret exists; it just never reaches the log
   });
 

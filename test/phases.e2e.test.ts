@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpTransport } from '../src/dispatch/transport/http.transport.js';
+import { spawnService, type ServiceProcess } from './support/process.js';
 import { createTestDatabase } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
@@ -30,7 +31,7 @@ describe(`${HttpTransport.name} phase timings`, () => {
   beforeAll(async () => {
     service = await startTestService();
     receiver = await Receiver.start();
-    for (let i = 0; i < 20; i++) await (await fetch(`${receiver.url}/warm`, { method: 'POST', body: 'x' })).text();
+    await receiver.warmUp();
   });
   afterAll(async () => {
     await service?.stop();
@@ -80,7 +81,7 @@ describe(`${HttpTransport.name} TLS phase`, () => {
   const KEY = 'cbk_phases_tls_test_key_0123456789';
   let dir: string;
   let server: https.Server;
-  let child: ChildProcess;
+  let proc: ServiceProcess;
   let url = '';
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   const api = (p: string, init: RequestInit & { json?: unknown } = {}) =>
@@ -104,23 +105,11 @@ describe(`${HttpTransport.name} TLS phase`, () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     db = await createTestDatabase();
-    let out = '';
-    child = spawn(process.execPath, ['dist/main.js'], {
-      env: {
-        ...process.env, PORT: '0', DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error',
-        ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8', NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem'),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], 30_000);
+    proc = await spawnService({ DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem') });
+    url = proc.url;
   });
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
+    await proc?.stop();
     server?.closeAllConnections();
     await new Promise((r) => server?.close(r));
     await db?.drop();

@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app.error.js';
 import { ApiKeyService, AuthenticatedKey } from './api-key.service.js';
+import { bearerToken } from './bearer.js';
 import { RateLimitService } from './rate-limit.service.js';
 
 const PUBLIC = 'auth:public';
@@ -37,12 +38,11 @@ export class ApiKeyGuard implements CanActivate {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC, targets)) return true;
     const request = context.switchToHttp().getRequest<KeyedRequest>();
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) throw new AppError('unauthorized', 'missing API key: send Authorization: Bearer <key>');
+    const presented = bearerToken(request.headers.authorization);
+    if (!presented) throw new AppError('unauthorized', 'missing API key: send Authorization: Bearer <key>');
     // Wrong keys cost a lookup each: an address sending many is held off before that.
     this.limiter.checkFailures(request.ip);
-    const key = await this.keys.verifyKey(match[1]);
+    const key = await this.keys.verifyKey(presented);
     if (!key) {
       this.limiter.recordFailure(request.ip);
       throw new AppError('unauthorized', 'invalid or revoked API key');

@@ -1,6 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
 import { PrismaService } from '../database/prisma.service.js';
+import { Prisma } from '../generated/prisma/client.js';
+
+/**
+ * A host row's room right now, as the columns `tokens` (rate-limit tokens refilled to
+ * now, NULL when unthrottled) and `slots` (free places under its cap; one probe when an
+ * open breaker's cool-down is over and nothing is in flight). Read twice by the claim:
+ * without locks to skip full hosts, then again under the host row locks.
+ */
+function hostRoom(defaultCap: number): Prisma.Sql {
+  return Prisma.sql`
+    CASE WHEN h.rate_per_sec IS NULL THEN NULL
+         ELSE least(greatest(1, h.rate_per_sec),
+                    h.tokens + h.rate_per_sec * extract(epoch FROM now() - coalesce(h.tokens_at, now())))
+    END AS tokens,
+    CASE WHEN h.breaker_state = 'closed' THEN coalesce(h.max_in_flight, ${defaultCap}::int) - h.in_flight
+         WHEN h.open_until <= now() AND h.in_flight = 0 THEN 1
+         ELSE 0
+    END AS slots`;
+}
 
 /** A callback this worker holds a lease on, with everything needed to send it. */
 export interface ClaimedCallback {
@@ -21,10 +40,14 @@ export interface ClaimedCallback {
 
 @Injectable()
 export class ClaimRepository {
+  private readonly room: Prisma.Sql;
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.room = hostRoom(config.hostMaxInFlight);
+  }
 
   /**
    * Takes up to `limit` due callbacks in one statement and leases them to `owner`,
@@ -57,19 +80,12 @@ export class ClaimRepository {
    * The triggers add the leased rows to `host.in_flight` when the statement ends.
    */
   claimDue(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[]): Promise<ClaimedCallback[]> {
-    const cap = this.config.hostMaxInFlight;
     const cooldownMs = this.config.hostBreakerCooldownMs;
+    const room = this.room;
     return this.prisma.$queryRaw<ClaimedCallback[]>`
       WITH limits AS MATERIALIZED (
         SELECT h.host, h.rate_per_sec, h.breaker_state,
-               CASE WHEN h.rate_per_sec IS NULL THEN NULL
-                    ELSE least(greatest(1, h.rate_per_sec),
-                               h.tokens + h.rate_per_sec * extract(epoch FROM now() - coalesce(h.tokens_at, now())))
-               END AS tokens,
-               CASE WHEN h.breaker_state = 'closed' THEN coalesce(h.max_in_flight, ${cap}::int) - h.in_flight
-                    WHEN h.open_until <= now() AND h.in_flight = 0 THEN 1
-                    ELSE 0
-               END AS slots
+               ${room}
         FROM host h
         -- an idle, closed, unthrottled host always has room (caps are at least 1)
         WHERE h.in_flight > 0 OR h.breaker_state <> 'closed' OR h.rate_per_sec IS NOT NULL
@@ -84,14 +100,7 @@ export class ClaimRepository {
         FOR UPDATE OF c SKIP LOCKED
       ), hosts AS MATERIALIZED (
         SELECT h.host, h.rate_per_sec, h.breaker_state,
-               CASE WHEN h.rate_per_sec IS NULL THEN NULL
-                    ELSE least(greatest(1, h.rate_per_sec),
-                               h.tokens + h.rate_per_sec * extract(epoch FROM now() - coalesce(h.tokens_at, now())))
-               END AS tokens,
-               CASE WHEN h.breaker_state = 'closed' THEN coalesce(h.max_in_flight, ${cap}::int) - h.in_flight
-                    WHEN h.open_until <= now() AND h.in_flight = 0 THEN 1
-                    ELSE 0
-               END AS slots
+               ${room}
         FROM host h
         WHERE h.host IN (SELECT host FROM due)
         ORDER BY h.host

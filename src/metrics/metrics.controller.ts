@@ -1,8 +1,8 @@
 import { Controller, Get, Header, Headers, Res } from '@nestjs/common';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Public } from '../auth/api-key.guard.js';
+import { bearerToken, sameSecret } from '../auth/bearer.js';
 import { AppError } from '../common/app.error.js';
 import { AppConfig } from '../config/app.config.js';
 import { MetricsCollector } from './metrics.collector.js';
@@ -37,8 +37,6 @@ export class MetricsController {
   private checkToken(authorization: string | undefined): void {
     const token = this.config.metricsToken;
     if (!token) return;
-    const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1] ?? '';
-    const digest = (s: string) => createHash('sha256').update(s).digest();
-    if (!timingSafeEqual(digest(given), digest(token))) throw new AppError('unauthorized', 'metrics need Authorization: Bearer <METRICS_TOKEN>');
+    if (!sameSecret(bearerToken(authorization) ?? '', token)) throw new AppError('unauthorized', 'metrics need Authorization: Bearer <METRICS_TOKEN>');
   }
 }

@@ -14,6 +14,8 @@ export interface ServiceProcess {
   /** Resolves with the exit code (or signal name). */
   exited: Promise<number | string>;
   kill: (signal: NodeJS.Signals) => void;
+  /** SIGTERM if still running, then wait for the exit. */
+  stop: () => Promise<void>;
 }
 
 /**
@@ -53,7 +55,11 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 30_0
       reject(new Error(`service exited (${code}) before listening:\n${out}`));
     });
   });
-  return { proc, url, output: () => out, exited, kill: (signal) => proc.kill(signal) };
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+    await exited;
+  };
+  return { proc, url, output: () => out, exited, kill: (signal) => proc.kill(signal), stop };
 }
 
 /** POST/GET against a spawned service with the test key. */
