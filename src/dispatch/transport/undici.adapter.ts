@@ -60,10 +60,12 @@ diagnostics.subscribe('undici:client:sendHeaders', (message) => {
  * the dispatcher asked: a busy event loop between the two is our own delay, not
  * the receiver's latency, and must not show up in its history.
  */
-function toTrace(clock: CallClock, headersAt: number | undefined, end: number): CallTrace {
+function toTrace(clock: CallClock, headersAt: number | undefined, end: number, timedOut = false): CallTrace {
   const c = clock.connect;
   const connectTotal = c ? c.dnsMs + c.connectMs + (c.tlsMs ?? 0) : 0;
-  const start = clock.sent !== undefined ? clock.sent - connectTotal : clock.asked;
+  // A timeout is counted from when it was armed, on ask: a call cut off by its
+  // timeout records that timeout, never less.
+  const start = clock.sent !== undefined && !timedOut ? clock.sent - connectTotal : clock.asked;
   const trace: CallTrace = { startedAt: new Date(performance.timeOrigin + start), durationMs: round(end - start) };
   if (clock.sent !== undefined) {
     trace.dnsMs = c ? round(c.dnsMs) : 0;
@@ -115,7 +117,7 @@ export function undiciAdapter(agent: Agent): AxiosAdapter {
       };
     } catch (error) {
       starting = undefined;
-      const trace = toTrace(clock, undefined, performance.now());
+      const trace = toTrace(clock, undefined, performance.now(), controller.signal.aborted);
       const cause = controller.signal.aborted ? (controller.signal.reason as Error) : (error as Error);
       const code = (cause as { code?: string }).code;
       throw new AxiosError(cause.message || code || 'request failed', code, config, trace);
