@@ -14,13 +14,13 @@ const SLICE = Number(process.env.BENCH_CLAIM ?? 200);
 async function cycles(databaseUrl) {
   const service = await startService(databaseUrl, { ROLE: 'api' }); // migrates, makes the key
   await service.stop();
-  const { PrismaService } = await distModule('database/prisma.service.js');
+  const { DispatchPrismaService } = await distModule('database/dispatch-prisma.service.js');
   const { ClaimRepository } = await distModule('dispatch/claim.repository.js');
   const { OutcomeRepository } = await distModule('dispatch/outcome.repository.js');
   const { toRecordedOutcome } = await distModule('dispatch/request.builder.js');
   const { loadConfig } = await distModule('config/app.config.js');
   const config = loadConfig({}, { hostMaxInFlight: 10_000 });
-  const prisma = new PrismaService(databaseUrl);
+  const prisma = new DispatchPrismaService(databaseUrl, config);
   const claims = new ClaimRepository(prisma, config);
   const outcomes = new OutcomeRepository(prisma);
   const db = await connect(databaseUrl);

@@ -43,6 +43,8 @@ export class AppConfig {
   @IsInt() @Min(1000) dispatchLeaseMarginMs = 30_000;
   /** DISPATCH_POLL_MS: heartbeat that looks for due work when no NOTIFY came (1000 ms). */
   @IsInt() @Min(10) dispatchPollMs = 1000;
+  /** DISPATCH_SYNCHRONOUS_COMMIT: Postgres synchronous_commit of claims and write-backs, on or off (off: a database crash can only cause a resend). */
+  @IsIn(['on', 'off']) dispatchSynchronousCommit: 'on' | 'off' = 'off';
   /** WRITEBACK_INTERVAL_MS: outcomes are written back at least this often (20 ms). */
   @IsInt() @Min(1) @Max(5000) writebackIntervalMs = 20;
   /** WRITEBACK_MAX_ROWS: a write-back is flushed early at this many outcomes (500). */
@@ -122,6 +124,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   DISPATCH_CLAIM_BATCH: ['dispatchClaimBatch', int],
   DISPATCH_LEASE_MARGIN_MS: ['dispatchLeaseMarginMs', int],
   DISPATCH_POLL_MS: ['dispatchPollMs', int],
+  DISPATCH_SYNCHRONOUS_COMMIT: ['dispatchSynchronousCommit', str],
   WRITEBACK_INTERVAL_MS: ['writebackIntervalMs', int],
   WRITEBACK_MAX_ROWS: ['writebackMaxRows', int],
   SHUTDOWN_GRACE_MS: ['shutdownGraceMs', int],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
-import { PrismaService } from '../database/prisma.service.js';
+import { DispatchPrismaService } from '../database/dispatch-prisma.service.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**
@@ -43,7 +43,7 @@ export class ClaimRepository {
   private readonly room: Prisma.Sql;
 
   constructor(
-    private readonly prisma: PrismaService,
+    private readonly prisma: DispatchPrismaService,
     private readonly config: AppConfig,
   ) {
     this.room = hostRoom(config.hostMaxInFlight);
@@ -140,26 +140,26 @@ export class ClaimRepository {
 
   /**
    * Hands leased rows back untouched (shutdown, or rows that waited too long in
-   * memory). Only rows still leased to `owner` move: a lease that already expired
-   * and was taken by another worker stays theirs.
+   * memory). Only rows still leased to `owner` move (so still in flight): a lease
+   * that already expired and was taken by another worker stays theirs.
    */
   async releaseClaims(owner: string, ids: string[]): Promise<number> {
     if (ids.length === 0) return 0;
     return this.prisma.$executeRaw`
       UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ANY(${ids}::uuid[]) AND status = 'in_flight' AND lease_owner = ${owner}`;
+      WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`;
   }
 
   /**
    * Makes rows of crashed workers claimable again: in-flight rows whose lease ran
-   * out go back to pending, due now. Served by `callback_lease_idx` (in-flight rows
-   * only). The call that was in flight at the crash may have reached the receiver;
+   * out go back to pending, due now. Served by `callback_lease_idx` (rows holding a
+   * lease). The call that was in flight at the crash may have reached the receiver;
    * it is sent again with the same webhook-id (at-least-once).
    */
   reapExpiredLeases(): Promise<number> {
     return this.prisma.$executeRaw`
       UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now()
-      WHERE status = 'in_flight' AND lease_expires_at < now()`;
+      WHERE lease_expires_at < now()`;
   }
 
   /** When the next pending callback falls due, to sleep exactly until then. */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { CallbackStatus, Outcome } from '../callbacks/callback.status.js';
-import { PrismaService } from '../database/prisma.service.js';
+import { DispatchPrismaService } from '../database/dispatch-prisma.service.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -26,15 +26,18 @@ export interface RecordedOutcome {
 
 @Injectable()
 export class OutcomeRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly prisma: DispatchPrismaService) {}
 
   /**
    * Writes many outcomes in one statement: callback rows move to their next state
-   * and their attempts are inserted. The UPDATE only matches rows still in flight
-   * and leased to `owner`, and only attempts of rows it matched are inserted, so a
-   * write-back from a worker that lost its lease (expired, or the callback was
-   * cancelled meanwhile) lands nothing. Locks the updated callback rows by primary
-   * key. Returns the callback ids that landed.
+   * and their attempts are inserted. The UPDATE only matches rows still leased to
+   * `owner` (a row holds a lease exactly while it is in flight: constraint
+   * `callback_lease_in_flight_check`), and only attempts of rows it matched are
+   * inserted, so a write-back from a worker that lost its lease (expired, or the
+   * callback was cancelled meanwhile) lands nothing. The status is deliberately not
+   * named: rows are found by primary key, never through an index on `status`,
+   * whose stale statistics would make the planner scan every in-flight row.
+   * Returns the callback ids that landed.
    */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
     if (rows.length === 0) return [];
@@ -59,7 +62,7 @@ export class OutcomeRepository {
             completed_at = o.completed_at, last_status_code = o.status_code, last_error = o.error,
             lease_owner = NULL, lease_expires_at = NULL
         FROM o
-        WHERE c.id = o.callback_id AND c.status = 'in_flight' AND c.lease_owner = ${owner}
+        WHERE c.id = o.callback_id AND c.lease_owner = ${owner}
         RETURNING c.id
       )
       INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
