@@ -108,6 +108,20 @@ describe(DispatcherService.name, () => {
     expect(text.headers['x-extra']).toBe('yes');
   });
 
+  it('should keep what a receiver answered, even bytes Postgres text cannot hold', async () => {
+    const batch = await sendBatch([
+      { url: `${receiver.url}/nul?body=${encodeURIComponent('ok\u0000bin')}` },
+      { url: `${receiver.url}/plain?body=${encodeURIComponent('{"ok":true}')}&code=201` },
+    ]);
+    await waitDone(batch.id);
+    const [nul, plain] = await Promise.all(batch.callbacks.map((c) => attemptsOf(c.id)));
+    expect(nul.status).toBe('succeeded');
+    expect((nul.attempts[0] as Attempt & { responseBody: string }).responseBody).toBe('ok\uFFFDbin');
+    expect(plain.status).toBe('succeeded');
+    expect(plain.attempts[0]).toMatchObject({ statusCode: 201, responseBody: '{"ok":true}' });
+    expect((plain.attempts[0] as Attempt & { responseHeaders: Record<string, string> }).responseHeaders).toHaveProperty('content-type', 'text/plain');
+  });
+
   it('should show the batch as an ASCII sequence diagram and as JSON', async () => {
     const batch = await sendBatch([{ url: `${receiver.url}/a?sleep=100` }, { url: `${receiver.url}/b?sleep=200` }]);
     await waitDone(batch.id);

@@ -183,7 +183,7 @@ class Call implements Dispatcher.DispatchHandler {
       status: this.status,
       statusText: '',
       headers: this.headers as AxiosResponse['headers'],
-      data: this.kept.length === 1 ? this.kept[0].toString('utf8') : Buffer.concat(this.kept).toString('utf8'),
+      data: snippetText(this.kept),
       config: this.config,
       request: toTrace(this.clock, this.headersAt, end),
     });
@@ -197,4 +197,10 @@ class Call implements Dispatcher.DispatchHandler {
     const code = (error as { code?: string }).code;
     this.reject(new AxiosError(error.message || code || 'request failed', code, this.config, trace));
   }
+}
+
+/** The kept bytes as text Postgres can store: NUL, which text cannot hold, becomes U+FFFD. */
+function snippetText(kept: Buffer[]): string {
+  const text = (kept.length === 1 ? kept[0] : Buffer.concat(kept)).toString('utf8');
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
 }
