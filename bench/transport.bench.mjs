@@ -39,11 +39,10 @@ async function transportWindow(transport, url, total, window, durations = new Ma
 
 export async function transportScenario() {
   const { HttpService } = await import('@nestjs/axios');
-  const { default: axios } = await import('axios');
-  const { HttpTransport } = await distModule('dispatch/transport/http.transport.js');
+  const { HttpTransport, dispatchAxios } = await distModule('dispatch/transport/http.transport.js');
   const { loadConfig } = await distModule('config/app.config.js');
   const receiver = await BenchReceiver.start({ record: true });
-  const transport = new HttpTransport(new HttpService(axios.create()), loadConfig({}, { allowPrivateNetworks: ['127.0.0.0/8'] }));
+  const transport = new HttpTransport(new HttpService(dispatchAxios()), loadConfig({}, { allowPrivateNetworks: ['127.0.0.0/8'] }));
   const url = `${receiver.url()}/hook`;
   try {
     await transport.warmUp();

@@ -1,4 +1,4 @@
-import { HttpModule } from '@nestjs/axios';
+import { HttpService } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
 import { HostsModule } from '../hosts/hosts.module.js';
 import { SigningModule } from '../signing/signing.module.js';
@@ -6,11 +6,18 @@ import { ClaimRepository } from './claim.repository.js';
 import { DispatcherService } from './dispatcher.service.js';
 import { HostLimitsService } from './host-limits.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
-import { HttpTransport } from './transport/http.transport.js';
+import { dispatchAxios, HttpTransport } from './transport/http.transport.js';
 
 @Module({
-  imports: [HttpModule.register({}), SigningModule, HostsModule],
-  providers: [ClaimRepository, OutcomeRepository, HttpTransport, HostLimitsService, DispatcherService],
+  imports: [SigningModule, HostsModule],
+  providers: [
+    { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
+    ClaimRepository,
+    OutcomeRepository,
+    HttpTransport,
+    HostLimitsService,
+    DispatcherService,
+  ],
   exports: [DispatcherService],
 })
 export class DispatchModule {}

@@ -2,7 +2,7 @@ import { HttpService } from '@nestjs/axios';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AxiosError, type AxiosAdapter, type AxiosRequestConfig } from 'axios';
+import axios, { AxiosError, type AxiosAdapter, type AxiosInstance, type AxiosRequestConfig } from 'axios';
 import { Agent } from 'undici';
 import type { Outcome } from '../../callbacks/callback.status.js';
 import { AppConfig } from '../../config/app.config.js';
@@ -35,7 +35,19 @@ const MAX_HEADER_VALUE = 512;
 /** A new connection that takes longer than this is a connect_error. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-const identity = <T>(data: T) => data;
+/**
+ * The axios instance behind the dispatcher's HttpService. Everything every call
+ * shares is set here once: no redirects, every status is a response, bodies pass
+ * through untransformed. It has no default headers: a callback carries exactly its
+ * client's headers plus the webhook ones, not axios's `Accept`; and axios merges
+ * its default header sets into each call, which cost more than the rest of axios
+ * together (75 → 31 µs a call, bench/transport.bench.mjs shows the effect).
+ */
+export function dispatchAxios(): AxiosInstance {
+  const instance = axios.create({ maxRedirects: 0, validateStatus: () => true, transformRequest: [], transformResponse: [] });
+  instance.defaults.headers = {} as AxiosInstance['defaults']['headers'];
+  return instance;
+}
 
 /**
  * Sends one callback through HttpService. Remote failures are results, never
@@ -97,10 +109,6 @@ export class HttpTransport implements OnApplicationShutdown {
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
       adapter: this.adapter,
-      maxRedirects: 0,
-      validateStatus: () => true,
-      transformRequest: [identity],
-      transformResponse: [identity],
       snippetBytes: this.config.responseSnippetBytes,
     };
   }
