@@ -14,15 +14,15 @@ const SLICE = Number(process.env.BENCH_CLAIM ?? 200);
 async function cycles(databaseUrl) {
   const service = await startService(databaseUrl, { ROLE: 'api' }); // migrates, makes the key
   await service.stop();
-  const { DispatchPrismaService } = await distModule('database/dispatch-prisma.service.js');
+  const { DispatchDatabase } = await distModule('database/dispatch-database.js');
   const { ClaimRepository } = await distModule('dispatch/claim.repository.js');
   const { OutcomeRepository } = await distModule('dispatch/outcome.repository.js');
   const { toRecordedOutcome } = await distModule('dispatch/request.builder.js');
   const { loadConfig } = await distModule('config/app.config.js');
   const config = loadConfig({}, { hostMaxInFlight: 10_000 });
-  const prisma = new DispatchPrismaService(databaseUrl, config);
-  const claims = new ClaimRepository(prisma, config);
-  const outcomes = new OutcomeRepository(prisma);
+  const dispatchDb = new DispatchDatabase(databaseUrl, config);
+  const claims = new ClaimRepository(dispatchDb, config);
+  const outcomes = new OutcomeRepository(dispatchDb);
   const db = await connect(databaseUrl);
   const claimMs = [];
   const writeMs = [];
@@ -43,7 +43,7 @@ async function cycles(databaseUrl) {
     return { perSecond: N / ((performance.now() - t0) / 1000), claim: median(claimMs), write: median(writeMs) };
   } finally {
     await db.end();
-    await prisma.$disconnect();
+    await dispatchDb.onApplicationShutdown();
   }
 }
 

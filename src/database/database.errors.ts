@@ -8,7 +8,7 @@ const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND',
   '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', // admin shutdown, cannot connect now, connection failures
 ]);
-const UNAVAILABLE_TEXT = /ECONNREFUSED|ECONNRESET|Connection terminated|terminating connection|connection (is )?closed|Can't reach database|server closed the connection|the database system is (starting up|shutting down)|Timed out fetching a new connection/i;
+const UNAVAILABLE_TEXT = /ECONNREFUSED|ECONNRESET|Connection terminated|terminating connection|connection (is )?closed|Can't reach database|server closed the connection|the database system is (starting up|shutting down)|Timed out fetching a new connection|timeout exceeded when trying to connect/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error as { code?: unknown; cause?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {

@@ -1,5 +1,5 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { DispatchPrismaService } from './dispatch-prisma.service.js';
+import { DispatchDatabase } from './dispatch-database.js';
 import { DueNotifier } from './due.notifier.js';
 import { NotifyListener } from './notify.listener.js';
 import { DATABASE_URL, PrismaService } from './prisma.service.js';
@@ -10,8 +10,8 @@ export class DatabaseModule {
   static forUrl(databaseUrl: string): DynamicModule {
     return {
       module: DatabaseModule,
-      providers: [{ provide: DATABASE_URL, useValue: databaseUrl }, PrismaService, DispatchPrismaService, NotifyListener, DueNotifier],
-      exports: [DATABASE_URL, PrismaService, DispatchPrismaService, NotifyListener, DueNotifier],
+      providers: [{ provide: DATABASE_URL, useValue: databaseUrl }, PrismaService, DispatchDatabase, NotifyListener, DueNotifier],
+      exports: [DATABASE_URL, PrismaService, DispatchDatabase, NotifyListener, DueNotifier],
     };
   }
 }

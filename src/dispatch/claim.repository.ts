@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
-import { DispatchPrismaService } from '../database/dispatch-prisma.service.js';
+import { DispatchDatabase } from '../database/dispatch-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**
@@ -43,7 +43,7 @@ export class ClaimRepository {
   private readonly room: Prisma.Sql;
 
   constructor(
-    private readonly prisma: DispatchPrismaService,
+    private readonly db: DispatchDatabase,
     private readonly config: AppConfig,
   ) {
     this.room = hostRoom(config.hostMaxInFlight);
@@ -82,7 +82,7 @@ export class ClaimRepository {
   claimDue(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[]): Promise<ClaimedCallback[]> {
     const cooldownMs = this.config.hostBreakerCooldownMs;
     const room = this.room;
-    return this.prisma.$queryRaw<ClaimedCallback[]>`
+    return this.db.query<ClaimedCallback>(Prisma.sql`
       WITH limits AS MATERIALIZED (
         SELECT h.host, h.rate_per_sec, h.breaker_state,
                ${room}
@@ -135,7 +135,7 @@ export class ClaimRepository {
       )
       SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
              timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts
-      FROM moved WHERE NOT gone`;
+      FROM moved WHERE NOT gone`);
   }
 
   /**
@@ -145,9 +145,9 @@ export class ClaimRepository {
    */
   async releaseClaims(owner: string, ids: string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return this.prisma.$executeRaw`
+    return this.db.execute(Prisma.sql`
       UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`;
+      WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`);
   }
 
   /**
@@ -157,15 +157,15 @@ export class ClaimRepository {
    * it is sent again with the same webhook-id (at-least-once).
    */
   reapExpiredLeases(): Promise<number> {
-    return this.prisma.$executeRaw`
+    return this.db.execute(Prisma.sql`
       UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now()
-      WHERE lease_expires_at < now()`;
+      WHERE lease_expires_at < now()`);
   }
 
   /** When the next pending callback falls due, to sleep exactly until then. */
   async nextDueAt(): Promise<Date | undefined> {
-    const rows = await this.prisma.$queryRaw<Array<{ at: Date | null }>>`
-      SELECT min(next_attempt_at) AS at FROM callback WHERE status = 'pending'`;
+    const rows = await this.db.query<{ at: Date | null }>(Prisma.sql`
+      SELECT min(next_attempt_at) AS at FROM callback WHERE status = 'pending'`);
     return rows[0]?.at ?? undefined;
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { CallbackStatus, Outcome } from '../callbacks/callback.status.js';
-import { DispatchPrismaService } from '../database/dispatch-prisma.service.js';
+import { DispatchDatabase } from '../database/dispatch-database.js';
+import { Prisma } from '../generated/prisma/client.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -26,7 +27,7 @@ export interface RecordedOutcome {
 
 @Injectable()
 export class OutcomeRepository {
-  constructor(private readonly prisma: DispatchPrismaService) {}
+  constructor(private readonly db: DispatchDatabase) {}
 
   /**
    * Writes many outcomes in one statement: callback rows move to their next state
@@ -41,9 +42,9 @@ export class OutcomeRepository {
    */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
     if (rows.length === 0) return [];
-    // One JSON parameter instead of a typed array per column: the driver and Prisma
-    // would otherwise inspect and escape every element of 18 arrays per write-back.
-    const landed = await this.prisma.$queryRaw<Array<{ id: string }>>`
+    // One JSON parameter instead of a typed array per column: the driver would
+    // otherwise inspect and escape every element of 18 arrays per write-back.
+    const landed = await this.db.query<{ id: string }>(Prisma.sql`
       WITH o AS (
         SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS o(
           "callbackId" uuid, "apiKeyId" uuid, host text, number int, status text, "nextAttemptAt" timestamptz,
@@ -65,7 +66,7 @@ export class OutcomeRepository {
       SELECT o."callbackId", o."apiKeyId", o.host, o.number, o."startedAt", o."durationMs", o."dnsMs", o."connectMs",
              o."tlsMs", o."firstByteMs", o."statusCode", o.outcome, o.error, o."responseHeaders", o."responseBody", ${owner}
       FROM o JOIN moved ON moved.id = o."callbackId"
-      RETURNING callback_id AS id`;
+      RETURNING callback_id AS id`);
     return landed.map((r) => r.id);
   }
 
@@ -77,22 +78,22 @@ export class OutcomeRepository {
    */
   completeBatches(batchIds: string[]): Promise<Array<{ id: string; completedAt: Date }>> {
     if (batchIds.length === 0) return Promise.resolve([]);
-    return this.prisma.$queryRaw`
+    return this.db.query(Prisma.sql`
       UPDATE batch b
       SET completed_at = (SELECT max(c.completed_at) FROM callback c WHERE c.batch_id = b.id)
       WHERE b.id = ANY(${batchIds}::uuid[]) AND b.completed_at IS NULL
         AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ('pending', 'in_flight'))
-      RETURNING b.id, b.completed_at AS "completedAt"`;
+      RETURNING b.id, b.completed_at AS "completedAt"`);
   }
 
   /** Completion sweep for batches whose last write-back crashed before stamping them. */
   async openBatchesWithNothingLeft(limit: number): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<Array<{ id: string }>>`
+    const rows = await this.db.query<{ id: string }>(Prisma.sql`
       SELECT b.id FROM batch b
       WHERE b.completed_at IS NULL
         AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ('pending', 'in_flight'))
       ORDER BY b.created_at
-      LIMIT ${limit}`;
+      LIMIT ${limit}`);
     return rows.map((r) => r.id);
   }
 }

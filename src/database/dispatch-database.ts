@@ -1,15 +1,22 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { AppConfig } from '../config/app.config.js';
-import { PrismaClient } from '../generated/prisma/client.js';
+import type { Prisma } from '../generated/prisma/client.js';
 import { DATABASE_URL } from './prisma.service.js';
 
 /** Connections for the claim and the write-back of one worker process. */
 const POOL_SIZE = 6;
 
 /**
- * The dispatcher's own Prisma client, used by the claim and the write-back only.
- * Its connections differ from the API's in two session settings:
+ * The dispatcher's own connections, for its statements only (claim, write-back,
+ * release, reaper, batch completion). Statements are written as `Prisma.sql`
+ * templates, like every other repository's, but run on a plain `pg` pool (the
+ * driver under Prisma's adapter): these run thousands of times a second, and
+ * Prisma's raw-query path serialises every parameter to JSON and parses it back
+ * before handing it to the same driver, which measured 8% of a worker's CPU at
+ * full load (a write-back carries ~100 KB of parameters).
+ *
+ * The connections differ from the API's in these session settings:
  *
  * - `synchronous_commit = off` (DISPATCH_SYNCHRONOUS_COMMIT, default off): a commit
  *   returns before its WAL reaches the disk. If Postgres itself crashes, the last
@@ -31,16 +38,31 @@ const POOL_SIZE = 6;
  *   hundred thousand rows (5 ms instead of 1 ms for 200 rows out of 20,000).
  */
 @Injectable()
-export class DispatchPrismaService extends PrismaClient implements OnApplicationShutdown {
+export class DispatchDatabase implements OnApplicationShutdown {
+  private readonly pool: pg.Pool;
+
   constructor(@Inject(DATABASE_URL) databaseUrl: string, config: AppConfig) {
     const options = ['-c enable_bitmapscan=off', '-c random_page_cost=1.1', `-c synchronous_commit=${config.dispatchSynchronousCommit}`];
-    super({
-      adapter: new PrismaPg({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options: options.join(' ') }),
-    });
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options: options.join(' ') });
+    // A connection cut while idle (database restart) is dropped from the pool; the
+    // next statement opens a new one, or fails and is retried by the dispatcher.
+    this.pool.on('error', () => undefined);
+  }
+
+  /** Runs one statement and returns its rows. */
+  async query<T>(statement: Prisma.Sql): Promise<T[]> {
+    const result = await this.pool.query(statement.text, statement.values);
+    return result.rows as T[];
+  }
+
+  /** Runs one statement and returns how many rows it changed. */
+  async execute(statement: Prisma.Sql): Promise<number> {
+    const result = await this.pool.query(statement.text, statement.values);
+    return result.rowCount ?? 0;
   }
 
   /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */
   async onApplicationShutdown(): Promise<void> {
-    await this.$disconnect();
+    await this.pool.end();
   }
 }
