@@ -40,14 +40,22 @@ export class MetricsService {
     labelNames: ['method', 'route', 'status'], buckets: SQL_BUCKETS, registers: [this.registry],
   });
 
+  /** The attempt metrics' children per outcome: prom-client would hash a label object on every call. */
+  private readonly attemptsByOutcome = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<'outcome'> }>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
 
   /** A call finished with `outcome` after `durationMs`. */
   attemptFinished(result: { outcome: string; trace: { durationMs: number } }): void {
-    this.attempts.inc({ outcome: result.outcome });
-    this.attemptSeconds.observe({ outcome: result.outcome }, result.trace.durationMs / 1000);
+    let byOutcome = this.attemptsByOutcome.get(result.outcome);
+    if (!byOutcome) {
+      byOutcome = { count: this.attempts.labels(result.outcome), seconds: this.attemptSeconds.labels(result.outcome) };
+      this.attemptsByOutcome.set(result.outcome, byOutcome);
+    }
+    byOutcome.count.inc();
+    byOutcome.seconds.observe(result.trace.durationMs / 1000);
   }
 
   /** Runs one claim and records its duration and rows. */
