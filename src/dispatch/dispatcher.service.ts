@@ -41,6 +41,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   private readonly sending = new Set<ClaimedCallback>();
   private claiming = false;
   private claimAgain = false;
+  /** The last claim stopped for lack of room in the window: a finished call should claim again. */
+  private claimWhenRoom = false;
   private continueStarting?: NodeJS.Immediate;
   private dueTimer?: NodeJS.Timeout;
   private dueAt = 0;
@@ -139,8 +141,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
         this.claimAgain = false;
         const room = this.config.dispatchConcurrency * 2 - this.sending.size - this.queues.queued;
         const limit = Math.min(room, this.config.dispatchClaimBatch);
-        if (limit < Math.max(1, Math.floor(this.config.dispatchConcurrency / 10)) && this.sending.size > 0) break;
-        if (limit <= 0) break;
+        this.claimWhenRoom = limit < Math.max(1, Math.floor(this.config.dispatchConcurrency / 10)) && this.sending.size > 0;
+        if (this.claimWhenRoom || limit <= 0) break;
         const rows = await this.metrics.timeClaim(() => this.claims.claimDue(this.owner, limit, this.config.dispatchLeaseMarginMs, this.queues.fullHosts()));
         this.lastHealthyAt = Date.now();
         if (rows.length > 0) await this.enqueue(rows);
@@ -194,14 +196,19 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     this.hostLimits.record(row, result);
     this.metrics.attemptFinished(result);
     this.writer.add(toRecordedOutcome(row, result, this.config));
-    // The host was at its cap: its slot is freed only once written back, so write now.
-    if (this.queues.inFlight(row.host) + 1 >= this.hostLimits.capFor(row.host)) void this.writer.flush();
+    // This worker holds every slot of the host (calls, waiting rows, outcomes not yet
+    // written): slots come free only when written back, so write now, or right after
+    // the write-back under way (which frees the slots it carries, and wakes the claim).
+    const held = this.queues.inFlight(row.host) + this.queues.queuedFor(row.host) + this.writer.pendingFor(row.host);
+    if (held >= this.hostLimits.capFor(row.host)) this.writer.flushSoon();
     if (this.state === 'draining') {
       if (this.sending.size === 0) this.idle?.();
       return;
     }
     this.startCalls();
-    this.wake();
+    // Otherwise a finished call frees nothing a claim could use: host slots come
+    // free with the write-back, which wakes the claim itself.
+    if (this.claimWhenRoom) this.wake();
   }
 
   private async armDueTimer(): Promise<void> {

@@ -20,6 +20,11 @@ export class HostQueues<T extends { host: string }> {
     return this.active.get(host) ?? 0;
   }
 
+  /** Items of `host` waiting for a slot. */
+  queuedFor(host: string): number {
+    return this.queues.get(host)?.length ?? 0;
+  }
+
   push(item: T, now = Date.now()): void {
     let q = this.queues.get(item.host);
     if (!q) {

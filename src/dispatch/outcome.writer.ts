@@ -10,8 +10,13 @@ import { OutcomeRepository, type RecordedOutcome } from './outcome.repository.js
 export class OutcomeWriter {
   private readonly logger = new Logger(OutcomeWriter.name);
   private buffer: Array<RecordedOutcome & { batchId: string }> = [];
+  /** Outcomes not yet written back, per host: their rows still hold a slot of the host's cap. */
+  private readonly unwritten = new Map<string, number>();
   private writing?: Promise<void>;
+  /** Batch completion stamps, one after the other, off the write-back's path. */
+  private completing: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
+  private soon?: NodeJS.Immediate;
   private failures = 0;
 
   constructor(
@@ -30,10 +35,27 @@ export class OutcomeWriter {
     return this.buffer.length;
   }
 
+  /** Outcomes of `host` buffered or being written. */
+  pendingFor(host: string): number {
+    return this.unwritten.get(host) ?? 0;
+  }
+
   add(outcome: RecordedOutcome & { batchId: string }): void {
     this.buffer.push(outcome);
+    this.unwritten.set(outcome.host, this.pendingFor(outcome.host) + 1);
     if (this.buffer.length >= this.maxRows) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.intervalMs);
+  }
+
+  /**
+   * Writes soon: once the calls finishing in this turn of the event loop are
+   * buffered too, and after the write under way, so they go back in one statement.
+   */
+  flushSoon(): void {
+    this.soon ??= setImmediate(() => {
+      this.soon = undefined;
+      void this.flush();
+    });
   }
 
   /** Writes everything buffered so far; resolves when it is written (or failed once). */
@@ -57,12 +79,18 @@ export class OutcomeWriter {
       await this.flush();
       if (this.buffer.length > 0) await new Promise((r) => setTimeout(r, 200));
     }
+    await this.completing;
   }
 
   private async write(rows: Array<RecordedOutcome & { batchId: string }>): Promise<void> {
     try {
       await this.repo.recordOutcomes(this.owner, rows);
       this.failures = 0;
+      for (const r of rows) {
+        const n = this.pendingFor(r.host) - 1;
+        if (n > 0) this.unwritten.set(r.host, n);
+        else this.unwritten.delete(r.host);
+      }
       const retryAt = Math.min(...rows.map((r) => r.nextAttemptAt?.getTime() ?? Infinity));
       if (retryAt !== Infinity) this.onRetryScheduled(new Date(retryAt));
       this.onWritten();
@@ -74,11 +102,15 @@ export class OutcomeWriter {
     }
     const finished = [...new Set(rows.filter((r) => r.completedAt).map((r) => r.batchId))];
     if (finished.length === 0) return;
-    try {
-      const completed = await this.repo.completeBatches(finished);
-      if (completed.length > 0) this.onBatchesCompleted(completed);
-    } catch {
-      // The heartbeat's completion sweep stamps these batches later.
-    }
+    // Not awaited by the write: the next write-back (which frees hosts' slots) need
+    // not wait for this bookkeeping.
+    this.completing = this.completing.then(async () => {
+      try {
+        const completed = await this.repo.completeBatches(finished);
+        if (completed.length > 0) this.onBatchesCompleted(completed);
+      } catch {
+        // The heartbeat's completion sweep stamps these batches later.
+      }
+    });
   }
 }
