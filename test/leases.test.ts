@@ -1,6 +1,9 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppConfig } from '../src/config/app.config.js';
+import { DispatchDatabase, dispatchSessionOptions } from '../src/database/dispatch-database.js';
 import { ClaimRepository } from '../src/dispatch/claim.repository.js';
+import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService, jsonOf } from './support/service.js';
@@ -119,5 +122,52 @@ describe(ClaimRepository.name, () => {
     const done = await outcomes.completeBatches([batchId]);
     expect(done.map((b) => b.id)).toEqual([batchId]);
     expect(await outcomes.completeBatches([batchId])).toEqual([]);
+  });
+
+  it('should claim by walking the due index and write back by primary key, even when the statistics say nothing is due', async () => {
+    await db.query('DELETE FROM batch');
+    // Statistics taken while nothing is pending or in flight, then a burst: the
+    // planner believes no row matches, as right after every quiet spell.
+    const [seed] = await batchOf(1);
+    await db.query(`UPDATE callback SET status = 'succeeded', completed_at = now() WHERE id = $1`, [seed]);
+    await db.query('ANALYZE callback');
+    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [seed]);
+    await db.query(
+      `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
+       SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.1:9/x', 'http://127.0.0.1:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 minute'
+       FROM generate_series(1, 5000)`,
+      [batchId, keyId],
+    );
+
+    // The statements the repositories run, explained on a session set up as the dispatcher's.
+    const dispatchDb = service.app.get(DispatchDatabase);
+    const seen: Prisma.Sql[] = [];
+    const run = dispatchDb.query.bind(dispatchDb);
+    dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
+    let rows: Awaited<ReturnType<ClaimRepository['claimDue']>>;
+    try {
+      rows = await claims.claimDue('w', 200, 1000, []);
+      await outcomes.recordOutcomes('w', rows.map((r) => outcome(r.id, r)));
+    } finally {
+      dispatchDb.query = run;
+    }
+    expect(rows).toHaveLength(200);
+    const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
+    await session.connect();
+    try {
+      const plan = async (s: Prisma.Sql) => {
+        await session.query('BEGIN');
+        const r = await session.query(`EXPLAIN ${s.text}`, s.values);
+        await session.query('ROLLBACK');
+        return r.rows.map((x) => x['QUERY PLAN']).join('\n');
+      };
+      const [claimPlan, writePlan] = [await plan(seen[0]), await plan(seen[1])];
+      expect(claimPlan).toMatch(/Index Scan using callback_due_idx on callback/);
+      expect(claimPlan).not.toMatch(/Bitmap Heap Scan on callback/);
+      expect(writePlan).toMatch(/Index Scan using callback_pkey on callback/);
+      expect(writePlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
+    } finally {
+      await session.end();
+    }
   });
 });

@@ -37,13 +37,16 @@ const POOL_SIZE = 6;
  *   instead of reading the whole table, which with 4 looked cheaper below a few
  *   hundred thousand rows (5 ms instead of 1 ms for 200 rows out of 20,000).
  */
+export const dispatchSessionOptions = (config: Pick<AppConfig, 'dispatchSynchronousCommit'>): string =>
+  `-c enable_bitmapscan=off -c random_page_cost=1.1 -c synchronous_commit=${config.dispatchSynchronousCommit}`;
+
 @Injectable()
 export class DispatchDatabase implements OnApplicationShutdown {
   private readonly pool: pg.Pool;
 
   constructor(@Inject(DATABASE_URL) databaseUrl: string, config: AppConfig) {
-    const options = ['-c enable_bitmapscan=off', '-c random_page_cost=1.1', `-c synchronous_commit=${config.dispatchSynchronousCommit}`];
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options: options.join(' ') });
+    const options = dispatchSessionOptions(config);
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options });
     // A connection cut while idle (database restart) is dropped from the pool; the
     // next statement opens a new one, or fails and is retried by the dispatcher.
     this.pool.on('error', () => undefined);
