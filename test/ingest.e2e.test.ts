@@ -36,6 +36,24 @@ describe(BatchService.name, () => {
     expect(batch).toMatchObject({ id: body.id, label: 'big', status: 'pending', total: 10_000, counts: { pending: 10_000 } });
   });
 
+  it('should store concurrent one-callback batches each with its own callback (they share statements and commits)', async () => {
+    const n = 120;
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        post({ label: `one-${i}`, callbacks: [{ url: `http://127.0.0.1:9/one/${i}`, externalId: `one-${i}` }] }).then(jsonOf)),
+    );
+    const stored = (await db.query(
+      `SELECT b.id AS batch_id, b.label, b.total, c.id, c.url, c.external_id FROM batch b JOIN callback c ON c.batch_id = b.id
+       WHERE b.label LIKE 'one-%'`,
+    )).rows;
+    expect(stored).toHaveLength(n);
+    const byBatch = new Map(stored.map((r) => [r.batch_id, r]));
+    results.forEach((res, i) => {
+      const row = byBatch.get(res.id);
+      expect(row).toMatchObject({ label: `one-${i}`, total: 1, id: res.callbacks[0].id, url: `http://127.0.0.1:9/one/${i}`, external_id: `one-${i}` });
+    });
+  });
+
   describe('Idempotency-Key', () => {
     const body = { callbacks: [{ url: 'http://127.0.0.1:9/a', body: { n: 1 } }, { url: 'http://127.0.0.1:9/b' }] };
 
