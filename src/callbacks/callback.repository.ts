@@ -24,7 +24,11 @@ const READ_MAX_ROWS = 200;
 export type AttemptRow = Pick<Attempt,
   'number' | 'startedAt' | 'durationMs' | 'dnsMs' | 'connectMs' | 'tlsMs' | 'firstByteMs' | 'statusCode' | 'outcome' |
   'error' | 'responseHeaders' | 'responseBody'>;
-export type CallbackWithAttempts = Callback & { attemptRows: AttemptRow[] };
+/** The columns of a callback the status API shows (not its headers, body or lease). */
+export type CallbackStatusRow = Pick<Callback,
+  'id' | 'batchId' | 'externalId' | 'url' | 'host' | 'method' | 'status' | 'attempts' | 'maxAttempts' | 'timeoutMs' |
+  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt'>;
+export type CallbackWithAttempts = CallbackStatusRow & { attemptRows: AttemptRow[] };
 
 @Injectable()
 export class CallbackRepository {
@@ -49,17 +53,17 @@ export class CallbackRepository {
    * Callbacks by (key, id) with all their attempts, in one statement: primary key
    * (`callback_pkey`, the key id checked on the row: another key's callback is not
    * found), then `attempt_callback_id_number_idx` for the attempts, folded into one
-   * JSON column. Raw SQL because the status read is a hot path: the same read through
-   * `findFirst` + `include` cost ~8 ms of CPU per call in the query engine. Answers
+   * JSON column. Only the columns the status API shows: a body may be 256 KiB. Raw
+   * SQL because the status read is a hot path: the same read through `findFirst` +
+   * `include` cost ~8 ms of CPU per call in the query engine. Answers
    * per input in order, null where there is no such callback. Reads, locks nothing.
    */
   private async findCallbacks(keys: Array<{ apiKeyId: string; id: string }>): Promise<Array<CallbackWithAttempts | null>> {
-    const rows = await this.prisma.$queryRaw<Array<Callback & { i: bigint; attemptRows: Array<AttemptRow & { startedAt: string }> }>>`
-      SELECT r.i, c.id, c.batch_id AS "batchId", c.api_key_id AS "apiKeyId", c.external_id AS "externalId", c.url, c.host,
-             c.method, c.headers, c.body, c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts",
-             c.retry_delays_ms AS "retryDelaysMs", c.status, c.attempts, c.next_attempt_at AS "nextAttemptAt",
-             c.lease_owner AS "leaseOwner", c.lease_expires_at AS "leaseExpiresAt", c.last_status_code AS "lastStatusCode",
-             c.last_error AS "lastError", c.created_at AS "createdAt", c.completed_at AS "completedAt",
+    const rows = await this.prisma.$queryRaw<Array<CallbackStatusRow & { i: bigint; attemptRows: Array<AttemptRow & { startedAt: string }> }>>`
+      SELECT r.i, c.id, c.batch_id AS "batchId", c.external_id AS "externalId", c.url, c.host, c.method,
+             c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts", c.status, c.attempts,
+             c.next_attempt_at AS "nextAttemptAt", c.last_status_code AS "lastStatusCode", c.last_error AS "lastError",
+             c.created_at AS "createdAt", c.completed_at AS "completedAt",
              COALESCE((
                SELECT json_agg(json_build_object(
                         'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
