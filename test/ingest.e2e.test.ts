@@ -54,6 +54,14 @@ describe(BatchService.name, () => {
     });
   });
 
+  it('should store lone surrogates in label, externalId, URL and body as U+FFFD (regression: they reach Postgres inside JSON)', async () => {
+    const res = await post({ label: 'lone-\ud800', callbacks: [{ url: 'http://127.0.0.1:9/\udc00', externalId: 'x-\ud800', body: 'b-\udfff' }] });
+    expect(res.status).toBe(202);
+    const { id } = await jsonOf(res);
+    const row = (await db.query('SELECT b.label, c.external_id, c.url, c.body FROM batch b JOIN callback c ON c.batch_id = b.id WHERE b.id = $1', [id])).rows[0];
+    expect(row).toEqual({ label: 'lone-\ufffd', external_id: 'x-\ufffd', url: 'http://127.0.0.1:9/\ufffd', body: 'b-\ufffd' });
+  });
+
   describe('Idempotency-Key', () => {
     const body = { callbacks: [{ url: 'http://127.0.0.1:9/a', body: { n: 1 } }, { url: 'http://127.0.0.1:9/b' }] };
 
