@@ -107,7 +107,7 @@ export class BatchService {
     const delays = c.retryDelaysMs ?? d.retryDelaysMs;
     return {
       id: uuidv7(),
-      // Lone surrogates become U+FFFD, as UTF-8 makes of them (see NewCallback).
+      // Lone surrogates become U+FFFD here, as storing them as UTF-8 would make of them, so the answer shows what is stored.
       externalId: c.externalId?.toWellFormed() ?? null,
       url: c.url.toWellFormed(),
       host: destinationOf(c.url),
