@@ -47,7 +47,7 @@ interface PendingBatch {
 }
 
 /** Ingest statements running at once; more batches arriving meanwhile share the next one. */
-const INSERTS_IN_FLIGHT = 4;
+const INSERTS_IN_FLIGHT = 2;
 /** Callbacks one ingest statement stores at most (a bigger batch still goes whole, alone). */
 const INSERT_MAX_ROWS = 5_000;
 
