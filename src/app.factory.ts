@@ -59,9 +59,6 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
-  app.getHttpAdapter().getInstance().addHook('onSend', async (req, reply) => {
-    void reply.header('x-request-id', req.id);
-  });
   const document = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()

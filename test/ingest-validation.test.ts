@@ -37,6 +37,9 @@ const CASES: Case[] = [
   { name: 'a URL with credentials', body: one({ url: 'https://user:secret@example.com/hook' }), status: 400, code: 'validation_failed', says: /credentials/ },
   { name: 'a URL that is a number', body: one({ url: 42 }), status: 400, code: 'validation_failed' },
   { name: 'a callback without a URL', body: { callbacks: [{ body: 'x' }] }, status: 400, code: 'validation_failed' },
+  // shapes class-validator's nested validation lets through on its own (regression: a 500)
+  { name: 'a callback that is an array', body: { callbacks: [[]] }, status: 400, code: 'validation_failed', says: /callbacks/ },
+  { name: 'defaults that are an array', body: { defaults: [[]], callbacks: [{ url: URL_OK }] }, status: 400, code: 'validation_failed', says: /defaults/ },
   // methods
   { name: 'an unknown method', body: one({ method: 'TRACE' }), status: 400, code: 'validation_failed', says: /method/ },
   { name: 'a method with CRLF', body: one({ method: 'POST\r\nX: y' }), status: 400, code: 'validation_failed' },

@@ -36,6 +36,32 @@ describe(BatchService.name, () => {
     expect(batch).toMatchObject({ id: body.id, label: 'big', status: 'pending', total: 10_000, counts: { pending: 10_000 } });
   });
 
+  it('should store concurrent one-callback batches each with its own callback (they share statements and commits)', async () => {
+    const n = 120;
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        post({ label: `one-${i}`, callbacks: [{ url: `http://127.0.0.1:9/one/${i}`, externalId: `one-${i}` }] }).then(jsonOf)),
+    );
+    const stored = (await db.query(
+      `SELECT b.id AS batch_id, b.label, b.total, c.id, c.url, c.external_id FROM batch b JOIN callback c ON c.batch_id = b.id
+       WHERE b.label LIKE 'one-%'`,
+    )).rows;
+    expect(stored).toHaveLength(n);
+    const byBatch = new Map(stored.map((r) => [r.batch_id, r]));
+    results.forEach((res, i) => {
+      const row = byBatch.get(res.id);
+      expect(row).toMatchObject({ label: `one-${i}`, total: 1, id: res.callbacks[0].id, url: `http://127.0.0.1:9/one/${i}`, external_id: `one-${i}` });
+    });
+  });
+
+  it('should store lone surrogates in label, externalId, URL and body as U+FFFD (regression: they reach Postgres inside JSON)', async () => {
+    const res = await post({ label: 'lone-\ud800', callbacks: [{ url: 'http://127.0.0.1:9/\udc00', externalId: 'x-\ud800', body: 'b-\udfff' }] });
+    expect(res.status).toBe(202);
+    const { id } = await jsonOf(res);
+    const row = (await db.query('SELECT b.label, c.external_id, c.url, c.body FROM batch b JOIN callback c ON c.batch_id = b.id WHERE b.id = $1', [id])).rows[0];
+    expect(row).toEqual({ label: 'lone-\ufffd', external_id: 'x-\ufffd', url: 'http://127.0.0.1:9/\ufffd', body: 'b-\ufffd' });
+  });
+
   describe('Idempotency-Key', () => {
     const body = { callbacks: [{ url: 'http://127.0.0.1:9/a', body: { n: 1 } }, { url: 'http://127.0.0.1:9/b' }] };
 

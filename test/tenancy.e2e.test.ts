@@ -62,6 +62,29 @@ describe(ApiKeyGuard.name, () => {
     for (const [, path] of ownerRoutes().filter(([m]) => m === 'GET')) expect((await service.api(path)).status).toBe(200);
   });
 
+  it('should answer each of many concurrent status reads from both keys with its own callback, or 404 for the other key\'s (reads share statements)', async () => {
+    const third = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant c' } });
+    const theirs = await service.apiJson('/v1/batches', {
+      method: 'POST', key: third.key, json: { callbacks: Array.from({ length: 20 }, (_, i) => ({ url: `http://127.0.0.1:9/b/${i}`, externalId: `b-${i}` })), defaults: { maxAttempts: 1 } },
+    });
+    const reads = theirs.callbacks.flatMap((c: { id: string; externalId: string }) => [
+      { key: third.key, id: c.id, status: 200, externalId: c.externalId },
+      { key: undefined, id: c.id, status: 404 },
+      { key: undefined, id: callbackId, status: 200, externalId: null },
+      { key: third.key, id: callbackId, status: 404 },
+    ]);
+    const answers = await Promise.all(reads.map(async (r: { key?: string; id: string }) => {
+      const res = await service.api(`/v1/callbacks/${r.id}`, { key: r.key });
+      return { res, body: (await res.json()) as { id?: string; externalId?: string | null; code?: string } };
+    }));
+    answers.forEach(({ res, body }, i) => {
+      const want = reads[i];
+      expect(res.status).toBe(want.status);
+      if (want.status === 200) expect(body).toMatchObject({ id: want.id, externalId: want.externalId });
+      else expect(body.code).toBe('not_found');
+    });
+  });
+
   it('should list and aggregate only the calling key\'s rows', async () => {
     const lists = [
       '/v1/batches',

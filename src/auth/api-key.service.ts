@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../config/app.config.js';
 import { uuidv7 } from '../common/uuid.js';
 import { newSigningSecret } from '../signing/signature.js';
@@ -24,7 +24,8 @@ const LOOKUP_CHARS = KEY_PREFIX.length + 8;
 /** Verified keys are remembered this long, so hot endpoints skip a query per request. */
 const CACHE_MS = 5_000;
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest();
+/** One-shot hash: half the cost of createHash().update().digest(), and the guard hashes every request's key. */
+const sha256 = (s: string) => hash('sha256', s, 'buffer');
 
 @Injectable()
 export class ApiKeyService {

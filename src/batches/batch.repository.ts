@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { CallbackStatus } from '../callbacks/callback.status.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
+import { pgArray } from '../database/pg-array.js';
+import { StatementCoalescer } from '../database/statement.coalescer.js';
 
 export interface NewBatch {
   id: string;
@@ -39,31 +41,74 @@ export interface BatchRow {
 
 export type InsertResult = { inserted: true } | { inserted: false; existing: BatchRow };
 
+interface PendingBatch {
+  batch: NewBatch;
+  rows: NewCallback[];
+}
+
+/** Ingest statements running at once; more batches arriving meanwhile share the next one. */
+const INSERTS_IN_FLIGHT = 2;
+/** Callbacks one ingest statement stores at most (a bigger batch still goes whole, alone). */
+const INSERT_MAX_ROWS = 5_000;
+
 @Injectable()
 export class BatchRepository {
+  private readonly inserts = new StatementCoalescer<PendingBatch, boolean>((items) => this.insertBatches(items), {
+    maxInFlight: INSERTS_IN_FLIGHT,
+    maxWeight: INSERT_MAX_ROWS,
+    weight: (item) => item.rows.length,
+  });
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly due: DueNotifier,
   ) {}
 
   /**
-   * Stores a batch and all its callbacks in one statement (so one implicit
-   * transaction: a batch is whole or absent) and one round trip, also for 10,000
-   * rows: the batch row in a CTE, the callbacks with `INSERT … SELECT FROM unnest(…)`
-   * joined to it, so they are only inserted when the batch was. The foreign key
-   * check runs at the end of the statement and sees the new batch row. With an
-   * idempotency key the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id,
-   * idempotency_key): a concurrent duplicate waits for the first to commit, inserts
-   * nothing, and gets the existing batch. Not an interactive transaction: that cost
-   * four round trips and most of the ingest CPU (measured with `npm run bench:ingest`).
+   * Stores a batch and all its callbacks atomically; resolves once committed (a
+   * 202 promises durability, so ingest keeps `synchronous_commit` on). Concurrent
+   * batches share one statement and so one commit (see StatementCoalescer): a
+   * one-callback batch otherwise pays a whole statement and WAL flush for one row.
    * The workers are woken after the commit by one coalesced NOTIFY.
    */
   async insertBatch(batch: NewBatch, rows: NewCallback[], dueNow: boolean): Promise<InsertResult> {
-    const col = <K extends keyof NewCallback>(k: K) => rows.map((r) => r[k]);
+    const inserted = await this.inserts.submit({ batch, rows });
+    if (!inserted) {
+      const existing = await this.prisma.batch.findFirstOrThrow({ where: { apiKeyId: batch.apiKeyId, idempotencyKey: batch.idempotencyKey } });
+      return { inserted: false, existing };
+    }
+    if (dueNow) this.due.notifyDue();
+    return { inserted: true };
+  }
+
+  /**
+   * Stores batches and all their callbacks in one statement (so one implicit
+   * transaction) and one round trip, also for 10,000 rows: the batch rows in a CTE,
+   * the callbacks with `INSERT … SELECT FROM unnest(…)` joined to it by batch id, so
+   * a batch's callbacks are only inserted when the batch was. The callback columns go
+   * as array literals built here (`pgArray`), one text parameter each. (One JSON
+   * document through `json_to_recordset` was cheaper in Node but cost Postgres
+   * 9–20 ms per 1,000 rows against 1.5 ms for `unnest`.) The foreign key check runs
+   * at the end of the statement and sees the new batch rows. With an idempotency key
+   * the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a
+   * concurrent duplicate waits for the first to commit and inserts nothing (nor do
+   * two duplicates in one statement: the second is skipped). Takes no lock but the
+   * new rows' and, for a duplicate, that unique index entry's. Answers, per batch in
+   * order, whether it was inserted. Not an interactive transaction: that cost four
+   * round trips and most of the ingest CPU.
+   */
+  private async insertBatches(items: PendingBatch[]): Promise<boolean[]> {
+    const batches = items.map((i) => i.batch);
+    const b = <K extends keyof NewBatch>(k: K) => batches.map((r) => r[k]);
+    const rows = items.flatMap((i) => i.rows);
+    const batchIds = items.flatMap((i) => i.rows.map(() => i.batch.id));
+    const c = (k: Exclude<keyof NewCallback, 'runAt'>) => pgArray(rows.map((r) => r[k]));
+    const runAt = pgArray(rows.map((r) => r.runAt?.toISOString() ?? null));
     const created = await this.prisma.$queryRaw<Array<{ id: string }>>`
       WITH b AS (
         INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total)
-        VALUES (${batch.id}::uuid, ${batch.apiKeyId}::uuid, ${batch.label}, ${batch.idempotencyKey}, ${batch.requestHash}, ${batch.total})
+        SELECT * FROM unnest(${b('id')}::uuid[], ${b('apiKeyId')}::uuid[], ${b('label')}::text[], ${b('idempotencyKey')}::text[],
+                             ${b('requestHash')}::text[], ${b('total')}::int[])
         ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
         RETURNING id, api_key_id
       ), c AS (
@@ -71,18 +116,15 @@ export class BatchRepository {
                               max_attempts, retry_delays_ms, status, next_attempt_at)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
                u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], 'pending', COALESCE(u.run_at, now())
-        FROM b, unnest(${col('id')}::uuid[], ${col('externalId')}::text[], ${col('url')}::text[], ${col('host')}::text[],
-                       ${col('method')}::text[], ${col('headers')}::text[], ${col('body')}::text[], ${col('timeoutMs')}::int[],
-                       ${col('maxAttempts')}::int[], ${col('retryDelaysMs')}::text[], ${col('runAt')}::timestamptz[])
-             AS u(id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at)
+        FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
+                    ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
+                    ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[])
+             AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at)
+        JOIN b ON b.id = u.batch_id
       )
       SELECT id FROM b`;
-    if (created.length === 0) {
-      const existing = await this.prisma.batch.findFirstOrThrow({ where: { apiKeyId: batch.apiKeyId, idempotencyKey: batch.idempotencyKey } });
-      return { inserted: false, existing };
-    }
-    if (dueNow) this.due.notifyDue();
-    return { inserted: true };
+    const ids = new Set(created.map((r) => r.id));
+    return batches.map((batch) => ids.has(batch.id));
   }
 
   findBatch(apiKeyId: string, id: string): Promise<BatchRow | null> {

@@ -43,7 +43,7 @@ export class BatchService {
     const batch = {
       id: uuidv7(),
       apiKeyId,
-      label: dto.label ?? null,
+      label: dto.label?.toWellFormed() ?? null,
       idempotencyKey: idempotencyKey ?? null,
       requestHash: idempotencyKey ? createHash('sha256').update(JSON.stringify(dto)).digest('hex') : null,
       total: rows.length,
@@ -92,7 +92,7 @@ export class BatchService {
     if (typeof c.body === 'string') {
       // Postgres text cannot hold NUL; a JSON body keeps it escaped (\u0000) and is fine.
       if (c.body.includes('\u0000')) throw new AppError('validation_failed', `callbacks[${index}].body: a string body must not contain NUL characters`);
-      body = c.body;
+      body = c.body.toWellFormed();
     }
     else if (c.body !== undefined && c.body !== null) {
       if (jsonDepth(c.body, this.config.maxJsonDepth) > this.config.maxJsonDepth) {
@@ -107,8 +107,9 @@ export class BatchService {
     const delays = c.retryDelaysMs ?? d.retryDelaysMs;
     return {
       id: uuidv7(),
-      externalId: c.externalId ?? null,
-      url: c.url,
+      // Lone surrogates become U+FFFD here, as storing them as UTF-8 would make of them, so the answer shows what is stored.
+      externalId: c.externalId?.toWellFormed() ?? null,
+      url: c.url.toWellFormed(),
       host: destinationOf(c.url),
       method: c.method ?? d.method ?? 'POST',
       headers: JSON.stringify(headers),

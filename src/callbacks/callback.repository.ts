@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DUE_CHANNEL } from '../database/notify.listener.js';
 import { PrismaService } from '../database/prisma.service.js';
+import { StatementCoalescer } from '../database/statement.coalescer.js';
 import type { Attempt, Callback } from '../generated/prisma/client.js';
 import type { CallbackStatus } from './callback.status.js';
 
@@ -14,31 +15,55 @@ export interface CallbackFilter {
   limit: number;
 }
 
+/** Status-read statements running at once; reads arriving meanwhile share the next one. */
+const READS_IN_FLIGHT = 2;
+/** Callbacks one status-read statement looks up at most. */
+const READ_MAX_ROWS = 200;
+
 /** An attempt as the status API shows it. */
 export type AttemptRow = Pick<Attempt,
   'number' | 'startedAt' | 'durationMs' | 'dnsMs' | 'connectMs' | 'tlsMs' | 'firstByteMs' | 'statusCode' | 'outcome' |
   'error' | 'responseHeaders' | 'responseBody'>;
-export type CallbackWithAttempts = Callback & { attemptRows: AttemptRow[] };
+/** The columns of a callback the status API shows (not its headers, body or lease). */
+export type CallbackStatusRow = Pick<Callback,
+  'id' | 'batchId' | 'externalId' | 'url' | 'host' | 'method' | 'status' | 'attempts' | 'maxAttempts' | 'timeoutMs' |
+  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt'>;
+export type CallbackWithAttempts = CallbackStatusRow & { attemptRows: AttemptRow[] };
 
 @Injectable()
 export class CallbackRepository {
+  private readonly reads = new StatementCoalescer((keys: Array<{ apiKeyId: string; id: string }>) => this.findCallbacks(keys), {
+    maxInFlight: READS_IN_FLIGHT,
+    maxWeight: READ_MAX_ROWS,
+  });
+
   constructor(private readonly prisma: PrismaService) {}
 
   /**
-   * One callback of this key with all its attempts, in one statement: primary key,
-   * then `attempt_callback_id_number_idx` for the attempts, folded into one JSON
-   * column. Raw SQL because the status read is a hot path: the same read through
-   * `findFirst` + `include` cost ~8 ms of CPU per call in the query engine, this
-   * one ~1.4 ms (process.cpuUsage over 150 reads; `npm run bench:status` shows the
-   * throughput). Reads, locks nothing.
+   * One callback of this key with all its attempts. Concurrent reads share one
+   * statement (see StatementCoalescer): each read is a primary-key lookup, and the
+   * statement around it (round trip, parse, plan, wake-ups) cost more than the
+   * lookup itself.
    */
-  async findCallback(apiKeyId: string, id: string): Promise<CallbackWithAttempts | null> {
-    const rows = await this.prisma.$queryRaw<Array<Callback & { attemptRows: Array<AttemptRow & { startedAt: string }> }>>`
-      SELECT c.id, c.batch_id AS "batchId", c.api_key_id AS "apiKeyId", c.external_id AS "externalId", c.url, c.host,
-             c.method, c.headers, c.body, c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts",
-             c.retry_delays_ms AS "retryDelaysMs", c.status, c.attempts, c.next_attempt_at AS "nextAttemptAt",
-             c.lease_owner AS "leaseOwner", c.lease_expires_at AS "leaseExpiresAt", c.last_status_code AS "lastStatusCode",
-             c.last_error AS "lastError", c.created_at AS "createdAt", c.completed_at AS "completedAt",
+  findCallback(apiKeyId: string, id: string): Promise<CallbackWithAttempts | null> {
+    return this.reads.submit({ apiKeyId, id });
+  }
+
+  /**
+   * Callbacks by (key, id) with all their attempts, in one statement: primary key
+   * (`callback_pkey`, the key id checked on the row: another key's callback is not
+   * found), then `attempt_callback_id_number_idx` for the attempts, folded into one
+   * JSON column. Only the columns the status API shows: a body may be 256 KiB. Raw
+   * SQL because the status read is a hot path: the same read through `findFirst` +
+   * `include` cost ~8 ms of CPU per call in the query engine. Answers
+   * per input in order, null where there is no such callback. Reads, locks nothing.
+   */
+  private async findCallbacks(keys: Array<{ apiKeyId: string; id: string }>): Promise<Array<CallbackWithAttempts | null>> {
+    const rows = await this.prisma.$queryRaw<Array<CallbackStatusRow & { i: bigint; attemptRows: Array<AttemptRow & { startedAt: string }> }>>`
+      SELECT r.i, c.id, c.batch_id AS "batchId", c.external_id AS "externalId", c.url, c.host, c.method,
+             c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts", c.status, c.attempts,
+             c.next_attempt_at AS "nextAttemptAt", c.last_status_code AS "lastStatusCode", c.last_error AS "lastError",
+             c.created_at AS "createdAt", c.completed_at AS "completedAt",
              COALESCE((
                SELECT json_agg(json_build_object(
                         'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
@@ -46,11 +71,13 @@ export class CallbackRepository {
                         'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
                         'responseHeaders', a.response_headers, 'responseBody', a.response_body) ORDER BY a.number)
                FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"
-      FROM callback c
-      WHERE c.id = ${id}::uuid AND c.api_key_id = ${apiKeyId}::uuid`;
-    const row = rows[0];
-    if (!row) return null;
-    return { ...row, attemptRows: row.attemptRows.map((a) => ({ ...a, startedAt: new Date(a.startedAt) })) };
+      FROM unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.apiKeyId)}::uuid[]) WITH ORDINALITY AS r(id, api_key_id, i)
+      JOIN callback c ON c.id = r.id AND c.api_key_id = r.api_key_id`;
+    const found: Array<CallbackWithAttempts | null> = keys.map(() => null);
+    for (const { i, attemptRows, ...row } of rows) {
+      found[Number(i) - 1] = { ...row, attemptRows: attemptRows.map((a) => ({ ...a, startedAt: new Date(a.startedAt) })) };
+    }
+    return found;
   }
 
   /** A page in id (= creation) order; with batchId served by the batch index, else by (api_key_id, created_at). */

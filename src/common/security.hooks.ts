@@ -21,44 +21,51 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cache-control': 'no-store',
 };
 
+const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS);
+
 const DOCS_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
-/** Registers the security response headers and the JSON depth limit on the Fastify instance. */
+/** Registers the security response headers (and `x-request-id`), the URL guards and the JSON depth limit on the Fastify instance. */
 export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfig): void {
-  fastify.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply) => {
+  // Callback-style hooks (not async): one of each runs on every request, and an
+  // async hook costs a promise and a microtask turn each time.
+  fastify.addHook('onSend', (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    void reply.header('x-request-id', req.id);
     // Swagger UI at /docs ships an inline <style>; everything else stays strict.
     if (req.url.startsWith('/docs') && !reply.hasHeader('content-security-policy')) void reply.header('content-security-policy', DOCS_CSP);
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) {
+    for (const [name, value] of SECURITY_HEADER_LIST) {
       if (!reply.hasHeader(name)) void reply.header(name, value);
     }
+    done(null, payload);
   });
 
   // A NUL decoded from the path or query would reach Postgres text and fail there
   // (500); a repeated query parameter arrives as an array where routes expect a string.
-  fastify.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+  fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (/%00/i.test(req.url)) return refuse(req, reply, 400, 'validation_failed', 'URLs must not contain NUL (%00)');
     const repeated = Object.entries((req.query ?? {}) as Record<string, unknown>).find(([, v]) => Array.isArray(v));
     if (repeated) return refuse(req, reply, 400, 'validation_failed', `query parameter ${JSON.stringify(repeated[0].slice(0, 50))} is given more than once`);
+    done();
   });
 
   // Before Nest's pipes turn the body into DTOs (recursively): the API takes JSON
   // only, and a hostile document nested thousands deep is refused here.
   const limit = config.maxJsonDepth + ENVELOPE_DEPTH;
-  fastify.addHook('preValidation', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (req.body === undefined || !req.url.startsWith('/v1/')) return;
+  fastify.addHook('preValidation', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    if (req.body === undefined || !req.url.startsWith('/v1/')) return done();
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       return refuse(req, reply, 415, 'unsupported_media_type', 'the API takes JSON bodies only (content-type: application/json)');
     }
     if (typeof req.body === 'object' && req.body !== null && jsonDepth(req.body, limit) > limit) {
       return refuse(req, reply, 400, 'validation_failed', `request JSON is nested deeper than ${limit} levels`);
     }
+    done();
   });
 }
 
 const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;|$)/i;
 
-/** Answers from a hook (before Nest's filter exists for this request) with the API's error shape. */
-async function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string): Promise<FastifyReply> {
-  await reply.code(status).header('content-type', 'application/json; charset=utf-8').send({ code, message, requestId: String(req.id) });
-  return reply;
+/** Answers from a hook (before Nest's filter exists for this request) with the API's error shape; the hook then does not call `done`. */
+function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string): void {
+  void reply.code(status).header('content-type', 'application/json; charset=utf-8').send({ code, message, requestId: String(req.id) });
 }

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min,
+  Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, Max, MaxLength, Min,
   ValidateNested,
 } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
@@ -48,9 +48,10 @@ export class CreateBatchDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) @NoNul() label?: string;
 
   @ApiPropertyOptional({ type: CallbackDefaultsDto })
-  @IsOptional() @ValidateNested() @Type(() => CallbackDefaultsDto) defaults?: CallbackDefaultsDto;
+  // @IsObject: on its own, nested validation would take an array here (or in callbacks) and check its items instead.
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => CallbackDefaultsDto) defaults?: CallbackDefaultsDto;
 
   @ApiProperty({ type: [CallbackInputDto] })
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100_000) @ValidateNested({ each: true }) @Type(() => CallbackInputDto)
+  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100_000) @IsObject({ each: true }) @ValidateNested({ each: true }) @Type(() => CallbackInputDto)
   callbacks: CallbackInputDto[];
 }
