@@ -5,6 +5,7 @@
 import { claimScenario } from './claim.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
 import { flatScenario } from './flat.bench.mjs';
+import { hostCapScenario } from './host-cap.bench.mjs';
 import { ingestScenario } from './ingest.bench.mjs';
 import { freshDatabase, main } from './lib/harness.mjs';
 import { latencyScenario } from './latency.bench.mjs';
@@ -15,6 +16,7 @@ import { transportScenario } from './transport.bench.mjs';
 await main(async (server) => [
   ...(await transportScenario()),
   ...(await dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables')),
+  ...(await hostCapScenario(server)),
   ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
   ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),
   ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),
