@@ -1,21 +1,11 @@
-import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pgArray } from '../src/database/pg-array.js';
-import { connect, createTestDatabase } from './support/database.js';
+import { useTestDatabase } from './support/database.js';
 
 describe('pgArray', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: pg.Client;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = await connect(database.url);
-  });
-  afterAll(async () => {
-    await db?.end();
-    await database?.drop();
-  });
+  const test = useTestDatabase();
 
-  const roundTrip = async (literal: string, type: string) => (await db.query(`SELECT $1::${type} AS a`, [literal])).rows[0].a as unknown[];
+  const roundTrip = async (literal: string, type: string) => (await test.db.query(`SELECT $1::${type} AS a`, [literal])).rows[0].a as unknown[];
 
   it('should give Postgres back exactly the strings, whatever characters they hold', async () => {
     const values = ['plain', '', 'NULL', 'null', ' spaced ', 'a,b', '{braces}', '"quoted"', 'back\\slash', '\\"', 'x"\\"y', '\t\r\n', 'é ✓ 💥', '{"json":[1,"two"]}', null];
@@ -30,7 +20,7 @@ describe('pgArray', () => {
   });
 
   it('should carry int[] literals as elements of a text[] to cast one by one (retry delays)', async () => {
-    const { rows } = await db.query(`SELECT d::int[] AS d FROM unnest($1::text[]) AS d`, [pgArray(['{100,200}', null, '{}'])]);
+    const { rows } = await test.db.query(`SELECT d::int[] AS d FROM unnest($1::text[]) AS d`, [pgArray(['{100,200}', null, '{}'])]);
     expect(rows.map((r) => r.d)).toEqual([[100, 200], null, []]);
   });
 });

@@ -1,24 +1,14 @@
-import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StatementCoalescer } from '../src/database/statement.coalescer.js';
-import { connect, createTestDatabase } from './support/database.js';
+import { useTestDatabase } from './support/database.js';
 
 describe(StatementCoalescer.name, () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let db: pg.Client;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = await connect(database.url);
-  });
-  afterAll(async () => {
-    await db?.end();
-    await database?.drop();
-  });
+  const test = useTestDatabase();
 
   /** 100 / x for each input, in one statement; x = 0 fails the whole statement (division by zero). */
   const divider = (groups: number[][]) => async (xs: number[]) => {
     groups.push(xs);
-    const { rows } = await db.query('SELECT 100 / x AS q FROM unnest($1::int[]) WITH ORDINALITY AS u(x, i) ORDER BY i', [xs]);
+    const { rows } = await test.db.query('SELECT 100 / x AS q FROM unnest($1::int[]) WITH ORDINALITY AS u(x, i) ORDER BY i', [xs]);
     return rows.map((r) => r.q as number);
   };
 
