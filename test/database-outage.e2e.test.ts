@@ -6,7 +6,11 @@ import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
 /** A Postgres server of this file's own, stopped and started under a running service. */
-const PORT = Number(process.env.TEST_PG_PORT ?? 54339) + 20;
+// Below Linux's ephemeral range (32768–60999): while Postgres is down the service
+// keeps connecting to this port, and a connect to a port in that range with nothing
+// listening can be given that very port as its source and connect to itself,
+// holding the port so that Postgres cannot listen on it again.
+const PORT = 20_000 + (Number(process.env.TEST_PG_PORT ?? 54339) % 10_000) + 20;
 const DIR = `.data/test-outage-${PORT}`;
 
 describe(`${DispatcherService.name} when Postgres goes away`, () => {
