@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitService } from '../src/auth/rate-limit.service.js';
 import { startTestService, type TestService } from './support/service.js';
 
-type Service = TestService & { dropDatabase: () => Promise<void> };
 
 describe(RateLimitService.name, () => {
-  let service: Service;
+  let service: TestService;
   let other: string;
 
   beforeAll(async () => {
@@ -16,8 +15,7 @@ describe(RateLimitService.name, () => {
     await new Promise((r) => setTimeout(r, 1100));
   });
   afterAll(async () => {
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it('should answer 429 with Retry-After once a key spent its burst, leave other keys alone, and serve again after the wait', async () => {
@@ -60,8 +58,7 @@ describe(RateLimitService.name, () => {
       expect((await limited.api('/v1/batches')).status).toBe(200);
       expect(await wrong()).toBe(401);
     } finally {
-      await limited.stop();
-      await limited.dropDatabase();
+      await limited.dispose();
     }
   });
 
@@ -72,14 +69,13 @@ describe(RateLimitService.name, () => {
 });
 
 describe('security headers and CORS', () => {
-  let service: Service;
+  let service: TestService;
 
   beforeAll(async () => {
     service = await startTestService({ role: 'api' });
   });
   afterAll(async () => {
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it.each([
@@ -128,14 +124,13 @@ describe('security headers and CORS', () => {
 });
 
 describe('request URL guards', () => {
-  let service: Service;
+  let service: TestService;
 
   beforeAll(async () => {
     service = await startTestService({ role: 'api' });
   });
   afterAll(async () => {
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it.each([

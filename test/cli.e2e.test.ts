@@ -14,7 +14,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 type Run = { code: number | null; stdout: string; stderr: string };
 
 describe('callbacks CLI', () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
   let dir: string;
 
@@ -23,9 +23,8 @@ describe('callbacks CLI', () => {
     [service, receiver, dir] = await Promise.all([startTestService(), Receiver.start(), mkdtemp(join(tmpdir(), 'cli-test-'))]);
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

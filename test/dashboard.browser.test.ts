@@ -10,7 +10,7 @@ type Browser = Awaited<ReturnType<typeof openBrowser>>;
 type Call = { callbackId: string; url: string; outcome: string; code: number; startMs: number; endMs: number };
 
 describe(DashboardController.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
   let browser: Browser;
 
@@ -19,9 +19,8 @@ describe(DashboardController.name, () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   async function sendAndWait(callbacks: unknown[], label: string) {

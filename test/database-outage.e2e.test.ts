@@ -15,7 +15,7 @@ const DIR = `.data/test-outage-${PORT}`;
 
 describe(`${DispatcherService.name} when Postgres goes away`, () => {
   let server: EmbeddedDatabase;
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
 
   const count = async (sql: string) => {

@@ -7,14 +7,13 @@ import { startTestService, TEST_KEY, type TestService } from './support/service.
  * receiver: the real demo process, its real sleeps (3, 2, 5, 4, 7, 2, 1, 0 s), ~13 s.
  */
 describe('npm run demo', () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
 
   beforeAll(async () => {
     service = await startTestService();
   });
   afterAll(async () => {
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it('should show the batch taking its slowest call, then the 5 s timeout cutting the 5 s and 7 s calls to code=0', async () => {

@@ -6,7 +6,7 @@ import { startTestService, waitFor, type TestService, jsonOf } from './support/s
 type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
 
 describe(DispatcherService.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
 
   beforeAll(async () => {
@@ -16,9 +16,8 @@ describe(DispatcherService.name, () => {
     receiver.requests.length = 0;
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   async function sendBatch(callbacks: unknown[], extra: Record<string, unknown> = {}) {

@@ -17,7 +17,7 @@ describe(HealthController.name, () => {
 
   it('should be live and ready with every check passing on a working service', async () => {
     const service = await startTestService({ dispatchPollMs: 100 });
-    cleanups.push(service.dropDatabase, service.stop);
+    cleanups.push(service.dispose);
     expect((await service.apiJson('/health/live', { key: null })).status).toBe('ok');
     const res = await service.api('/health/ready', { key: null });
     expect(res.status).toBe(200);
@@ -26,7 +26,7 @@ describe(HealthController.name, () => {
 
   it('should answer 503 naming the worker when the worker loop stops', async () => {
     const service = await startTestService({ dispatchPollMs: 100 });
-    cleanups.push(service.dropDatabase, service.stop);
+    cleanups.push(service.dispose);
     expect((await service.api('/health/ready', { key: null })).status).toBe(200);
     // The loop stops as on SIGTERM; the API keeps answering.
     await service.app.get(DispatcherService).onModuleDestroy();
@@ -42,7 +42,7 @@ describe(HealthController.name, () => {
 
   it('should answer 503 naming a migration the database has not applied', async () => {
     const service = await startTestService({ role: 'api' });
-    cleanups.push(service.dropDatabase, service.stop);
+    cleanups.push(service.dispose);
     const db = await connect(service.databaseUrl);
     try {
       const { rows } = await db.query(`DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING migration_name`);
@@ -58,7 +58,7 @@ describe(HealthController.name, () => {
 
   it('should not check the worker in the API role', async () => {
     const service = await startTestService({ role: 'api' });
-    cleanups.push(service.dropDatabase, service.stop);
+    cleanups.push(service.dispose);
     expect(((await service.apiJson('/health/ready', { key: null })) as Ready).checks).toEqual({ database: { ok: true }, migrations: { ok: true } });
   });
 

@@ -10,7 +10,7 @@ import { startTestService, type TestService, jsonOf } from './support/service.js
  * host's in-flight rows. No worker runs here (ROLE=api): the statements are driven by hand.
  */
 describe(ClaimRepository.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
   let claims: ClaimRepository;
   const A = 'http://127.0.0.1:9';
@@ -23,8 +23,7 @@ describe(ClaimRepository.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   async function batch(urls: string[]): Promise<{ id: string; callbacks: Array<{ id: string }> }> {

@@ -16,7 +16,7 @@ const CALLS = 60;
  * under its row lock); see README "Per-host limits".
  */
 describe(ClaimRepository.name, () => {
-  const services: Array<TestService & { dropDatabase: () => Promise<void> }> = [];
+  const services: Array<TestService> = [];
   let db: pg.Client;
   let drop: () => Promise<void>;
   let receiver: Receiver;

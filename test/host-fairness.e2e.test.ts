@@ -15,7 +15,7 @@ const B_CALLS = 1500;
  * and A never holds more than its cap of the window.
  */
 describe(DispatcherService.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
   let slow: Receiver;
   let fast: Receiver;
@@ -28,10 +28,9 @@ describe(DispatcherService.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
+    await service?.dispose();
     await slow?.close();
     await fast?.close();
-    await service?.dropDatabase();
   });
 
   async function sendBatch(url: string, n: number, query = '', extra: Record<string, unknown> = {}): Promise<string> {

@@ -11,16 +11,15 @@ const COOLDOWN_MS = 600;
 
 /** Per-destination limits end to end: real receivers on distinct 127.0.0.x hosts, one worker. */
 describe(HostLimitsService.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   const receivers: Receiver[] = [];
 
   beforeAll(async () => {
     service = await startTestService({ hostMaxInFlight: 5, hostBreakerFailures: THRESHOLD, hostBreakerCooldownMs: COOLDOWN_MS });
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await Promise.all(receivers.map((r) => r.close()));
-    await service?.dropDatabase();
   });
 
   async function receiver(host: string, maxConcurrent?: number): Promise<Receiver> {

@@ -101,7 +101,7 @@ const request = fc.record({
 });
 
 describe(BatchController.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
 
   beforeAll(async () => {
@@ -110,8 +110,7 @@ describe(BatchController.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it(`should answer ${RUNS} hostile batches with 2xx or 4xx only and store exactly the accepted ones`, async () => {

@@ -7,7 +7,7 @@ import { startTestService, waitFor, type TestService, jsonOf } from './support/s
 
 /** GET /v1/hosts, GET /v1/hosts/:host, PUT /v1/hosts/:host/limits: shape, who may change limits, bad input. */
 describe(HostController.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
   let receiver: Receiver;
   let tenant: { id: string; key: string };
@@ -27,9 +27,8 @@ describe(HostController.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   const hostRow = async () => (await db.query('SELECT max_in_flight, rate_per_sec, limits_updated_by FROM host WHERE host = $1', [receiver.url])).rows[0];

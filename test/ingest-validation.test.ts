@@ -118,7 +118,7 @@ const CASES: Case[] = [
 ];
 
 describe(BatchController.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
 
   beforeAll(async () => {
@@ -128,8 +128,7 @@ describe(BatchController.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   async function stored(): Promise<{ batches: number; callbacks: number }> {

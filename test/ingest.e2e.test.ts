@@ -5,7 +5,7 @@ import { connect } from './support/database.js';
 import { startTestService, type TestService, jsonOf } from './support/service.js';
 
 describe(BatchService.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
 
   beforeAll(async () => {
@@ -14,8 +14,7 @@ describe(BatchService.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   const post = (body: unknown, headers: Record<string, string> = {}, key?: string) =>

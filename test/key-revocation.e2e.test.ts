@@ -8,8 +8,8 @@ import { startTestService, waitFor, type TestService } from './support/service.j
  * stop accepting the key once their entry expires, within those 5 s.
  */
 describe(ApiKeyService.name, () => {
-  let a: TestService & { dropDatabase: () => Promise<void> };
-  let b: TestService & { dropDatabase: () => Promise<void> };
+  let a: TestService;
+  let b: TestService;
 
   beforeAll(async () => {
     a = await startTestService({ role: 'api' });
@@ -17,8 +17,7 @@ describe(ApiKeyService.name, () => {
   });
   afterAll(async () => {
     await b?.stop();
-    await a?.stop();
-    await a?.dropDatabase();
+    await a?.dispose();
   });
 
   it('should refuse a revoked key at once in the revoking process and within 5 s in another one that had it cached', async () => {

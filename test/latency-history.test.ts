@@ -20,7 +20,7 @@ const HOST_B = 'http://b.example:8080';
 const T0 = Date.parse('2026-11-02T10:00:00.000Z');
 
 describe(LatencyController.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
   let keyId: string;
   let otherKey: string;
@@ -68,8 +68,7 @@ describe(LatencyController.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   const range = `from=2026-11-02T10:00:00.000Z&to=2026-11-02T11:00:00.000Z`;
@@ -188,9 +187,8 @@ describe(`${LatencyController.name} end to end`, () => {
       expect(history.items[0].max).toBeGreaterThanOrEqual(150);
       expect(history.items[0].max).toBeLessThan(400);
     } finally {
-      await service.stop();
+      await service.dispose();
       await receiver.close();
-      await service.dropDatabase();
     }
   });
 });

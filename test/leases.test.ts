@@ -10,7 +10,7 @@ import { startTestService, type TestService, jsonOf } from './support/service.js
 
 /** Claim and write-back statements against a real Postgres, with no worker running (ROLE=api). */
 describe(ClaimRepository.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
   let claims: ClaimRepository;
   let outcomes: OutcomeRepository;
@@ -24,8 +24,7 @@ describe(ClaimRepository.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   async function batchOf(n: number, extra: Record<string, unknown> = {}): Promise<string[]> {

@@ -12,7 +12,7 @@ function sample(text: string, series: string): number | undefined {
 const METRICS_TOKEN = 'metrics-token-for-tests-0123';
 
 describe(MetricsController.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
 
   beforeAll(async () => {
@@ -21,9 +21,8 @@ describe(MetricsController.name, () => {
     await receiver.warmUp();
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   const scrape = async () => {
@@ -98,8 +97,7 @@ describe(`${MetricsController.name} (API role)`, () => {
       expect(sample(text, 'callback_due_backlog')).toBe(3);
       expect(sample(text, 'dispatcher_window{state="in_flight"}')).toBe(0);
     } finally {
-      await service.stop();
-      await service.dropDatabase();
+      await service.dispose();
     }
   });
 });

@@ -37,7 +37,7 @@ function registeredRoutes(service: TestService): { documented: string[]; exclude
 }
 
 describe('OpenAPI document', () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let doc: Doc;
 
   beforeAll(async () => {
@@ -47,8 +47,7 @@ describe('OpenAPI document', () => {
     doc = (await res.json()) as Doc;
   });
   afterAll(async () => {
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it('should be a valid OpenAPI 3 document', async () => {

@@ -25,7 +25,7 @@ async function sendOne(api: (p: string, i?: RequestInit & { json?: unknown }) =>
 }
 
 describe(`${HttpTransport.name} phase timings`, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
 
   beforeAll(async () => {
@@ -34,9 +34,8 @@ describe(`${HttpTransport.name} phase timings`, () => {
     await receiver.warmUp();
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   it('should time DNS and connect on a new connection to a hostname, and reuse it with zero phases', async () => {

@@ -7,7 +7,7 @@ import { startTestService, waitFor, type TestService } from './support/service.j
 const H = 3_600_000;
 
 describe(RetentionService.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let db: pg.Client;
   let keyId: string;
 
@@ -48,8 +48,7 @@ describe(RetentionService.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
-    await service?.dropDatabase();
+    await service?.dispose();
   });
 
   it('should purge old finished callbacks with their attempts and empty old batches, and touch nothing else', async () => {
@@ -98,8 +97,7 @@ describe(RetentionService.name, () => {
       expect((await kdb.query('SELECT count(*)::int AS n FROM batch')).rows[0].n).toBe(1);
       await kdb.end();
     } finally {
-      await keepAll.stop();
-      await keepAll.dropDatabase();
+      await keepAll.dispose();
     }
   });
 
@@ -112,8 +110,7 @@ describe(RetentionService.name, () => {
       await waitFor(async () => (await wdb.query('SELECT count(*)::int AS n FROM batch')).rows[0].n === 0, 3000);
       await wdb.end();
     } finally {
-      await worker.stop();
-      await worker.dropDatabase();
+      await worker.dispose();
     }
   });
 });

@@ -4,7 +4,7 @@ import { Receiver, closedPort } from './support/receiver.js';
 import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
 describe(`${CallbackService.name} retries`, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
 
   beforeAll(async () => {
@@ -12,9 +12,8 @@ describe(`${CallbackService.name} retries`, () => {
     receiver = await Receiver.start();
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   async function send(callbacks: unknown[], defaults: Record<string, unknown> = {}) {

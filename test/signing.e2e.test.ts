@@ -15,7 +15,7 @@ function verifies(secret: string, r: ReceivedRequest): boolean {
 }
 
 describe(SigningSecretService.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
 
   beforeAll(async () => {
@@ -23,9 +23,8 @@ describe(SigningSecretService.name, () => {
     receiver = await Receiver.start();
   });
   afterAll(async () => {
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   async function currentSecrets(key?: string): Promise<string[]> {

@@ -3,7 +3,6 @@ import { NetworkPolicy } from '../src/dispatch/transport/network.policy.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
-type Service = TestService & { dropDatabase: () => Promise<void> };
 type Attempt = { number: number; outcome: string; statusCode: number | null; error: string | null };
 type CallbackView = { status: string; attempts: Attempt[] };
 
@@ -20,9 +19,9 @@ describe(NetworkPolicy.name, () => {
     for (const s of started.splice(0).reverse()) await s.close();
   };
 
-  async function service(allowPrivateNetworks: string[]): Promise<Service> {
+  async function service(allowPrivateNetworks: string[]): Promise<TestService> {
     const s = await startTestService({ allowPrivateNetworks, role: 'all' });
-    started.push({ close: async () => (await s.stop(), await s.dropDatabase()) });
+    started.push({ close: s.dispose });
     return s;
   }
   async function receiver(host: string): Promise<Receiver> {
@@ -31,7 +30,7 @@ describe(NetworkPolicy.name, () => {
     return r;
   }
 
-  async function sendAndSettle(s: Service, callbacks: Array<Record<string, unknown>>): Promise<CallbackView[]> {
+  async function sendAndSettle(s: TestService, callbacks: Array<Record<string, unknown>>): Promise<CallbackView[]> {
     const res = await s.api('/v1/batches', { method: 'POST', json: { callbacks } });
     expect(res.status).toBe(202);
     const batch = (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
@@ -40,7 +39,7 @@ describe(NetworkPolicy.name, () => {
   }
 
   describe('with ALLOW_PRIVATE_NETWORKS unset', () => {
-    let s: Service;
+    let s: TestService;
     let loopback: Receiver;
     beforeAll(async () => {
       s = await service([]);
@@ -80,7 +79,7 @@ describe(NetworkPolicy.name, () => {
   });
 
   describe('with ALLOW_PRIVATE_NETWORKS=127.0.0.2/32', () => {
-    let s: Service;
+    let s: TestService;
     let allowed: Receiver;
     let other: Receiver;
     beforeAll(async () => {
@@ -105,7 +104,7 @@ describe(NetworkPolicy.name, () => {
   });
 
   describe('with ALLOW_PRIVATE_NETWORKS=127.0.0.0/8', () => {
-    let s: Service;
+    let s: TestService;
     let first: Receiver;
     let target: Receiver;
     beforeAll(async () => {

@@ -11,7 +11,7 @@ import { startTestService, waitFor, type TestService } from './support/service.j
  * resource does not exist for it (404), and key secrets are shown once.
  */
 describe(ApiKeyGuard.name, () => {
-  let service: TestService & { dropDatabase: () => Promise<void> };
+  let service: TestService;
   let receiver: Receiver;
   let db: pg.Client;
   let other: { id: string; key: string };
@@ -32,9 +32,8 @@ describe(ApiKeyGuard.name, () => {
   });
   afterAll(async () => {
     await db?.end();
-    await service?.stop();
+    await service?.dispose();
     await receiver?.close();
-    await service?.dropDatabase();
   });
 
   const host = () => encodeURIComponent(destination);

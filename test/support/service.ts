@@ -11,6 +11,10 @@ export interface TestService extends RunningService {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   apiJson: (path: string, init?: RequestInit & { json?: unknown; key?: string | null }) => Promise<any>;
   stop: () => Promise<void>;
+  /** Drops the database the service was started on, if this made it (not one passed in). */
+  dropDatabase: () => Promise<void>;
+  /** `stop`, then `dropDatabase`: the whole teardown of a test's service. */
+  dispose: () => Promise<void>;
 }
 
 export const TEST_KEY = 'cbk_test_admin_key_0123456789abcdef';
@@ -19,7 +23,7 @@ export const TEST_KEY = 'cbk_test_admin_key_0123456789abcdef';
  * The whole service in-process on a fresh database clone, with loopback allowed as
  * a destination (test receivers live on 127.0.0.x) and quiet logs.
  */
-export async function startTestService(overrides: Partial<AppConfig> = {}, databaseUrl?: string): Promise<TestService & { dropDatabase: () => Promise<void> }> {
+export async function startTestService(overrides: Partial<AppConfig> = {}, databaseUrl?: string): Promise<TestService> {
   const db = databaseUrl ? { url: databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const config = loadConfig({}, {
     port: 0,
@@ -38,7 +42,11 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
     return fetch(`${service.url}${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
   };
   const apiJson: TestService['apiJson'] = async (path, init) => (await api(path, init)).json();
-  return { ...service, key: TEST_KEY, api, apiJson, stop: service.close, dropDatabase: db.drop };
+  const dispose = async () => {
+    await service.close();
+    await db.drop();
+  };
+  return { ...service, key: TEST_KEY, api, apiJson, stop: service.close, dropDatabase: db.drop, dispose };
 }
 
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
