@@ -3,6 +3,7 @@ import pg from 'pg';
 import { AppConfig } from '../config/app.config.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { DATABASE_URL } from './prisma.service.js';
+import { statementNamer } from './statement.names.js';
 
 /** Connections for the claim and the write-back of one worker process. */
 const POOL_SIZE = 6;
@@ -43,6 +44,8 @@ export const dispatchSessionOptions = (config: Pick<AppConfig, 'dispatchSynchron
 @Injectable()
 export class DispatchDatabase implements OnApplicationShutdown {
   private readonly pool: pg.Pool;
+  /** Prepared by name, as the API's statements are (statement.names.ts): the claim plans in ~1 ms. */
+  private readonly nameOf = statementNamer('dispatch');
 
   constructor(@Inject(DATABASE_URL) databaseUrl: string, config: AppConfig) {
     const options = dispatchSessionOptions(config);
@@ -54,14 +57,17 @@ export class DispatchDatabase implements OnApplicationShutdown {
 
   /** Runs one statement and returns its rows. */
   async query<T>(statement: Prisma.Sql): Promise<T[]> {
-    const result = await this.pool.query(statement.text, statement.values);
-    return result.rows as T[];
+    return (await this.run(statement)).rows as T[];
   }
 
   /** Runs one statement and returns how many rows it changed. */
   async execute(statement: Prisma.Sql): Promise<number> {
-    const result = await this.pool.query(statement.text, statement.values);
-    return result.rowCount ?? 0;
+    return (await this.run(statement)).rowCount ?? 0;
+  }
+
+  private run(statement: Prisma.Sql): Promise<pg.QueryResult> {
+    const name = this.nameOf({ sql: statement.text }) || undefined;
+    return this.pool.query({ name, text: statement.text, values: statement.values });
   }
 
   /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */
