@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Agent, Dispatcher } from 'undici';
 import { TIMEOUT_CODE } from '../outcome.policy.js';
 import { CONNECT_TIMINGS, type ConnectTimings, type TimedSocket } from './connector.js';
+import { SettleQueue } from './settle.queue.js';
 
 /** Where one call's time went, milliseconds from its start. */
 export interface CallTrace {
@@ -23,6 +24,9 @@ export interface TracedRequestConfig {
 
 /** A body larger than this is not drained: the connection is closed instead. */
 const MAX_DRAIN_BYTES = 1 << 20;
+
+/** Calls are timed as their answers are read, and settled a slice per turn (see SettleQueue). */
+const settling = new SettleQueue();
 
 /** Raw clock readings of one call (performance.now()), filled in as it goes. */
 interface CallClock {
@@ -178,15 +182,15 @@ class Call implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
-    const end = performance.now();
-    this.resolve({
+    const response: AxiosResponse = {
       status: this.status,
       statusText: '',
       headers: this.headers as AxiosResponse['headers'],
       data: snippetText(this.kept),
       config: this.config,
-      request: toTrace(this.clock, this.headersAt, end),
-    });
+      request: toTrace(this.clock, this.headersAt, performance.now()),
+    };
+    settling.push(() => this.resolve(response));
   }
 
   onResponseError(_c: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -195,7 +199,8 @@ class Call implements Dispatcher.DispatchHandler {
     clearTimeout(this.timer);
     const trace = toTrace(this.clock, undefined, performance.now(), this.timedOut);
     const code = (error as { code?: string }).code;
-    this.reject(new AxiosError(error.message || code || 'request failed', code, this.config, trace));
+    const failure = new AxiosError(error.message || code || 'request failed', code, this.config, trace);
+    settling.push(() => this.reject(failure));
   }
 }
 
