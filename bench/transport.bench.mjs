@@ -57,6 +57,7 @@ export async function transportScenario() {
     return [
       row(`send path only: HttpService + undici adapter, window ${WINDOW} (no database)`, service, 'calls/s', { baseline: bare.perSecond }),
       row('  recorded duration − receiver-side time, p50 (send path alone, full load)', percentile(errors, 50), 'ms', { higherIsBetter: false }),
+      row('  p99 of the same', percentile(errors, 99), 'ms', { higherIsBetter: false }),
     ];
   } finally {
     await transport.onApplicationShutdown();
