@@ -3,7 +3,8 @@
 // `workerData.hosts` (127.0.0.x) and answers each request once its body is read:
 //   ?sleep=MS   answer after MS
 // It counts requests and keeps, per webhook-id, how long it held the request by its
-// own clock (headers in → response flushed) and when it arrived (epoch ms). Records
+// own clock (headers in → response flushed) and when it arrived (epoch ms), and since
+// the last reset when the first and the last request arrived and the last left. Records
 // are kept here and handed over only on request, so reporting costs nothing while
 // load is running.
 import http from 'node:http';
@@ -14,6 +15,10 @@ const now = () => performance.timeOrigin + performance.now();
 let count = 0;
 let active = 0;
 let maxActive = 0;
+/** Epoch ms since the last reset: first and last arrival, last answer flushed. */
+let firstArrivedAt = 0;
+let lastArrivedAt = 0;
+let lastAnsweredAt = 0;
 let ids = [];
 let arrived = [];
 let handled = [];
@@ -21,6 +26,8 @@ let watchers = [];
 
 function onRequest(req, res) {
   const at = now();
+  firstArrivedAt ||= at;
+  lastArrivedAt = at;
   active++;
   if (active > maxActive) maxActive = active;
   const q = req.url.indexOf('sleep=');
@@ -35,6 +42,7 @@ function onRequest(req, res) {
     else answer();
   });
   res.on('finish', () => {
+    lastAnsweredAt = now();
     active--;
     count++;
     if (record) {
@@ -61,7 +69,7 @@ for (const host of hosts) {
 }
 
 parentPort.on('message', (m) => {
-  if (m.type === 'stats') parentPort.postMessage({ type: 'stats', token: m.token, count, maxActive });
+  if (m.type === 'stats') parentPort.postMessage({ type: 'stats', token: m.token, count, maxActive, firstArrivedAt, lastArrivedAt, lastAnsweredAt });
   else if (m.type === 'records') {
     parentPort.postMessage({ type: 'records', token: m.token, ids, arrived, handled });
     ids = [];
@@ -70,6 +78,7 @@ parentPort.on('message', (m) => {
   } else if (m.type === 'reset') {
     count = 0;
     maxActive = 0;
+    firstArrivedAt = lastArrivedAt = lastAnsweredAt = 0;
     ids = [];
     arrived = [];
     handled = [];

@@ -37,7 +37,7 @@ export class AppConfig {
   @IsInt() @Min(10) hostBreakerCooldownMs = 30_000;
   /** HOST_RECHECK_MS: when due callbacks wait only for busy, paused or rate-limited hosts, look again after this (50 ms). */
   @IsInt() @Min(1) @Max(10000) hostRecheckMs = 50;
-  /** DISPATCH_CLAIM_BATCH: most rows one claim statement takes (500). */
+  /** DISPATCH_CLAIM_BATCH: most rows one claim statement takes (500); claims ramp up to it (claim.policy.ts). */
   @IsInt() @Min(1) @Max(10000) dispatchClaimBatch = 500;
   /** DISPATCH_LEASE_MARGIN_MS: lease = callback timeout + this margin (30000 ms). */
   @IsInt() @Min(1000) dispatchLeaseMarginMs = 30_000;

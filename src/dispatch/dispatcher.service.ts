@@ -7,6 +7,7 @@ import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { NotifyListener } from '../database/notify.listener.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
+import { claimLimit } from './claim.policy.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { HostLimitsService } from './host-limits.service.js';
 import { HostQueues } from './host.queues.js';
@@ -139,10 +140,14 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     try {
       do {
         this.claimAgain = false;
-        const room = this.config.dispatchConcurrency * 2 - this.sending.size - this.queues.queued;
-        const limit = Math.min(room, this.config.dispatchClaimBatch);
-        this.claimWhenRoom = limit < Math.max(1, Math.floor(this.config.dispatchConcurrency / 10)) && this.sending.size > 0;
-        if (this.claimWhenRoom || limit <= 0) break;
+        const { limit, waitForRoom } = claimLimit({
+          concurrency: this.config.dispatchConcurrency,
+          claimBatch: this.config.dispatchClaimBatch,
+          held: this.sending.size + this.queues.queued,
+          sending: this.sending.size,
+        });
+        this.claimWhenRoom = waitForRoom;
+        if (limit === 0) break;
         const rows = await this.metrics.timeClaim(() => this.claims.claimDue(this.owner, limit, this.config.dispatchLeaseMarginMs, this.queues.fullHosts()));
         this.lastHealthyAt = Date.now();
         if (rows.length > 0) await this.enqueue(rows);

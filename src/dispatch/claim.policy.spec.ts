@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { FIRST_CLAIM_ROWS, claimLimit } from './claim.policy.js';
+
+describe('claim.policy', () => {
+  it.each([
+    // window 10,000, claim batch 10,000: claims double from an idle start
+    [{ concurrency: 10_000, claimBatch: 10_000, held: 0, sending: 0 }, FIRST_CLAIM_ROWS, false],
+    [{ concurrency: 10_000, claimBatch: 10_000, held: 256, sending: 200 }, 256, false],
+    [{ concurrency: 10_000, claimBatch: 10_000, held: 512, sending: 512 }, 512, false],
+    [{ concurrency: 10_000, claimBatch: 10_000, held: 4_096, sending: 4_000 }, 4_096, false],
+    [{ concurrency: 10_000, claimBatch: 10_000, held: 8_192, sending: 8_192 }, 8_192, false],
+    // … up to the claim batch, and to the room left in twice the window
+    [{ concurrency: 10_000, claimBatch: 5_000, held: 8_192, sending: 8_192 }, 5_000, false],
+    [{ concurrency: 10_000, claimBatch: 10_000, held: 16_000, sending: 10_000 }, 4_000, false],
+    // default settings: the claim batch is the limit, as before
+    [{ concurrency: 200, claimBatch: 500, held: 0, sending: 0 }, FIRST_CLAIM_ROWS, false],
+    [{ concurrency: 200, claimBatch: 500, held: 150, sending: 150 }, 250, false],
+    [{ concurrency: 200, claimBatch: 500, held: 300, sending: 200 }, 100, false],
+    // a tiny window: never more than its room
+    [{ concurrency: 1, claimBatch: 500, held: 0, sending: 0 }, 2, false],
+  ])('should take %o → %i rows', (room, limit, waitForRoom) => {
+    expect(claimLimit(room)).toEqual({ limit, waitForRoom });
+  });
+
+  it('should wait for a finished call when the room left is under a tenth of the window', () => {
+    expect(claimLimit({ concurrency: 200, claimBatch: 500, held: 385, sending: 200 })).toEqual({ limit: 0, waitForRoom: true });
+    // … but not when nothing is in flight that could finish
+    expect(claimLimit({ concurrency: 200, claimBatch: 500, held: 385, sending: 0 })).toEqual({ limit: 15, waitForRoom: false });
+  });
+
+  it('should claim nothing when the window and its waiting room are full', () => {
+    expect(claimLimit({ concurrency: 200, claimBatch: 500, held: 400, sending: 0 })).toEqual({ limit: 0, waitForRoom: false });
+  });
+});
