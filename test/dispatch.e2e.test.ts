@@ -53,6 +53,9 @@ describe(DispatcherService.name, () => {
       expect(attempts).toHaveLength(1);
       expect(attempts[0].statusCode).toBe(200);
       expect(Math.abs(attempts[0].durationMs - sleeps[i])).toBeLessThanOrEqual(50);
+      // The API's one time format (as Date#toISOString writes it), not Postgres's JSON one (microseconds, +00:00).
+      expect(attempts[0].startedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Date.parse(attempts[0].startedAt)).toBeGreaterThanOrEqual(Date.parse(done.createdAt));
     }
   });
 

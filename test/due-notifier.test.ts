@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
+import { ApiDatabase } from '../src/database/api-database.js';
 import { DueNotifier } from '../src/database/due.notifier.js';
 import { DUE_CHANNEL } from '../src/database/notify.listener.js';
 import { PrismaService } from '../src/database/prisma.service.js';
@@ -9,12 +10,14 @@ import { waitFor } from './support/service.js';
 describe(DueNotifier.name, () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   let prisma: PrismaService;
+  let api: ApiDatabase;
   let listener: pg.Client;
   let received = 0;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     prisma = new PrismaService(db.url);
+    api = new ApiDatabase(prisma);
     listener = await connect(db.url);
     listener.on('notification', (n) => {
       if (n.channel === DUE_CHANNEL) received++;
@@ -24,13 +27,13 @@ describe(DueNotifier.name, () => {
 
   afterAll(async () => {
     await listener.end();
-    await prisma.$disconnect();
+    await prisma.onApplicationShutdown();
     await db.drop();
   });
 
   it('should coalesce a burst of requests into one NOTIFY now and exactly one after it', async () => {
     received = 0;
-    const notifier = new DueNotifier(prisma);
+    const notifier = new DueNotifier(api);
     for (let i = 0; i < 100; i++) notifier.notifyDue();
     await notifier.settled();
     await waitFor(() => received >= 2, 5_000, 10);
@@ -40,7 +43,7 @@ describe(DueNotifier.name, () => {
 
   it('should notify again for a request made after the previous NOTIFY went out', async () => {
     received = 0;
-    const notifier = new DueNotifier(prisma);
+    const notifier = new DueNotifier(api);
     notifier.notifyDue();
     await notifier.settled();
     await waitFor(() => received >= 1, 5_000, 10);

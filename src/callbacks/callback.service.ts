@@ -69,7 +69,7 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
 export function toAttemptView(a: AttemptRow) {
   return {
     number: a.number,
-    startedAt: a.startedAt.toISOString(),
+    startedAt: new Date(a.startedAt).toISOString(), // the API's one time format (milliseconds, Z)
     durationMs: a.durationMs,
     statusCode: a.statusCode,
     outcome: a.outcome,

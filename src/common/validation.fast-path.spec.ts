@@ -4,7 +4,7 @@ import { validateSync } from 'class-validator';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CreateBatchDto } from '../batches/dto/create-batch.dto.js';
-import { passesAllRules } from './validation.fast-path.js';
+import { isPlainJson, passesAllRules } from './validation.fast-path.js';
 
 /** The options the API's ValidationPipe validates with (validation.pipe.ts). */
 const OPTIONS = { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true, stopAtFirstError: true };
@@ -70,5 +70,25 @@ describe('passesAllRules', () => {
     expect(passesAllRules(instance(valid), { ...OPTIONS, groups: ['a'] })).toBe(false);
     expect(passesAllRules(instance(valid), { ...OPTIONS, forbidNonWhitelisted: false })).toBe(false);
     expect(passesAllRules(instance(valid), { ...OPTIONS, skipMissingProperties: true })).toBe(false);
+  });
+});
+
+describe('isPlainJson', () => {
+  it('should accept what JSON.parse makes', () => {
+    expect(isPlainJson(JSON.parse('{"a":[1,"x",null,true,{"b":{}}],"c":-1.5}'))).toBe(true);
+    expect(isPlainJson(JSON.parse('"x"'))).toBe(true);
+  });
+
+  it.each<[string, unknown]>([
+    ['a "__proto__" key', JSON.parse('{"a":{"__proto__":{"x":1}}}')],
+    ['a "prototype" key', { a: [{ prototype: 1 }] }],
+    ['a "constructor" key', { constructor: 'x' }],
+    ['a sparse array', { a: [1, , 3] }],
+    ['a binary value', { a: Buffer.from('x') }],
+    ['a class instance', { a: new Date() }],
+    ['undefined', { a: undefined }],
+    ['an object without prototype', { a: Object.create(null) }],
+  ])('should refuse %s', (_name, value) => {
+    expect(isPlainJson(value)).toBe(false);
   });
 });

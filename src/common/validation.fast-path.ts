@@ -105,3 +105,34 @@ function compile(target: Function): ClassRules {
   }
   return { properties: [...byName.values()], names: new Set(byName.keys()) };
 }
+
+/** Keys that Nest's ValidationPipe deletes wherever they are (prototype pollution). */
+const PROTO_KEYS = ['__proto__', 'prototype', 'constructor'];
+
+/**
+ * True when `value` is made only of what `JSON.parse` makes: objects with
+ * Object.prototype and none of the keys `__proto__`, `prototype` or `constructor`,
+ * dense arrays, strings, numbers, booleans and null. Such a value has no sparse
+ * array, prototype key or binary value for Nest's ValidationPipe to fix or refuse.
+ * Iterative, so depth cannot overflow the stack.
+ */
+export function isPlainJson(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node === 'string' || typeof node === 'number' || typeof node === 'boolean') continue;
+    if (typeof node !== 'object') return false;
+    if (Array.isArray(node)) {
+      if (Object.getPrototypeOf(node) !== Array.prototype) return false;
+      for (let i = 0; i < node.length; i++) {
+        if (!(i in node)) return false;
+        stack.push(node[i]);
+      }
+      continue;
+    }
+    if (Object.getPrototypeOf(node) !== Object.prototype) return false;
+    for (const key of PROTO_KEYS) if (Object.hasOwn(node, key)) return false;
+    for (const key in node) stack.push((node as Record<string, unknown>)[key]);
+  }
+  return true;
+}

@@ -1,21 +1,17 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
 import { AppConfig } from '../config/app.config.js';
-import type { Prisma } from '../generated/prisma/client.js';
+import { PgStatements } from './pg.statements.js';
 import { DATABASE_URL } from './prisma.service.js';
-import { statementNamer } from './statement.names.js';
 
 /** Connections for the claim and the write-back of one worker process. */
 const POOL_SIZE = 6;
 
 /**
  * The dispatcher's own connections, for its statements only (claim, write-back,
- * release, reaper, batch completion). Statements are written as `Prisma.sql`
- * templates, like every other repository's, but run on a plain `pg` pool (the
- * driver under Prisma's adapter): these run thousands of times a second, and
- * Prisma's raw-query path serialises every parameter to JSON and parses it back
- * before handing it to the same driver, which measured 8% of a worker's CPU at
- * full load (a write-back carries ~100 KB of parameters).
+ * release, reaper, batch completion), run past Prisma (PgStatements): these run
+ * thousands of times a second, and Prisma's raw-query path measured 8% of a
+ * worker's CPU at full load (a write-back carries ~100 KB of parameters).
  *
  * The connections differ from the API's in these session settings:
  *
@@ -42,32 +38,14 @@ export const dispatchSessionOptions = (config: Pick<AppConfig, 'dispatchSynchron
   `-c enable_bitmapscan=off -c random_page_cost=1.1 -c synchronous_commit=${config.dispatchSynchronousCommit}`;
 
 @Injectable()
-export class DispatchDatabase implements OnApplicationShutdown {
-  private readonly pool: pg.Pool;
-  /** Prepared by name, as the API's statements are (statement.names.ts): the claim plans in ~1 ms. */
-  private readonly nameOf = statementNamer('dispatch');
-
+export class DispatchDatabase extends PgStatements implements OnApplicationShutdown {
   constructor(@Inject(DATABASE_URL) databaseUrl: string, config: AppConfig) {
     const options = dispatchSessionOptions(config);
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options });
+    // Prepared by name, as the API's statements are (statement.names.ts): the claim plans in ~1 ms.
+    super(new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options }), 'dispatch');
     // A connection cut while idle (database restart) is dropped from the pool; the
     // next statement opens a new one, or fails and is retried by the dispatcher.
     this.pool.on('error', () => undefined);
-  }
-
-  /** Runs one statement and returns its rows. */
-  async query<T>(statement: Prisma.Sql): Promise<T[]> {
-    return (await this.run(statement)).rows as T[];
-  }
-
-  /** Runs one statement and returns how many rows it changed. */
-  async execute(statement: Prisma.Sql): Promise<number> {
-    return (await this.run(statement)).rowCount ?? 0;
-  }
-
-  private run(statement: Prisma.Sql): Promise<pg.QueryResult> {
-    const name = this.nameOf({ sql: statement.text }) || undefined;
-    return this.pool.query({ name, text: statement.text, values: statement.values });
   }
 
   /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DUE_CHANNEL } from './notify.listener.js';
-import { PrismaService } from './prisma.service.js';
+import { Prisma } from '../generated/prisma/client.js';
+import { ApiDatabase } from './api-database.js';
 
 /**
  * Sends the "work is due" NOTIFY after an ingest committed, coalesced: while one
@@ -15,7 +16,7 @@ export class DueNotifier {
   private sending?: Promise<void>;
   private again = false;
 
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: ApiDatabase) {}
 
   notifyDue(): void {
     if (this.sending) {
@@ -38,7 +39,7 @@ export class DueNotifier {
 
   private async send(): Promise<void> {
     try {
-      await this.prisma.$executeRaw`SELECT pg_notify(${DUE_CHANNEL}, '')`;
+      await this.db.execute(Prisma.sql`SELECT pg_notify(${DUE_CHANNEL}, '')`);
     } catch {
       // The workers' heartbeat finds the work anyway.
     }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { statementNamer } from './statement.names.js';
 
@@ -8,17 +9,27 @@ export const DATABASE_URL = Symbol('DATABASE_URL');
 /** Connections in the pool shared by the API and the dispatcher of one process. */
 const POOL_SIZE = 20;
 
-/** The one Prisma client of the process. Only repositories use it. */
+/**
+ * The one Prisma client of the process. Only repositories use it. Its connection
+ * pool is made here and also serves the API's hot-path statements, which run past
+ * Prisma on the same connections (ApiDatabase).
+ */
 @Injectable()
 export class PrismaService extends PrismaClient implements OnApplicationShutdown {
+  readonly pool: pg.Pool;
+
   constructor(@Inject(DATABASE_URL) databaseUrl: string) {
-    super({
-      adapter: new PrismaPg({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000 }, { statementNameGenerator: statementNamer('prisma') }),
-    });
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000 });
+    super({ adapter: new PrismaPg(pool, { statementNameGenerator: statementNamer('prisma') }) });
+    this.pool = pool;
+    // A connection cut while idle (database restart) is dropped from the pool; the
+    // next statement opens a new one, or fails with 503.
+    this.pool.on('error', () => undefined);
   }
 
   /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */
   async onApplicationShutdown(): Promise<void> {
     await this.$disconnect();
+    await this.pool.end();
   }
 }
