@@ -182,13 +182,14 @@ class Call implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
+    const end = performance.now();
     const response: AxiosResponse = {
       status: this.status,
       statusText: '',
       headers: this.headers as AxiosResponse['headers'],
       data: snippetText(this.kept),
       config: this.config,
-      request: toTrace(this.clock, this.headersAt, performance.now()),
+      request: toTrace(this.clock, this.headersAt, end),
     };
     settling.push(() => this.resolve(response));
   }
