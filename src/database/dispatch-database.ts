@@ -1,7 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import pg from 'pg';
 import { AppConfig } from '../config/app.config.js';
-import { PgStatements } from './pg.statements.js';
+import { openPool, PgStatements } from './pg.statements.js';
 import { DATABASE_URL } from './prisma.service.js';
 
 /** Connections for the claim and the write-back of one worker process. */
@@ -40,12 +39,8 @@ export const dispatchSessionOptions = (config: Pick<AppConfig, 'dispatchSynchron
 @Injectable()
 export class DispatchDatabase extends PgStatements implements OnApplicationShutdown {
   constructor(@Inject(DATABASE_URL) databaseUrl: string, config: AppConfig) {
-    const options = dispatchSessionOptions(config);
     // Prepared by name, as the API's statements are (statement.names.ts): the claim plans in ~1 ms.
-    super(new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000, options }), 'dispatch');
-    // A connection cut while idle (database restart) is dropped from the pool; the
-    // next statement opens a new one, or fails and is retried by the dispatcher.
-    this.pool.on('error', () => undefined);
+    super(openPool(databaseUrl, POOL_SIZE, dispatchSessionOptions(config)), 'dispatch');
   }
 
   /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */

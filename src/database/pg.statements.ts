@@ -1,6 +1,20 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { Prisma } from '../generated/prisma/client.js';
 import { statementNamer } from './statement.names.js';
+
+/** How long a statement waits for a free connection before it fails (as "database unavailable"). */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * A connection pool of the service. A connection cut while idle (database restart)
+ * is dropped from the pool; the next statement opens a new one, or fails and is
+ * answered 503 (API) or retried (dispatcher). `options` are session settings.
+ */
+export function openPool(databaseUrl: string, max: number, options?: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, options });
+  pool.on('error', () => undefined);
+  return pool;
+}
 
 /**
  * Hot-path statements, written as `Prisma.sql` templates like every other

@@ -1,7 +1,8 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
-import pg from 'pg';
+import type pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { openPool } from './pg.statements.js';
 import { statementNamer } from './statement.names.js';
 
 export const DATABASE_URL = Symbol('DATABASE_URL');
@@ -19,12 +20,9 @@ export class PrismaService extends PrismaClient implements OnApplicationShutdown
   readonly pool: pg.Pool;
 
   constructor(@Inject(DATABASE_URL) databaseUrl: string) {
-    const pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE, connectionTimeoutMillis: 5000 });
+    const pool = openPool(databaseUrl, POOL_SIZE);
     super({ adapter: new PrismaPg(pool, { statementNameGenerator: statementNamer('prisma') }) });
     this.pool = pool;
-    // A connection cut while idle (database restart) is dropped from the pool; the
-    // next statement opens a new one, or fails with 503.
-    this.pool.on('error', () => undefined);
   }
 
   /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */
