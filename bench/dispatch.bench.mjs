@@ -2,6 +2,7 @@
 // against a bare undici rolling window to the same receiver in the same run. Also
 // checks that recorded durations match the receiver's own clock under that load.
 //   node bench/dispatch.bench.mjs            (BENCH_N, BENCH_WINDOW to change the size, BENCH_ROUNDS the turns)
+import { postgresCpuMs, processCpuMs, withCpu } from './lib/cpu.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { connect, freshDatabase, main, median, percentile, row, startService, waitUntil } from './lib/harness.mjs';
 import { benchKeyId, openCount, seedDue } from './lib/seed.mjs';
@@ -64,15 +65,26 @@ export async function dispatchScenario(databaseUrl, label, { n = N, window = WIN
     // compared, so a burst of other work on the machine hits both alike.
     const baselines = [baseline.perSecond];
     const runs = [];
+    const cpu = [];
+    const backendPid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const meters = { service: () => processCpuMs(service.pid), postgres: () => postgresCpuMs(backendPid) };
     for (let round = 0; round < ROUNDS; round++) {
       if (round > 0) baselines.push((await undiciWindow({ urls: target, total: n, window })).perSecond);
       await receiver.reset();
-      runs.push(await timeDispatch(db, receiver, n));
+      const { result, cpuMs } = await withCpu(meters, () => timeDispatch(db, receiver, n));
+      runs.push(result);
+      cpu.push(cpuMs);
     }
     const perSecond = median(runs.map((r) => r.perSecond));
     const rounds = ROUNDS > 1 ? `, median of ${ROUNDS}` : '';
     const rows = [row(`dispatch ${label}: ${n.toLocaleString('en-US')} due rows → sent → persisted (window ${window}${rounds})`, perSecond, 'calls/s', { baseline: median(baselines), target: 5000 })];
     rows.push(row(`  same, as a share of bare undici window ${window}`, perSecond / median(baselines), '×', { target: 0.6 }));
+    // Where the two cores go: the service, Postgres and the receiver share them, and
+    // calls/s is at most 2 s of CPU over their three costs per call. Postgres's share
+    // covers the whole round: storing the rows, claims, write-backs, WAL, autovacuum,
+    // and this bench's own polling.
+    rows.push(row('  service CPU per call (all its threads)', median(cpu.map((c) => (c.service * 1000) / n)), 'µs', { higherIsBetter: false }));
+    rows.push(row('  Postgres CPU per call (from storing the row to its write-back)', median(cpu.map((c) => (c.postgres * 1000) / n)), 'µs', { higherIsBetter: false }));
     if (accuracy) {
       // In the saturated run above, requests also queue in the receiver's own thread
       // before it sees them (it answers in microseconds, so it is the bottleneck's

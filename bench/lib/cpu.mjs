@@ -1,0 +1,52 @@
+// CPU time spent by the processes under test, read from /proc (Linux): a figure per
+// call that, unlike calls per second, hardly moves when the rest of the machine is busy.
+import { readdirSync, readFileSync } from 'node:fs';
+
+const TICKS_PER_MS = 100 / 1000; // USER_HZ is 100 on Linux
+
+/**
+ * `pid`'s parent, its CPU ms (utime + stime) and that of its children it has reaped
+ * (cutime + cstime); undefined once it has exited.
+ */
+function stat(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const ticks = (i) => Number(fields[i]);
+    return { ppid: ticks(1), ms: (ticks(11) + ticks(12)) / TICKS_PER_MS, reapedMs: (ticks(13) + ticks(14)) / TICKS_PER_MS };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU milliseconds used so far by process `pid` (all its threads). */
+export function processCpuMs(pid) {
+  return stat(pid)?.ms ?? Number.NaN;
+}
+
+/**
+ * CPU milliseconds used so far by a Postgres server: its postmaster, every process
+ * it forked that still runs (connections, WAL writer, checkpointer…), and those that
+ * exited (autovacuum workers, closed connections), which the postmaster has reaped.
+ * `backendPid` is any backend of that server (`SELECT pg_backend_pid()`).
+ */
+export function postgresCpuMs(backendPid) {
+  const postmasterPid = stat(backendPid)?.ppid;
+  const postmaster = postmasterPid === undefined ? undefined : stat(postmasterPid);
+  if (!postmaster) return Number.NaN;
+  let total = postmaster.ms + postmaster.reapedMs;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const s = stat(entry);
+    if (s?.ppid === postmasterPid) total += s.ms;
+  }
+  return total;
+}
+
+/** Runs `fn` and returns its result with the CPU ms each of `meters` used meanwhile. */
+export async function withCpu(meters, fn) {
+  const before = Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read()]));
+  const result = await fn();
+  const cpuMs = Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read() - before[k]]));
+  return { result, cpuMs };
+}
