@@ -12,7 +12,8 @@ const CALLS = 400;
  * host's slots writes back when the host's calls are all done (or 2 ms after the
  * first of them), not at the first one: each write-back and claim then moves a
  * whole cap's worth of rows. Writing back at the first finished call split every
- * cycle into ~10-row write-backs and claims, and halved the host's throughput.
+ * cycle into ~10-row write-backs and claims (~2,260 calls/s against ~2,900 on the
+ * bench machine).
  */
 describe(DispatcherService.name, () => {
   let service: TestService;

@@ -1,5 +1,5 @@
-// CPU time spent by the processes under test, read from /proc (Linux): a figure per
-// call that, unlike calls per second, hardly moves when the rest of the machine is busy.
+// CPU time spent by the processes under test, read from /proc (Linux): what each
+// call costs each of them, to see where the machine's cores go.
 import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_MS = 100 / 1000; // USER_HZ is 100 on Linux

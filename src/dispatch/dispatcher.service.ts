@@ -210,7 +210,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     // written): slots come free only when written back (which wakes the claim). Write
     // when the host's last call is done, so one write-back and one claim move a whole
     // cap's worth; writing at the first finished call split each cycle into pieces
-    // of ~10 rows at cap 20 (two statements each), and halved the host's throughput.
+    // of ~10 rows at cap 20 (two statements each): ~2,260 calls/s against ~2,900.
     const sendingToHost = this.queues.inFlight(row.host);
     const held = sendingToHost + this.queues.queuedFor(row.host) + this.writer.pendingFor(row.host);
     if (held >= this.hostLimits.capFor(row.host)) {
