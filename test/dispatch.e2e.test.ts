@@ -76,6 +76,24 @@ describe(DispatcherService.name, () => {
     expect(slower.attempts[0].durationMs).toBeLessThan(200);
   });
 
+  it('should record exactly its timeoutMs for a timed-out call even when the event loop was busy past it', async () => {
+    const hanging = await Receiver.start({ host: '127.0.0.5' });
+    try {
+      const batch = await sendBatch([{ url: `${hanging.url}/hang?hang=1`, timeoutMs: 300, maxAttempts: 1 }]);
+      await waitFor(() => hanging.maxActive >= 1, 5000, 5); // the call is at the receiver
+      // Holds the service's event loop (it runs in this process) well past the timeout:
+      // the timer fires ~400 ms late; that delay is ours, not the receiver's.
+      const until = performance.now() + 400;
+      while (performance.now() < until);
+      await waitDone(batch.id);
+      const { attempts } = await attemptsOf(batch.callbacks[0].id);
+      expect(attempts[0].outcome).toBe('timeout');
+      expect(attempts[0].durationMs).toBeCloseTo(300, 1);
+    } finally {
+      await hanging.close();
+    }
+  });
+
   it('should record a refused connection as connect_error promptly', async () => {
     const port = await closedPort();
     const started = Date.now();

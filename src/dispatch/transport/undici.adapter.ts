@@ -125,7 +125,8 @@ class Call implements Dispatcher.DispatchHandler {
   private controller?: Dispatcher.DispatchController;
   private readonly timer?: NodeJS.Timeout;
   private settled = false;
-  private timedOut = false;
+  /** The timeout that cut this call off, ms; 0 while it has not. */
+  private timedOut = 0;
   private status = 0;
   private headers: Record<string, string | string[] | undefined> = {};
   private headersAt?: number;
@@ -145,7 +146,7 @@ class Call implements Dispatcher.DispatchHandler {
   }
 
   private timeOut(ms: number): void {
-    this.timedOut = true;
+    this.timedOut = ms;
     const error = Object.assign(new Error(`no complete response within ${ms} ms`), { code: TIMEOUT_CODE });
     // Settle now: the call may still wait for a connection, with no controller yet.
     this.onResponseError(undefined, error);
@@ -198,7 +199,10 @@ class Call implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
-    const trace = toTrace(this.clock, undefined, performance.now(), this.timedOut);
+    // A call cut off by its timeout lasted exactly that long as far as the receiver is
+    // concerned: if the timer fired late (the event loop was busy), the rest is ours.
+    const end = this.timedOut ? this.clock.asked + this.timedOut : performance.now();
+    const trace = toTrace(this.clock, undefined, end, this.timedOut > 0);
     const code = (error as { code?: string }).code;
     const failure = new AxiosError(error.message || code || 'request failed', code, this.config, trace);
     settling.push(() => this.reject(failure));
