@@ -9,7 +9,7 @@ const CALLS = 400;
 /**
  * One destination at its cap, answering at once. A slot comes free only when its
  * outcome is written back (and then claimed again), so the worker holding all of a
- * host's slots writes back when the host's calls are all done (or 2 ms after the
+ * host's slots writes back when the host's calls are all done (or 5 ms after the
  * first of them), not at the first one: each write-back and claim then moves a
  * whole cap's worth of rows. Writing back at the first finished call split every
  * cycle into ~10-row write-backs and claims (~2,260 calls/s against ~2,900 on the
