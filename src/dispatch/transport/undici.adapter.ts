@@ -64,13 +64,14 @@ diagnostics.subscribe('undici:client:sendHeaders', (message) => {
  * the dispatcher asked: a busy event loop between the two is our own delay, not
  * the receiver's latency, and must not show up in its history.
  */
-function toTrace(clock: CallClock, headersAt: number | undefined, end: number, timedOut = false): CallTrace {
+function toTrace(clock: CallClock, headersAt: number | undefined, end: number, timedOutMs = 0): CallTrace {
   const c = clock.connect;
   const connectTotal = c ? c.dnsMs + c.connectMs + (c.tlsMs ?? 0) : 0;
-  // A timeout is counted from when it was armed, on ask: a call cut off by its
-  // timeout records that timeout, never less.
-  const start = clock.sent !== undefined && !timedOut ? clock.sent - connectTotal : clock.asked;
-  const trace: CallTrace = { startedAt: new Date(performance.timeOrigin + start), durationMs: round(end - start) };
+  // A call cut off by its timeout records exactly that timeout, counted from when it
+  // was armed, on ask: if the timer fired late (the event loop was busy), the rest is ours.
+  const start = clock.sent !== undefined && !timedOutMs ? clock.sent - connectTotal : clock.asked;
+  const durationMs = timedOutMs || end - start;
+  const trace: CallTrace = { startedAt: new Date(performance.timeOrigin + start), durationMs: round(durationMs) };
   if (clock.sent !== undefined) {
     trace.dnsMs = c ? round(c.dnsMs) : 0;
     trace.connectMs = c ? round(c.connectMs) : 0;
@@ -199,10 +200,7 @@ class Call implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
-    // A call cut off by its timeout lasted exactly that long as far as the receiver is
-    // concerned: if the timer fired late (the event loop was busy), the rest is ours.
-    const end = this.timedOut ? this.clock.asked + this.timedOut : performance.now();
-    const trace = toTrace(this.clock, undefined, end, this.timedOut > 0);
+    const trace = toTrace(this.clock, undefined, performance.now(), this.timedOut);
     const code = (error as { code?: string }).code;
     const failure = new AxiosError(error.message || code || 'request failed', code, this.config, trace);
     settling.push(() => this.reject(failure));
