@@ -9,11 +9,10 @@ const CALLS = 400;
 /**
  * One destination at its cap, answering at once. A slot comes free only when its
  * outcome is written back (and then claimed again), so the worker holding all of a
- * host's slots writes back when the host's calls are all done (or 5 ms after the
- * first of them), not at the first one: each write-back and claim then moves a
- * whole cap's worth of rows. Writing back at the first finished call split every
- * cycle into ~10-row write-backs and claims (~2,260 calls/s against ~2,900 on the
- * bench machine).
+ * host's slots writes back when the host's calls are all done, not at the first
+ * one: each write-back and claim then moves a whole cap's worth of rows. Writing back
+ * at the first finished call split every cycle into ~10-row write-backs and claims
+ * (~2,260 calls/s against ~2,900 on the bench machine).
  */
 describe(DispatcherService.name, () => {
   let service: TestService;
@@ -48,7 +47,7 @@ describe(DispatcherService.name, () => {
     expect(receiver.maxActive).toBeLessThanOrEqual(CAP);
     const after = await writeBackTotals();
     expect(after.rows - before.rows).toBe(CALLS);
-    // Up to a whole cap (20) per write-back; 13-15 measured in this test (the test
+    // Up to a whole cap (20) per write-back; 18-20 measured in this test (the test
     // runner shares the service's thread), against 9 when written at the first finished call.
     const perStatement = (after.rows - before.rows) / (after.statements - before.statements);
     expect(perStatement).toBeGreaterThanOrEqual(11);

@@ -21,14 +21,6 @@ type State = 'stopped' | 'running' | 'draining';
 const HEARTBEAT = 'dispatch-heartbeat';
 /** Calls started per turn of the event loop (see startCalls). */
 const START_SLICE = 32;
-/**
- * When this worker holds all of a host's slots, its outcomes are written back once
- * the host has no call left in flight, or this long after a call of it finished.
- * Finished calls are settled a few per event-loop turn (settle.queue.ts), so a cap's
- * worth answered at once reaches the dispatcher over several turns: 2 ms cut that
- * short under load (9–10 rows per write-back at cap 20 in test/host-cap-cycle, 13–14 with 5).
- */
-const HOST_FULL_FLUSH_MS = 5;
 
 /**
  * The worker loop: wake (NOTIFY, heartbeat or the next due time) → claim due rows
@@ -211,15 +203,13 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     this.writer.add(toRecordedOutcome(row, result, this.config));
     // This worker holds every slot of the host (calls, waiting rows, outcomes not yet
     // written): slots come free only when written back (which wakes the claim). Write
-    // when the host's last call is done, so one write-back and one claim move a whole
-    // cap's worth; writing at the first finished call split each cycle into pieces
-    // of ~10 rows at cap 20 (two statements each): ~2,260 calls/s against ~2,900.
+    // as soon as the host's last call is done, so one write-back and one claim move a
+    // whole cap's worth; until then the write-back interval applies, as for any host.
+    // Writing at the first finished call split each cycle into pieces of ~10 rows at
+    // cap 20 (two statements each), and a split cycle stayed split.
     const sendingToHost = this.queues.inFlight(row.host);
     const held = sendingToHost + this.queues.queuedFor(row.host) + this.writer.pendingFor(row.host);
-    if (held >= this.hostLimits.capFor(row.host)) {
-      if (sendingToHost === 0) this.writer.flushSoon();
-      else this.writer.flushWithin(HOST_FULL_FLUSH_MS);
-    }
+    if (held >= this.hostLimits.capFor(row.host) && sendingToHost === 0) this.writer.flushSoon();
     if (this.state === 'draining') {
       if (this.sending.size === 0) this.idle?.();
       return;

@@ -17,7 +17,6 @@ export class OutcomeWriter {
   private completing: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
   private soon?: NodeJS.Immediate;
-  private within?: NodeJS.Timeout;
   private failures = 0;
 
   constructor(
@@ -59,20 +58,10 @@ export class OutcomeWriter {
     });
   }
 
-  /** Writes within `ms` (sooner if the interval or a flushSoon comes first). */
-  flushWithin(ms: number): void {
-    this.within ??= setTimeout(() => {
-      this.within = undefined;
-      void this.flush();
-    }, ms);
-  }
-
   /** Writes everything buffered so far; resolves when it is written (or failed once). */
   async flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    clearTimeout(this.within);
-    this.within = undefined;
     while (this.writing) await this.writing;
     if (this.buffer.length === 0) return;
     const rows = this.buffer.splice(0, this.buffer.length);
