@@ -57,7 +57,10 @@ describe(`${DispatcherService.name} across process crashes`, () => {
   });
 
   it('should lose nothing when a worker is killed with SIGKILL mid-batch; only calls in flight at the crash are sent twice', async () => {
-    const lease = { DISPATCH_LEASE_MARGIN_MS: '1000', DISPATCH_CONCURRENCY: '20' };
+    // A per-host cap above the window: a rolling window of 20, calls always in flight.
+    // At the cap (20, the default) the worker sends in waves of 20, and a kill between
+    // two waves would catch none in flight.
+    const lease = { DISPATCH_LEASE_MARGIN_MS: '1000', DISPATCH_CONCURRENCY: '20', HOST_MAX_IN_FLIGHT: '1000' };
     const first = await start(lease);
     const n = 200;
     const { body } = await call(first.url, '/v1/batches', {
