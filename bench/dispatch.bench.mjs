@@ -2,7 +2,7 @@
 // against a bare undici rolling window to the same receiver in the same run. Also
 // checks that recorded durations match the receiver's own clock under that load.
 //   node bench/dispatch.bench.mjs            (BENCH_N, BENCH_WINDOW to change the size, BENCH_ROUNDS the turns)
-import { postgresCpuMs, processCpuMs, withCpu } from './lib/cpu.mjs';
+import { postgresCpuMs, processCpuMs, serviceGcMs, withCpu } from './lib/cpu.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { connect, freshDatabase, main, median, percentile, row, startService, waitUntil } from './lib/harness.mjs';
 import { benchKeyId, openCount, seedDue } from './lib/seed.mjs';
@@ -67,7 +67,7 @@ export async function dispatchScenario(databaseUrl, label, { n = N, window = WIN
     const runs = [];
     const cpu = [];
     const backendPid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    const meters = { service: () => processCpuMs(service.pid), postgres: () => postgresCpuMs(backendPid) };
+    const meters = { service: () => processCpuMs(service.pid), gc: () => serviceGcMs(service.url), postgres: () => postgresCpuMs(backendPid) };
     for (let round = 0; round < ROUNDS; round++) {
       if (round > 0) baselines.push((await undiciWindow({ urls: target, total: n, window })).perSecond);
       await receiver.reset();
@@ -84,6 +84,7 @@ export async function dispatchScenario(databaseUrl, label, { n = N, window = WIN
     // covers the whole round: storing the rows, claims, write-backs, WAL, autovacuum,
     // and this bench's own polling.
     rows.push(row('  service CPU per call (all its threads)', median(cpu.map((c) => (c.service * 1000) / n)), 'µs', { higherIsBetter: false }));
+    rows.push(row('  … of which in garbage collection (pauses, from its /metrics)', median(cpu.map((c) => (c.gc * 1000) / n)), 'µs', { higherIsBetter: false }));
     rows.push(row('  Postgres CPU per call (from storing the row to its write-back)', median(cpu.map((c) => (c.postgres * 1000) / n)), 'µs', { higherIsBetter: false }));
     if (accuracy) {
       // In the saturated run above, requests also queue in the receiver's own thread

@@ -1,5 +1,6 @@
-// CPU time spent by the processes under test, read from /proc (Linux): what each
-// call costs each of them, to see where the machine's cores go.
+// CPU time spent by the processes under test, read from /proc (Linux), and the
+// service's garbage-collection pauses from its /metrics: what each call costs each
+// of them, to see where the machine's cores go.
 import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_MS = 100 / 1000; // USER_HZ is 100 on Linux
@@ -43,10 +44,23 @@ export function postgresCpuMs(backendPid) {
   return total;
 }
 
-/** Runs `fn` and returns its result with the CPU ms each of `meters` used meanwhile. */
+/**
+ * Milliseconds the service at `url` has spent in garbage collection so far (all
+ * kinds), from its own /metrics (prom-client's `nodejs_gc_duration_seconds`).
+ */
+export async function serviceGcMs(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let seconds = 0;
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm)) seconds += Number(m[1]);
+  return seconds * 1000;
+}
+
+/** Runs `fn` and returns its result with the ms each of `meters` (sync or async) counted meanwhile. */
 export async function withCpu(meters, fn) {
-  const before = Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read()]));
+  const read = async () => Object.fromEntries(await Promise.all(Object.entries(meters).map(async ([k, meter]) => [k, await meter()])));
+  const before = await read();
   const result = await fn();
-  const cpuMs = Object.fromEntries(Object.entries(meters).map(([k, read]) => [k, read() - before[k]]));
+  const after = await read();
+  const cpuMs = Object.fromEntries(Object.keys(meters).map((k) => [k, after[k] - before[k]]));
   return { result, cpuMs };
 }
