@@ -128,6 +128,32 @@ describe(DispatcherService.name, () => {
     expect(text.headers['x-extra']).toBe('yes');
   });
 
+  it('should send a body and headers exactly as given, also keys that name JavaScript built-ins, and refuse what cannot be sent', async () => {
+    // Once stripped without a word on the way in: Nest's pipe deleted "constructor" and
+    // "prototype" keys, class-transformer left out "toString", "valueOf", … at any depth.
+    const body = { constructor: 'x', prototype: 2, toString: null, n: { hasOwnProperty: 2, k: 3 }, a: [{ valueOf: 'y' }] };
+    const batch = await sendBatch(
+      [{ url: `${receiver.url}/builtins`, body, headers: { toString: 't', 'x-a': '1' } }],
+      { defaults: { headers: { valueOf: 'v' } } },
+    );
+    await waitDone(batch.id);
+    const [got] = receiver.byId(batch.callbacks[0].id);
+    expect(got.body).toBe(JSON.stringify(body));
+    expect(got.headers).toMatchObject({ tostring: 't', valueof: 'v', 'x-a': '1' });
+
+    const newest = async () => (await service.apiJson('/v1/batches?limit=1')).items[0].id;
+    const before = await newest();
+    for (const [callback, field] of [
+      [{ url: `${receiver.url}/x`, toString: 1 }, 'callbacks.0.toString'],
+      [{ url: `${receiver.url}/x`, headers: { constructor: 'c' } }, 'callbacks.0.headers'],
+    ] as const) {
+      const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [callback] } });
+      expect(res.status).toBe(400);
+      expect((await jsonOf(res)).details.problems[0].field).toBe(field);
+    }
+    expect(await newest()).toBe(before);
+  });
+
   it('should keep what a receiver answered, even bytes Postgres text cannot hold', async () => {
     const batch = await sendBatch([
       { url: `${receiver.url}/nul?body=${encodeURIComponent('ok\u0000bin')}` },

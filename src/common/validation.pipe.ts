@@ -3,6 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import type { ValidatorOptions } from 'class-validator';
 import { AppError } from './app.error.js';
 import { isPlainJson, passesAllRules } from './validation.fast-path.js';
+import { holdVerbatim, putBack, silentlyDroppedKey } from './verbatim.js';
 
 /** Problems listed in an error response; the rest are counted. */
 const MAX_LISTED = 20;
@@ -32,6 +33,14 @@ export function buildValidationPipe(): ValidationPipe {
   });
 }
 
+/** class-validator's error for an unknown property at `path` (e.g. callbacks, 0, toString), as its whitelist check words it. */
+function unknownPropertyError(path: Array<string | number>): ValidationError {
+  const property = String(path.at(-1));
+  let error: ValidationError = { property, constraints: { whitelistValidation: `property ${property} should not exist` }, children: [] };
+  for (const step of path.slice(0, -1).reverse()) error = { property: String(step), children: [error] };
+  return error;
+}
+
 function flatten(errors: ValidationError[], prefix = ''): Array<{ field: string; message: string }> {
   const out: Array<{ field: string; message: string }> = [];
   for (const e of errors) {
@@ -59,7 +68,23 @@ function flatten(errors: ValidationError[], prefix = ''): Array<{ field: string;
  */
 class FastPathValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    return this.validBody(value, metadata) ?? super.transform(value, metadata);
+    const { metatype } = metadata;
+    if (metadata.type !== 'body' || !metatype || !this.toValidate(metadata)) return super.transform(value, metadata);
+    // The client's data in a body (`@Verbatim`: a callback's body and headers) is
+    // kept as sent, and keys the transformation would drop unseen are refused (verbatim.ts).
+    const dropped = silentlyDroppedKey(value, metatype);
+    if (dropped) throw await this.exceptionFactory([unknownPropertyError(dropped)]);
+    const valid = this.validBody(value, metadata);
+    if (valid) return valid;
+    // Nest's way strips keys from, and validates, copies of the verbatim values; the
+    // DTO gets the originals back and is validated again as it will be used.
+    const held = holdVerbatim(value, metatype);
+    const dto = (await super.transform(value, metadata)) as object;
+    if (held.length === 0) return dto;
+    putBack(dto, held);
+    const errors = await this.validate(dto, this.validatorOptions);
+    if (errors.length > 0) throw await this.exceptionFactory(errors);
+    return dto;
   }
 
   /** What Nest's transform returns for a valid plain JSON body (the DTO instance), or undefined when not sure. */

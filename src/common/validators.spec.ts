@@ -26,6 +26,9 @@ describe('headerMapProblem', () => {
     ['Proxy-Authorization', { 'Proxy-Authorization': 'x' }, /set by the service/],
     ['webhook-id', { 'Webhook-Id': 'x' }, /set by the service/],
     ['any webhook-* header', { 'webhook-anything': 'x' }, /set by the service/],
+    ['a header named constructor, which axios drops', { constructor: 'x' }, /cannot be sent/],
+    ['a header named prototype', { prototype: 'x' }, /cannot be sent/],
+    ['names of other Object.prototype members, which are sent', { toString: 'x', valueOf: 'y', Constructor: 'z' }, undefined],
     ['a value over 4096 characters', { 'x-a': 'v'.repeat(4097) }, /4096/],
     [`${MAX_HEADERS + 1} headers`, Object.fromEntries(Array.from({ length: MAX_HEADERS + 1 }, (_, i) => [`x-${i}`, 'v'])), /at most 50/],
   ])('%s', (_name, value, problem) => {

@@ -16,6 +16,9 @@ export const MAX_HEADERS = 50;
 export const MAX_HEADER_VALUE_LENGTH = 4096;
 export const MAX_URL_LENGTH = 2048;
 
+/** Names axios leaves out of every request (its guard against prototype pollution): refused, not stored and then dropped. */
+const UNSENDABLE_HEADERS = new Set(['constructor', 'prototype', '__proto__']);
+
 /** Why `value` is not an acceptable header map, or undefined. */
 export function headerMapProblem(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'must be an object of header name to string value';
@@ -24,6 +27,7 @@ export function headerMapProblem(value: unknown): string | undefined {
   for (const [name, v] of entries) {
     if (!HEADER_NAME.test(name)) return `invalid header name ${JSON.stringify(name)}`;
     if (RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('webhook-')) return `header ${name} is set by the service and cannot be given`;
+    if (UNSENDABLE_HEADERS.has(name)) return `header ${name} cannot be sent: the HTTP client (axios) drops a header of that name`;
     if (typeof v !== 'string') return `header ${name} must be a string`;
     if (v.length > MAX_HEADER_VALUE_LENGTH) return `header ${name} is longer than ${MAX_HEADER_VALUE_LENGTH} characters`;
     if (!HEADER_VALUE.test(v)) return `header ${name} contains a control character (CR, LF or NUL)`;

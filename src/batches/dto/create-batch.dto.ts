@@ -5,6 +5,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
+import { Verbatim } from '../../common/verbatim.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
 /** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
@@ -17,7 +18,7 @@ export class CallbackDefaultsDto {
   @IsOptional() @IsIn(METHODS) method?: (typeof METHODS)[number];
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
-  @IsOptional() @IsHeaderMap() headers?: Record<string, string>;
+  @IsOptional() @IsHeaderMap() @Verbatim() headers?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'Per-call timeout in ms (default 15000)' })
   @IsOptional() @IsInt() @Min(1) @Max(MAX_TIMEOUT_MS) timeoutMs?: number;
@@ -35,7 +36,7 @@ export class CallbackInputDto extends CallbackDefaultsDto {
   @IsHttpUrl() url: string;
 
   @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json' })
-  @Allow() body?: unknown;
+  @Allow() @Verbatim() body?: unknown;
 
   @ApiPropertyOptional({ description: 'Not before this time (ISO-8601)' })
   @IsOptional() @IsISO8601({ strict: true }) runAt?: string;
