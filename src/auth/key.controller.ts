@@ -8,7 +8,7 @@ import { AdminOnly } from './api-key.guard.js';
 import { ApiKeyService } from './api-key.service.js';
 
 export class CreateKeyDto {
-  @ApiProperty() @IsString() @Length(1, 100) @NoNul() name: string;
+  @ApiProperty() @NoNul() @Length(1, 100) @IsString() name: string;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() admin?: boolean;
 }
 

@@ -67,6 +67,19 @@ describe('buildValidationPipe', () => {
     } satisfies Partial<AppError>);
   });
 
+  it.each<[string, unknown, string, RegExp]>([
+    ['a string timeout', { callbacks: [{ url: 'https://e.com/', timeoutMs: 'abc' }] }, 'callbacks.0.timeoutMs', /must be an integer/],
+    ['an object for maxAttempts', { callbacks: [{ url: 'https://e.com/', maxAttempts: {} }] }, 'callbacks.0.maxAttempts', /must be an integer/],
+    ['a string for the retry delays', { callbacks: [{ url: 'https://e.com/', retryDelaysMs: 'x' }] }, 'callbacks.0.retryDelaysMs', /must be an array/],
+    ['an object among the retry delays', { callbacks: [{ url: 'https://e.com/', retryDelaysMs: [{}] }] }, 'callbacks.0.retryDelaysMs', /must be an integer/],
+    ['a number label', { label: 5, callbacks: [{ url: 'https://e.com/' }] }, 'label', /must be a string/],
+    ['a number externalId', { callbacks: [{ url: 'https://e.com/', externalId: 5 }] }, 'callbacks.0.externalId', /must be a string/],
+    ['an object for the callbacks', { callbacks: { url: 'https://e.com/' } }, 'callbacks', /must be an array/],
+  ])('should say what is wrong with %s, not a later rule', async (_name, value, field, message) => {
+    const error = await pipe.transform(structuredClone(value), body).then(() => undefined, (e: AppError) => e);
+    expect(error?.details).toMatchObject({ problems: [{ field, message: expect.stringMatching(message) }] });
+  });
+
   it('should return an instance of the DTO for a valid body', async () => {
     const dto = await pipe.transform({ callbacks: [{ url: 'https://e.com/' }] }, body);
     expect(dto).toBeInstanceOf(CreateBatchDto);

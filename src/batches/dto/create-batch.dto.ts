@@ -8,6 +8,10 @@ import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+// class-validator checks a property's decorators from the one nearest its name
+// outwards, and the API reports the first failure: so the type check is written
+// last, and `"abc"` for a number says "must be an integer", not "must not be greater".
+
 /** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
 const MAX_TIMEOUT_MS = 3_600_000;
 const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
@@ -21,13 +25,13 @@ export class CallbackDefaultsDto {
   @IsOptional() @IsHeaderMap() @Verbatim() headers?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'Per-call timeout in ms (default 15000)' })
-  @IsOptional() @IsInt() @Min(1) @Max(MAX_TIMEOUT_MS) timeoutMs?: number;
+  @IsOptional() @Max(MAX_TIMEOUT_MS) @Min(1) @IsInt() timeoutMs?: number;
 
   @ApiPropertyOptional({ description: 'Attempts in all, first included (default 8)' })
-  @IsOptional() @IsInt() @Min(1) @Max(100) maxAttempts?: number;
+  @IsOptional() @Max(100) @Min(1) @IsInt() maxAttempts?: number;
 
   @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
-  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsInt({ each: true }) @Min(0, { each: true }) @Max(MAX_RETRY_DELAY_MS, { each: true })
+  @IsOptional() @Max(MAX_RETRY_DELAY_MS, { each: true }) @Min(0, { each: true }) @IsInt({ each: true }) @ArrayMaxSize(50) @IsArray()
   retryDelaysMs?: number[];
 }
 
@@ -42,17 +46,17 @@ export class CallbackInputDto extends CallbackDefaultsDto {
   @IsOptional() @IsISO8601({ strict: true }) runAt?: string;
 
   @ApiPropertyOptional({ description: 'Your own id for this callback, echoed back' })
-  @IsOptional() @IsString() @MaxLength(200) @NoNul() externalId?: string;
+  @IsOptional() @NoNul() @MaxLength(200) @IsString() externalId?: string;
 }
 
 export class CreateBatchDto {
-  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) @NoNul() label?: string;
+  @ApiPropertyOptional() @IsOptional() @NoNul() @MaxLength(200) @IsString() label?: string;
 
   @ApiPropertyOptional({ type: CallbackDefaultsDto })
   // @IsObject: on its own, nested validation would take an array here (or in callbacks) and check its items instead.
   @IsOptional() @IsObject() @ValidateNested() @Type(() => CallbackDefaultsDto) defaults?: CallbackDefaultsDto;
 
   @ApiProperty({ type: [CallbackInputDto] })
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100_000) @IsObject({ each: true }) @ValidateNested({ each: true }) @Type(() => CallbackInputDto)
+  @ValidateNested({ each: true }) @IsObject({ each: true }) @ArrayMaxSize(100_000) @ArrayMinSize(1) @IsArray() @Type(() => CallbackInputDto)
   callbacks: CallbackInputDto[];
 }

@@ -4,7 +4,7 @@ import { BUCKET_NAMES } from '../latency.policy.js';
 
 export class LatencyQueryDto {
   @ApiPropertyOptional({ description: 'Destination `scheme://host:port`, as in callback.host', example: 'https://example.com:443' })
-  @IsOptional() @IsString() @MaxLength(300) host?: string;
+  @IsOptional() @MaxLength(300) @IsString() host?: string;
 
   @ApiPropertyOptional({ description: 'Only attempts of this batch', format: 'uuid' })
   @IsOptional() @IsUUID() batch?: string;
