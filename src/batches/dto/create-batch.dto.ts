@@ -8,13 +8,13 @@ import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
-// class-validator checks a property's decorators from the one nearest its name
-// outwards, and the API reports the first failure: so the type check is written
-// last, and `"abc"` for a number says "must be an integer", not "must not be greater".
-
 /** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
 const MAX_TIMEOUT_MS = 3_600_000;
 const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
+
+// class-validator checks a property's decorators from the one nearest its name
+// outwards, and the API reports the first failure: so the type check is written
+// last, and `"abc"` for a number says "must be an integer", not "must not be greater".
 
 /** Settings shared by the callbacks of a batch; each callback may override them. */
 export class CallbackDefaultsDto {
