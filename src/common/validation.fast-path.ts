@@ -13,7 +13,7 @@ interface PropertyRules {
   nested: boolean;
 }
 
-type ClassRules = { properties: PropertyRules[]; names: Set<string> } | 'unsupported';
+type ClassRules = { properties: PropertyRules[]; names: ReadonlySet<string> } | 'unsupported';
 
 const rulesByClass = new Map<Function, ClassRules>();
 
@@ -103,17 +103,28 @@ function compile(target: Function): ClassRules {
         return 'unsupported';
     }
   }
-  return { properties: [...byName.values()], names: new Set(byName.keys()) };
+  return { properties: [...byName.values()], names: declaredProperties(target) };
 }
 
-/** Keys that Nest's ValidationPipe deletes wherever they are (prototype pollution). */
-const PROTO_KEYS = ['__proto__', 'prototype', 'constructor'];
+const declaredByClass = new Map<Function, ReadonlySet<string>>();
+
+/** The properties `target` declares with class-validator decorators (its whitelist), inherited ones included. */
+export function declaredProperties(target: Function): ReadonlySet<string> {
+  let names = declaredByClass.get(target);
+  if (!names) {
+    names = new Set(getMetadataStorage().getTargetValidationMetadatas(target, '', false, false, undefined).map((m) => m.propertyName));
+    declaredByClass.set(target, names);
+  }
+  return names;
+}
 
 /**
  * True when `value` is made only of what `JSON.parse` makes: objects with
- * Object.prototype and none of the keys `__proto__`, `prototype` or `constructor`,
- * dense arrays, strings, numbers, booleans and null. Such a value has no sparse
- * array, prototype key or binary value for Nest's ValidationPipe to fix or refuse.
+ * Object.prototype, dense arrays, strings, numbers, booleans and null, and no key
+ * `prototype` or named like a member of Object.prototype (`constructor`, `__proto__`,
+ * `toString`, …). Such a value has no sparse array, prototype key or binary value for
+ * Nest's ValidationPipe to fix or refuse, and no key that the transformation to DTO
+ * instances drops or mangles (see verbatim.ts), so the fast path can take it whole.
  * Iterative, so depth cannot overflow the stack.
  */
 export function isPlainJson(value: unknown): boolean {
@@ -131,8 +142,10 @@ export function isPlainJson(value: unknown): boolean {
       continue;
     }
     if (Object.getPrototypeOf(node) !== Object.prototype) return false;
-    for (const key of PROTO_KEYS) if (Object.hasOwn(node, key)) return false;
-    for (const key in node) stack.push((node as Record<string, unknown>)[key]);
+    for (const key in node) {
+      if (key === 'prototype' || key in Object.prototype) return false;
+      stack.push((node as Record<string, unknown>)[key]);
+    }
   }
   return true;
 }

@@ -3,7 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import type { ValidatorOptions } from 'class-validator';
 import { AppError } from './app.error.js';
 import { isPlainJson, passesAllRules } from './validation.fast-path.js';
-import { holdVerbatim, putBack, silentlyDroppedKey } from './verbatim.js';
+import { dtoObjects, holdVerbatim, putBack, silentlyDroppedKey } from './verbatim.js';
 
 /** Problems listed in an error response; the rest are counted. */
 const MAX_LISTED = 20;
@@ -70,15 +70,18 @@ class FastPathValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const { metatype } = metadata;
     if (metadata.type !== 'body' || !metatype || !this.toValidate(metadata)) return super.transform(value, metadata);
-    // The client's data in a body (`@Verbatim`: a callback's body and headers) is
-    // kept as sent, and keys the transformation would drop unseen are refused (verbatim.ts).
-    const dropped = silentlyDroppedKey(value, metatype);
-    if (dropped) throw await this.exceptionFactory([unknownPropertyError(dropped)]);
+    // The fast path takes only bodies without keys the transformation drops or
+    // mangles (`isPlainJson`). On Nest's way, the client's data (`@Verbatim`: a
+    // callback's body and headers) is kept as sent, and such keys of the DTOs' own
+    // objects, which it would drop unseen, are refused (verbatim.ts).
     const valid = this.validBody(value, metadata);
     if (valid) return valid;
-    // Nest's way strips keys from, and validates, copies of the verbatim values; the
-    // DTO gets the originals back and is validated again as it will be used.
-    const held = holdVerbatim(value, metatype);
+    const objects = dtoObjects(value, metatype);
+    const dropped = silentlyDroppedKey(objects);
+    if (dropped) throw await this.exceptionFactory([unknownPropertyError(dropped)]);
+    // Nest strips keys from, and validates, copies of the verbatim values; the DTO
+    // gets the originals back and is validated again as it will be used.
+    const held = holdVerbatim(objects);
     const dto = (await super.transform(value, metadata)) as object;
     if (held.length === 0) return dto;
     putBack(dto, held);

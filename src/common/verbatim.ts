@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
-import { getMetadataStorage } from 'class-validator';
+import { declaredProperties } from './validation.fast-path.js';
 
 /**
  * Request DTOs hold two kinds of objects: the DTO's own (a batch, a callback), whose
@@ -43,7 +43,7 @@ function verbatimProperties(type: Function): string[] {
 }
 
 /** A plain object of the request that becomes an instance of `type`, and where it is. */
-interface DtoObject {
+export interface DtoObject {
   object: Record<string, unknown>;
   type: Function;
   path: Array<string | number>;
@@ -55,7 +55,7 @@ interface DtoObject {
  * items each). Values not shaped as the DTO expects are passed over: validation
  * refuses them.
  */
-function dtoObjects(value: unknown, type: Function): DtoObject[] {
+export function dtoObjects(value: unknown, type: Function): DtoObject[] {
   const found: DtoObject[] = [];
   const stack: DtoObject[] = [];
   const visit = (node: unknown, nodeType: Function, path: Array<string | number>) => {
@@ -76,25 +76,14 @@ function dtoObjects(value: unknown, type: Function): DtoObject[] {
   return found;
 }
 
-const declaredByClass = new Map<Function, Set<string>>();
-
-function declaredProperties(type: Function): Set<string> {
-  let names = declaredByClass.get(type);
-  if (!names) {
-    names = new Set(getMetadataStorage().getTargetValidationMetadatas(type, '', true, false).map((m) => m.propertyName));
-    declaredByClass.set(type, names);
-  }
-  return names;
-}
-
 /**
- * The path of the first key of a DTO's own object that is not a declared field and
- * that the transformation would drop without a word (a name of an Object.prototype
- * member, or `prototype`), or undefined. Other unknown keys reach class-validator,
- * which refuses them.
+ * The path of the first key of the DTOs' own objects (`dtoObjects`) that is not a
+ * declared field and that the transformation would drop without a word (a name of
+ * an Object.prototype member, or `prototype`), or undefined. Other unknown keys
+ * reach class-validator, which refuses them.
  */
-export function silentlyDroppedKey(value: unknown, type: Function): Array<string | number> | undefined {
-  for (const { object, type: dtoType, path } of dtoObjects(value, type)) {
+export function silentlyDroppedKey(objects: DtoObject[]): Array<string | number> | undefined {
+  for (const { object, type: dtoType, path } of objects) {
     const declared = declaredProperties(dtoType);
     for (const key of Object.keys(object)) {
       if (!declared.has(key) && (key in Object.prototype || key === 'prototype')) return [...path, key];
@@ -111,9 +100,9 @@ export type HeldValues = Array<{ path: Array<string | number>; value: unknown }>
  * every value): each verbatim value is replaced by a copy for that way, and the
  * original is held to be put back into the DTO with `putBack`.
  */
-export function holdVerbatim(value: unknown, type: Function): HeldValues {
+export function holdVerbatim(objects: DtoObject[]): HeldValues {
   const held: HeldValues = [];
-  for (const { object, type: dtoType, path } of dtoObjects(value, type)) {
+  for (const { object, type: dtoType, path } of objects) {
     for (const key of verbatimProperties(dtoType)) {
       if (!Object.hasOwn(object, key)) continue;
       held.push({ path: [...path, key], value: object[key] });
