@@ -208,8 +208,9 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     // Writing at the first finished call split each cycle into pieces of ~10 rows at
     // cap 20 (two statements each), and a split cycle stayed split.
     const sendingToHost = this.queues.inFlight(row.host);
-    const held = sendingToHost + this.queues.queuedFor(row.host) + this.writer.pendingFor(row.host);
-    if (held >= this.hostLimits.capFor(row.host) && sendingToHost === 0) this.writer.flushSoon();
+    if (sendingToHost === 0 && this.queues.queuedFor(row.host) + this.writer.pendingFor(row.host) >= this.hostLimits.capFor(row.host)) {
+      this.writer.flushSoon();
+    }
     if (this.state === 'draining') {
       if (this.sending.size === 0) this.idle?.();
       return;
