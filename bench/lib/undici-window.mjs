@@ -1,14 +1,27 @@
+import diagnostics from 'node:diagnostics_channel';
 import { Agent, request } from 'undici';
+
+// For `timed` windows: undici creates its request object synchronously inside
+// `request()`, and announces when it writes that request's headers.
+let created;
+const sentAt = new WeakMap();
+diagnostics.subscribe('undici:request:create', ({ request }) => (created = request));
+diagnostics.subscribe('undici:client:sendHeaders', ({ request }) => sentAt.set(request, performance.now()));
 
 /**
  * The baseline every sending figure is compared with: a bare undici rolling window
  * (`window` requests in flight, each completion replaced at once by the next) of
  * `total` POSTs to `urls` (round robin), keep-alive, no database. Resolves with
  * calls per second. Bounded by `total` and `timeoutMs`.
+ *
+ * `timed: true` also gives each request its own `webhook-id` (`baseline-N`) and
+ * returns `durations` (id → ms from its headers being written to its response
+ * headers being read), the baseline for the service's recorded durations.
  */
-export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, body = '{"event":"bench"}' }) {
+export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, body = '{"event":"bench"}', timed = false }) {
   const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 4_000 });
   const headers = { 'content-type': 'application/json', 'user-agent': 'bench-baseline', 'webhook-id': 'baseline' };
+  const durations = new Map();
   const deadline = Date.now() + timeoutMs;
   let started = 0;
   let finished = 0;
@@ -21,8 +34,14 @@ export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, bo
         return;
       }
       const url = urls[started++ % urls.length];
-      request(url, { dispatcher: agent, method: 'POST', headers, body })
-        .then((res) => res.body.dump().then(() => res.statusCode < 300 || failed++))
+      const id = `baseline-${started}`;
+      const pending = request(url, { dispatcher: agent, method: 'POST', headers: timed ? { ...headers, 'webhook-id': id } : headers, body });
+      const req = created;
+      pending
+        .then((res) => {
+          if (timed) durations.set(id, performance.now() - sentAt.get(req));
+          return res.body.dump().then(() => res.statusCode < 300 || failed++);
+        })
         .catch(() => failed++)
         .finally(() => {
           finished++;
@@ -33,5 +52,13 @@ export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, bo
   });
   const seconds = (performance.now() - t0) / 1000;
   await agent.close();
-  return { perSecond: finished / seconds, finished, failed, seconds };
+  return { perSecond: finished / seconds, finished, failed, seconds, durations };
+}
+
+/**
+ * Each timed duration minus the receiver's own time for the same request (its
+ * `records()`), ms: the client's recording error.
+ */
+export function durationErrors(durations, records) {
+  return records.ids.flatMap((id, i) => (durations.has(id) ? [durations.get(id) - records.handled[i]] : []));
 }
