@@ -1,8 +1,9 @@
 // The two hot-path statements alone, through the service's own repositories: claim
 // `DISPATCH_CLAIM_BATCH`-sized slices of due rows (ClaimRepository.claimDue), then
 // write their outcomes back (OutcomeRepository.recordOutcomes), until 20,000 rows
-// are done; on empty tables and with a million finished rows, same run. No HTTP:
-// this is the database's share of every dispatched callback.
+// are done; on empty tables, with a million finished rows, and with a million idle
+// destinations in the host table, same run. No HTTP: this is the database's share
+// of every dispatched callback.
 //   node bench/claim.bench.mjs              (BENCH_CLAIM to change the slice, 200)
 import { connect, distModule, freshDatabase, main, median, row, startService } from './lib/harness.mjs';
 import { millionRowsDatabase } from './lib/million.mjs';
@@ -10,6 +11,21 @@ import { benchKeyId, seedDue } from './lib/seed.mjs';
 
 const N = 20_000;
 const SLICE = Number(process.env.BENCH_CLAIM ?? 200);
+
+/** A fresh database whose `host` table holds `n` idle destinations, as years of traffic to many customers leave it. */
+async function manyHostsDatabase(server, n) {
+  const url = await freshDatabase(server, 'bench_claim_hosts');
+  const service = await startService(url, { ROLE: 'api' });
+  await service.stop();
+  const db = await connect(url);
+  try {
+    await db.query(`INSERT INTO host (host) SELECT 'https://customer-' || i || '.example.com:443' FROM generate_series(1, $1::int) AS i`, [n]);
+    await db.query('VACUUM ANALYZE host');
+  } finally {
+    await db.end();
+  }
+  return url;
+}
 
 async function cycles(databaseUrl) {
   const service = await startService(databaseUrl, { ROLE: 'api' }); // migrates, makes the key
@@ -50,12 +66,14 @@ async function cycles(databaseUrl) {
 export async function claimScenario(server) {
   const empty = await cycles(await freshDatabase(server, 'bench_claim'));
   const million = await cycles(await millionRowsDatabase(server));
+  const hosts = await cycles(await manyHostsDatabase(server, 1_000_000));
   return [
     row(`claim ${SLICE} + write back ${SLICE}, database only, empty tables: rows/s`, empty.perSecond, 'rows/s'),
     row(`  median claim statement, empty tables`, empty.claim, 'ms', { higherIsBetter: false }),
     row(`  median write-back statement, empty tables`, empty.write, 'ms', { higherIsBetter: false }),
     row(`  median claim statement, 1M finished rows (baseline: empty tables)`, million.claim, 'ms', { baseline: empty.claim, higherIsBetter: false }),
     row(`  median write-back statement, 1M finished rows (baseline: empty tables)`, million.write, 'ms', { baseline: empty.write, higherIsBetter: false }),
+    row(`  median claim statement, 1M idle destinations in \`host\` (baseline: empty tables)`, hosts.claim, 'ms', { baseline: empty.claim, higherIsBetter: false }),
   ];
 }
 

@@ -123,6 +123,37 @@ describe(ClaimRepository.name, () => {
     expect(await outcomes.completeBatches([batchId])).toEqual([]);
   });
 
+  it('should read host limits through the host index, not every destination ever called', async () => {
+    await db.query('DELETE FROM batch');
+    // Months of traffic leave one host row per destination; few are busy, paused or throttled.
+    await db.query(`INSERT INTO host (host) SELECT 'https://customer-' || i || '.example.com:443' FROM generate_series(1, 20000) AS i`);
+    try {
+      await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'https://customer-7.example.com:443'`); // at its cap
+      await db.query('ANALYZE host');
+      await batchOf(3);
+      const dispatchDb = service.app.get(DispatchDatabase);
+      const seen: Prisma.Sql[] = [];
+      const run = dispatchDb.query.bind(dispatchDb);
+      dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
+      try {
+        expect(await claims.claimDue('w', 10, 1000, [])).toHaveLength(3);
+      } finally {
+        dispatchDb.query = run;
+      }
+      const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
+      await session.connect();
+      try {
+        const plan = (await session.query(`EXPLAIN ${seen[0].text}`, seen[0].values)).rows.map((x) => x['QUERY PLAN']).join('\n');
+        expect(plan).toMatch(/Index Scan using host_limited_idx on host/);
+        expect(plan).not.toMatch(/Seq Scan on host/);
+      } finally {
+        await session.end();
+      }
+    } finally {
+      await db.query(`DELETE FROM host WHERE host LIKE 'https://customer-%'`);
+    }
+  });
+
   it('should claim by walking the due index and write back by primary key, even when the statistics say nothing is due', async () => {
     await db.query('DELETE FROM batch');
     // Statistics taken while nothing is pending or in flight, then a burst: the

@@ -26,7 +26,8 @@ export class MetricsRepository {
   /**
    * Per-host limiter state shared by all workers: in-flight count and breaker
    * state of hosts with calls in flight or a breaker not closed. Read-only, no
-   * locks; a sequential scan of `host` (one row per destination).
+   * locks; served by the partial index `host_limited_idx`, so its cost follows the
+   * hosts in use, not every destination ever called.
    */
   hostStates(): Promise<Array<{ host: string; inFlight: number; breakerState: string }>> {
     return this.prisma.$queryRaw`
