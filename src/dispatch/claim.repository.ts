@@ -56,10 +56,10 @@ export class ClaimRepository {
    * Steps, all in one statement:
    * - `blocked`: hosts that cannot take a call now by their last committed state
    *   (at their in-flight cap, paused by the breaker, out of rate tokens). Read
-   *   without locks, through the partial index `host_limited_idx` (only hosts with
-   *   calls in flight, a breaker not closed or a rate can be blocked; idle ones of
-   *   the history are not read); it only keeps their rows out of the due scan, so a
-   *   host with thousands of waiting rows cannot fill the claim and starve the others.
+   *   without locks, through the partial index `host_limited_idx` (idle hosts of
+   *   the history, which cannot be blocked, are not read); it only keeps their rows
+   *   out of the due scan, so a host with thousands of waiting rows cannot fill the
+   *   claim and starve the others.
    * - `due`: the oldest due pending rows of the other hosts, via the partial index
    *   `callback_due_idx (next_attempt_at) WHERE status = 'pending'`, locked `FOR
    *   UPDATE SKIP LOCKED` so concurrent claimers take disjoint rows. Hosts in

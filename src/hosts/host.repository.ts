@@ -41,7 +41,10 @@ const HOST_FIELDS = {
 export class HostRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  /** Hosts with a limit override or a breaker that is not clean: what a worker caches (small). */
+  /**
+   * Hosts with a limit override or a breaker that is not clean: what a worker caches
+   * (small). Served by the partial index `host_limited_idx`, not a scan of every host.
+   */
   findNotableHosts(): Promise<HostRow[]> {
     return this.prisma.host.findMany({
       where: { OR: [{ maxInFlight: { not: null } }, { breakerState: { not: 'closed' } }, { consecutiveFailures: { gt: 0 } }] },
