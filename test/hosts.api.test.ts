@@ -100,6 +100,43 @@ describe(HostController.name, () => {
     expect(await hostRow()).toEqual(before);
   });
 
+  it('should page hosts in name order, and list for admins the hosts in use rather than every one ever called', async () => {
+    // History: destinations nothing goes to any more (no work, no limits, no recent attempts of this key).
+    await db.query(`INSERT INTO host (host) SELECT 'https://old-' || i || '.example.com:443' FROM generate_series(1, 50) AS i`);
+    // In use: a destination with pending rows (due tomorrow), one with a cap of its own, one with failures in a row.
+    await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.8:2/later', runAt: new Date(Date.now() + 86_400_000).toISOString() }] } });
+    await db.query(`INSERT INTO host (host, max_in_flight) VALUES ('https://capped.example.com:443', 3)`);
+    await db.query(`INSERT INTO host (host, consecutive_failures) VALUES ('https://failing.example.com:443', 2)`);
+    try {
+      const seen: string[] = [];
+      let cursor: string | null = '';
+      for (let pages = 0; cursor !== null && pages < 20; pages++) {
+        const page = await service.apiJson(`/v1/hosts?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(page.items.length).toBeLessThanOrEqual(2);
+        seen.push(...page.items.map((h: { host: string }) => h.host));
+        cursor = page.nextCursor;
+      }
+      expect(seen).toEqual([...seen].sort());
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toEqual(expect.arrayContaining([receiver.url, 'http://127.0.0.8:2', 'https://capped.example.com:443', 'https://failing.example.com:443', 'https://hooks.example.com:443']));
+      expect(seen.filter((h) => h.startsWith('https://old-'))).toEqual([]);
+      // Any one host can still be read by name.
+      expect((await service.api(`/v1/hosts/${encodeURIComponent('https://old-7.example.com:443')}`)).status).toBe(200);
+      // A tenant's pages hold only its own hosts.
+      const own = await service.apiJson('/v1/hosts?limit=1', { key: tenant.key });
+      expect(own.items.map((h: { host: string }) => h.host)).toEqual([receiver.url]);
+      expect((await service.apiJson(`/v1/hosts?limit=1&cursor=${encodeURIComponent(own.nextCursor)}`, { key: tenant.key })).items).toEqual([]);
+    } finally {
+      await db.query(`DELETE FROM host WHERE host LIKE 'https://old-%' OR host IN ('https://capped.example.com:443', 'https://failing.example.com:443')`);
+    }
+  });
+
+  it.each([['limit=0'], ['limit=1001'], ['limit=two'], ['cursor=not-a-host']])('should refuse GET /v1/hosts?%s with 400', async (query) => {
+    const res = await service.api(`/v1/hosts?${query}`);
+    expect(res.status).toBe(400);
+    expect((await jsonOf(res)).code).toBe('validation_failed');
+  });
+
   it('should answer 404 for a destination it has never seen and 401 without a key', async () => {
     expect((await service.api(`/v1/hosts/${encodeURIComponent('http://127.0.0.9:1')}`)).status).toBe(404);
     expect((await service.api('/v1/hosts', { key: null })).status).toBe(401);

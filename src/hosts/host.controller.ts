@@ -2,9 +2,9 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query } from '@nes
 import { ApiBearerAuth, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { AdminOnly, CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
-import { dateParam } from '../common/params.js';
+import { dateParam, pageLimit } from '../common/params.js';
 import { HostLimitsDto } from './dto/host-limits.dto.js';
-import { destinationParam } from './host.policy.js';
+import { destinationParam, hostCursorParam } from './host.policy.js';
 import { HostService } from './host.service.js';
 
 const HOST_PARAM = { name: 'host', description: 'URL-encoded destination, e.g. https%3A%2F%2Fexample.com%3A443' };
@@ -18,8 +18,10 @@ export class HostController {
 
   @Get()
   @ApiQuery({ name: 'since', required: false, description: 'start of the latency window (ISO-8601; default 15 minutes ago)' })
-  list(@CurrentKey() key: AuthenticatedKey, @Query('since') since?: string) {
-    return this.hosts.listHosts(key, dateParam('since', since));
+  @ApiQuery({ name: 'cursor', required: false, description: 'nextCursor of the previous page' })
+  @ApiQuery({ name: 'limit', required: false, description: 'hosts per page, 1 to 1000 (default 100)' })
+  list(@CurrentKey() key: AuthenticatedKey, @Query() q: Record<string, string>) {
+    return this.hosts.listHosts(key, { after: hostCursorParam(q.cursor), limit: pageLimit(q.limit) }, dateParam('since', q.since));
   }
 
   @Get(':host')

@@ -21,6 +21,13 @@ export function destinationParam(raw: string): string {
   return destinationOf(raw);
 }
 
+/** `?cursor=` of GET /v1/hosts: the `nextCursor` (a destination) of the previous page. */
+export function hostCursorParam(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length > 2048 || !/^https?:\/\//.test(raw)) throw new AppError('validation_failed', 'cursor must be the nextCursor of a previous page');
+  return raw;
+}
+
 /** Share of attempts that did not succeed, rounded to 4 places; null without attempts. */
 export function errorRate(count: number, failed: number): number | null {
   return count === 0 ? null : Math.round((failed / count) * 10_000) / 10_000;

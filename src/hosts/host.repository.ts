@@ -32,6 +32,12 @@ export interface GoneEndpointRow {
   goneAt: Date;
 }
 
+/** A page of a host listing: names after `after` (exclusive), at most `limit`. */
+export interface HostPage {
+  after?: string;
+  limit: number;
+}
+
 const HOST_FIELDS = {
   host: true, maxInFlight: true, ratePerSec: true, inFlight: true, breakerState: true, consecutiveFailures: true,
   openedAt: true, openUntil: true, limitsUpdatedAt: true,
@@ -52,9 +58,9 @@ export class HostRepository {
     }) as Promise<HostRow[]>;
   }
 
-  findHosts(hosts?: string[]): Promise<HostRow[]> {
+  findHosts(hosts: string[]): Promise<HostRow[]> {
     return this.prisma.host.findMany({
-      where: hosts ? { host: { in: hosts } } : {},
+      where: { host: { in: hosts } },
       select: HOST_FIELDS,
       orderBy: { host: 'asc' },
     }) as Promise<HostRow[]>;
@@ -115,32 +121,65 @@ export class HostRepository {
     await this.prisma.host.upsert({ where: { host }, create: { host, ...data }, update: data });
   }
 
-  /** Hosts this key has work for: due or waiting rows (`callback_due_idx`) or attempts since `since`. */
-  async hostsOfKey(apiKeyId: string, since: Date): Promise<string[]> {
+  /**
+   * One page (in name order, after `after`) of the hosts this key has work for:
+   * pending or in-flight rows, or attempts since `since`.
+   */
+  async hostsOfKey(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
     const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
-      SELECT host FROM callback WHERE status IN ('pending', 'in_flight') AND api_key_id = ${apiKeyId}::uuid
-      UNION
-      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`;
+      SELECT host FROM (
+        SELECT host FROM callback WHERE status IN ('pending', 'in_flight') AND api_key_id = ${apiKeyId}::uuid
+        UNION
+        SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}
+      ) h
+      WHERE ${page.after ?? null}::text IS NULL OR host > ${page.after ?? null}::text
+      ORDER BY host LIMIT ${page.limit}`;
     return rows.map((r) => r.host);
   }
 
-  /** Due pending callbacks per host (of one key, or all when null). Served by `callback_due_idx`. */
-  async queueDepths(apiKeyId: string | null): Promise<Map<string, number>> {
+  /**
+   * One page of the hosts in use, for admin keys: with calls in flight, a breaker
+   * not closed or failing, limits of their own (all via `host_limited_idx`), pending
+   * rows of any key, gone URLs, or attempts of `apiKeyId` since `since`. Destinations
+   * of the history with none of these are left out (`GET /v1/hosts/:host` still
+   * shows any one), so the list follows what is going on, not every host ever called.
+   */
+  async hostsInUse(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
+      SELECT host FROM (
+        SELECT host FROM host
+        WHERE in_flight > 0 OR breaker_state <> 'closed' OR consecutive_failures > 0
+           OR max_in_flight IS NOT NULL OR rate_per_sec IS NOT NULL
+        UNION
+        SELECT host FROM callback WHERE status = 'pending'
+        UNION
+        SELECT host FROM gone_endpoint
+        UNION
+        SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}
+      ) h
+      WHERE ${page.after ?? null}::text IS NULL OR host > ${page.after ?? null}::text
+      ORDER BY host LIMIT ${page.limit}`;
+    return rows.map((r) => r.host);
+  }
+
+  /** Due pending callbacks of these hosts (of one key, or all when null). Served by `callback_due_idx`. */
+  async queueDepths(apiKeyId: string | null, hosts: string[]): Promise<Map<string, number>> {
     const rows = await this.prisma.$queryRaw<Array<{ host: string; n: number }>>`
       SELECT host, count(*)::int AS n FROM callback
-      WHERE status = 'pending' AND next_attempt_at <= now() AND (${apiKeyId}::uuid IS NULL OR api_key_id = ${apiKeyId}::uuid)
+      WHERE status = 'pending' AND next_attempt_at <= now() AND host = ANY(${hosts}::text[])
+        AND (${apiKeyId}::uuid IS NULL OR api_key_id = ${apiKeyId}::uuid)
       GROUP BY host`;
     return new Map(rows.map((r) => [r.host, r.n]));
   }
 
-  /** Latency percentiles and failures of one key's attempts per host since `since` (`attempt_api_key_id_started_at_idx`). */
-  hostStats(apiKeyId: string, since: Date): Promise<HostStatsRow[]> {
+  /** Latency percentiles and failures of one key's attempts to these hosts since `since` (`attempt_api_key_id_started_at_idx`). */
+  hostStats(apiKeyId: string, since: Date, hosts: string[]): Promise<HostStatsRow[]> {
     return this.prisma.$queryRaw<HostStatsRow[]>`
       SELECT host, count(*)::int AS count, (count(*) FILTER (WHERE outcome <> 'success'))::int AS failed,
              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
              percentile_cont(0.9) WITHIN GROUP (ORDER BY duration_ms) AS p90,
              percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99
-      FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}
+      FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since} AND host = ANY(${hosts}::text[])
       GROUP BY host`;
   }
 }

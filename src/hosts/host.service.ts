@@ -3,7 +3,7 @@ import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { AppError } from '../common/app.error.js';
 import { AppConfig } from '../config/app.config.js';
 import type { HostLimitsDto } from './dto/host-limits.dto.js';
-import { HostRepository, type GoneEndpointRow, type HostRow, type HostStatsRow } from './host.repository.js';
+import { HostRepository, type GoneEndpointRow, type HostPage, type HostRow, type HostStatsRow } from './host.repository.js';
 import { errorRate } from './host.policy.js';
 
 /** Window of the latency figures when `since` is not given. */
@@ -22,10 +22,15 @@ export class HostService {
     private readonly hosts: HostRepository,
   ) {}
 
-  async listHosts(key: AuthenticatedKey, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
-    const names = key.isAdmin ? undefined : await this.hosts.hostsOfKey(key.id, since);
-    const rows = await this.hosts.findHosts(names);
-    return { since: since.toISOString(), items: await this.describe(rows, key, since) };
+  /** One page of hosts in name order; `nextCursor` is the last one when the page is full. */
+  async listHosts(key: AuthenticatedKey, page: HostPage, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
+    const names = key.isAdmin ? await this.hosts.hostsInUse(key.id, since, page) : await this.hosts.hostsOfKey(key.id, since, page);
+    const rows = names.length > 0 ? await this.hosts.findHosts(names) : [];
+    return {
+      since: since.toISOString(),
+      items: await this.describe(rows, key, since),
+      nextCursor: names.length === page.limit ? names[names.length - 1] : null,
+    };
   }
 
   async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
@@ -53,8 +58,8 @@ export class HostService {
     if (rows.length === 0) return [];
     const names = rows.map((r) => r.host);
     const [stats, depths, gone] = await Promise.all([
-      this.hosts.hostStats(key.id, since),
-      this.hosts.queueDepths(key.isAdmin ? null : key.id),
+      this.hosts.hostStats(key.id, since, names),
+      this.hosts.queueDepths(key.isAdmin ? null : key.id, names),
       this.hosts.findGoneEndpoints(names, key.isAdmin ? null : key.id),
     ]);
     const statsBy = new Map(stats.map((s) => [s.host, s]));

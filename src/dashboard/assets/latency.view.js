@@ -37,7 +37,7 @@ async function latency(host, range, bucket, batch) {
 /** Destinations for the picker, from GET /v1/hosts when the service has it. */
 async function knownHosts() {
   try {
-    const r = await get('/v1/hosts');
+    const r = await get('/v1/hosts?limit=1000'); // the first 1,000 for the picker; any host can be typed
     const items = Array.isArray(r) ? r : (r.items ?? []);
     return items.map((x) => (typeof x === 'string' ? x : (x.host ?? x.destination ?? x.origin))).filter(Boolean);
   } catch {
