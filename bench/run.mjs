@@ -2,6 +2,7 @@
 // database on the bench Postgres (embedded under .data/bench, port 54445, or the
 // server of DATABASE_URL), then one table. Run it alone on the machine (e.g. under
 // `flock /tmp/cpu.lock`): the figures are only as quiet as the two cores.
+import { backlogScenario } from './backlog.bench.mjs';
 import { claimScenario } from './claim.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
 import { flatScenario } from './flat.bench.mjs';
@@ -17,6 +18,7 @@ await main(async (server) => [
   ...(await transportScenario()),
   ...(await dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables')),
   ...(await hostCapScenario(server)),
+  ...(await backlogScenario(server)),
   ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
   ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),
   ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppConfig } from '../src/config/app.config.js';
 import { DispatchDatabase, dispatchSessionOptions } from '../src/database/dispatch-database.js';
-import { ClaimRepository } from '../src/dispatch/claim.repository.js';
+import { ClaimRepository, FRONT_SCAN_ROWS } from '../src/dispatch/claim.repository.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import { connect } from './support/database.js';
@@ -151,6 +151,49 @@ describe(ClaimRepository.name, () => {
       }
     } finally {
       await db.query(`DELETE FROM host WHERE host LIKE 'https://customer-%'`);
+    }
+  });
+
+  it('should take another host\'s rows past a larger backlog of a host at its cap, reading at most the front of it', async () => {
+    await db.query('DELETE FROM batch');
+    // Host A: more due rows than the front walk reads, at its cap. Host B: a few rows behind them.
+    const ids = await batchOf(1);
+    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    await db.query(
+      `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
+       SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.2:9/a', 'http://127.0.0.2:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 hour' + i * interval '1 ms'
+       FROM generate_series(1, $3::int) AS i`,
+      [batchId, keyId, FRONT_SCAN_ROWS + 500],
+    );
+    await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'http://127.0.0.2:9'`); // at its cap (1000 here)
+    await db.query('ANALYZE callback');
+    const dispatchDb = service.app.get(DispatchDatabase);
+    const seen: Prisma.Sql[] = [];
+    const run = dispatchDb.query.bind(dispatchDb);
+    dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
+    const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
+    await session.connect();
+    try {
+      const rows = await claims.claimDue('w', 50, 1000, []);
+      dispatchDb.query = run;
+      // Host B's row (127.0.0.1:9, the batch above) is behind all of A's, and still taken.
+      expect(rows.map((r) => r.id)).toEqual(ids);
+      expect(seen).toHaveLength(2);
+      await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [ids[0]]);
+      await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.1:9'`);
+      // Each statement, run again as it was: no node passes over more than the front.
+      for (const statement of seen) {
+        await session.query('BEGIN');
+        const plan = (await session.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${statement.text}`, statement.values)).rows.map((x) => x['QUERY PLAN']).join('\n');
+        await session.query('ROLLBACK');
+        const passedOver = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].map((m) => Number(m[1]));
+        expect(Math.max(0, ...passedOver)).toBeLessThanOrEqual(FRONT_SCAN_ROWS);
+      }
+    } finally {
+      dispatchDb.query = run;
+      await session.end();
+      await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);
+      await db.query('DELETE FROM batch');
     }
   });
 

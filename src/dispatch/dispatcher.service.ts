@@ -148,10 +148,19 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
         });
         this.claimWhenRoom = waitForRoom;
         if (limit === 0) break;
-        const rows = await this.metrics.timeClaim(() => this.claims.claimDue(this.owner, limit, this.config.dispatchLeaseMarginMs, this.queues.fullHosts()));
+        const margin = this.config.dispatchLeaseMarginMs;
+        const front = await this.metrics.timeClaim(() => this.claims.claimFront(this.owner, limit, margin, this.queues.fullHosts()));
         this.lastHealthyAt = Date.now();
-        if (rows.length > 0) await this.enqueue(rows);
-        if (rows.length === limit) this.claimAgain = true;
+        if (front.length > 0) await this.enqueue(front);
+        let claimed = front.length;
+        // Short: due rows past the front may belong to hosts with room. Look past it,
+        // host by host, while the rows just claimed are already sending.
+        if (claimed < limit) {
+          const past = await this.metrics.timeClaim(() => this.claims.claimPastBlocked(this.owner, limit - claimed, margin, this.queues.fullHosts()));
+          if (past.length > 0) await this.enqueue(past);
+          claimed += past.length;
+        }
+        if (claimed === limit) this.claimAgain = true;
         else await this.armDueTimer();
       } while (this.claimAgain && this.state === 'running');
     } catch (error) {
