@@ -145,13 +145,23 @@ export class HostRepository {
    * shows any one), so the list follows what is going on, not every host ever called.
    */
   async hostsInUse(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
+    // Hosts with pending rows, by a loose scan of `callback_pending_host_idx`: one
+    // probe per host after the cursor, at most a page of them, whatever the backlogs.
     const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
+      WITH RECURSIVE pending (host, n) AS (
+        (SELECT host, 1 FROM callback
+         WHERE status = 'pending' AND (${page.after ?? null}::text IS NULL OR host > ${page.after ?? null}::text)
+         ORDER BY host LIMIT 1)
+        UNION ALL
+        SELECT (SELECT c.host FROM callback c WHERE c.status = 'pending' AND c.host > p.host ORDER BY c.host LIMIT 1), p.n + 1
+        FROM pending p WHERE p.host IS NOT NULL AND p.n < ${page.limit}
+      )
       SELECT host FROM (
         SELECT host FROM host
         WHERE in_flight > 0 OR breaker_state <> 'closed' OR consecutive_failures > 0
            OR max_in_flight IS NOT NULL OR rate_per_sec IS NOT NULL
         UNION
-        SELECT host FROM callback WHERE status = 'pending'
+        SELECT host FROM pending WHERE host IS NOT NULL
         UNION
         SELECT host FROM gone_endpoint
         UNION
