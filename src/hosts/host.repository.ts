@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '../database/prisma.service.js';
+import { Prisma } from '../generated/prisma/client.js';
 import type { BreakerState, BreakerStateName } from '../dispatch/breaker.policy.js';
 
 /** A host row as the API and the dispatcher's cache read it. */
@@ -37,6 +38,9 @@ export interface HostPage {
   after?: string;
   limit: number;
 }
+
+/** `host` past the page's cursor (true on the first page). */
+const after = (page: HostPage) => (page.after === undefined ? Prisma.sql`true` : Prisma.sql`host > ${page.after}`);
 
 const HOST_FIELDS = {
   host: true, maxInFlight: true, ratePerSec: true, inFlight: true, breakerState: true, consecutiveFailures: true,
@@ -125,16 +129,11 @@ export class HostRepository {
    * One page (in name order, after `after`) of the hosts this key has work for:
    * pending or in-flight rows, or attempts since `since`.
    */
-  async hostsOfKey(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
-      SELECT host FROM (
-        SELECT host FROM callback WHERE status IN ('pending', 'in_flight') AND api_key_id = ${apiKeyId}::uuid
-        UNION
-        SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}
-      ) h
-      WHERE ${page.after ?? null}::text IS NULL OR host > ${page.after ?? null}::text
-      ORDER BY host LIMIT ${page.limit}`;
-    return rows.map((r) => r.host);
+  hostsOfKey(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
+    return this.page(page, Prisma.sql`
+      SELECT host FROM callback WHERE status IN ('pending', 'in_flight') AND api_key_id = ${apiKeyId}::uuid
+      UNION
+      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`);
   }
 
   /**
@@ -144,31 +143,33 @@ export class HostRepository {
    * of the history with none of these are left out (`GET /v1/hosts/:host` still
    * shows any one), so the list follows what is going on, not every host ever called.
    */
-  async hostsInUse(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
+  hostsInUse(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
     // Hosts with pending rows, by a loose scan of `callback_pending_host_idx`: one
     // probe per host after the cursor, at most a page of them, whatever the backlogs.
-    const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
+    const pending = Prisma.sql`
       WITH RECURSIVE pending (host, n) AS (
-        (SELECT host, 1 FROM callback
-         WHERE status = 'pending' AND (${page.after ?? null}::text IS NULL OR host > ${page.after ?? null}::text)
-         ORDER BY host LIMIT 1)
+        (SELECT host, 1 FROM callback WHERE status = 'pending' AND ${after(page)} ORDER BY host LIMIT 1)
         UNION ALL
         SELECT (SELECT c.host FROM callback c WHERE c.status = 'pending' AND c.host > p.host ORDER BY c.host LIMIT 1), p.n + 1
         FROM pending p WHERE p.host IS NOT NULL AND p.n < ${page.limit}
-      )
-      SELECT host FROM (
-        SELECT host FROM host
-        WHERE in_flight > 0 OR breaker_state <> 'closed' OR consecutive_failures > 0
-           OR max_in_flight IS NOT NULL OR rate_per_sec IS NOT NULL
-        UNION
-        SELECT host FROM pending WHERE host IS NOT NULL
-        UNION
-        SELECT host FROM gone_endpoint
-        UNION
-        SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}
-      ) h
-      WHERE ${page.after ?? null}::text IS NULL OR host > ${page.after ?? null}::text
-      ORDER BY host LIMIT ${page.limit}`;
+      )`;
+    return this.page(page, Prisma.sql`
+      SELECT host FROM host
+      WHERE in_flight > 0 OR breaker_state <> 'closed' OR consecutive_failures > 0
+         OR max_in_flight IS NOT NULL OR rate_per_sec IS NOT NULL
+      UNION
+      SELECT host FROM pending WHERE host IS NOT NULL
+      UNION
+      SELECT host FROM gone_endpoint
+      UNION
+      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`, pending);
+  }
+
+  /** The page of `names` (a query of `host` values, `with` its CTEs) in name order. */
+  private async page(page: HostPage, names: Prisma.Sql, withClause = Prisma.empty): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
+      ${withClause}
+      SELECT host FROM (${names}) h WHERE ${after(page)} ORDER BY host LIMIT ${page.limit}`;
     return rows.map((r) => r.host);
   }
 
