@@ -64,7 +64,7 @@ export class ClaimRepository {
    */
   async claimDue(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[]): Promise<ClaimedCallback[]> {
     const front = await this.claimFront(owner, limit, leaseMarginMs, skipHosts);
-    if (front.length >= limit) return front;
+    if (front.length >= limit) return front; // (a limit of 0 runs the front only)
     return front.concat(await this.claimPastBlocked(owner, limit - front.length, leaseMarginMs, skipHosts));
   }
 
@@ -80,7 +80,6 @@ export class ClaimRepository {
    * when more than FRONT_SCAN_ROWS rows are due, which a single probe tells.
    */
   claimPastBlocked(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[]): Promise<ClaimedCallback[]> {
-    if (limit <= 0) return Promise.resolve([]);
     return this.db.query<ClaimedCallback>(this.claim(this.pastBlocked(limit, skipHosts), owner, leaseMarginMs));
   }
 

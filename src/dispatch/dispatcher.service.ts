@@ -99,7 +99,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   private async warmUp(): Promise<void> {
     const nobody = uuidv7();
     try {
-      await this.claims.claimDue(this.owner, 0, this.config.dispatchLeaseMarginMs, []);
+      await this.claims.claimFront(this.owner, 0, this.config.dispatchLeaseMarginMs, []);
+      await this.claims.claimPastBlocked(this.owner, 0, this.config.dispatchLeaseMarginMs, []);
       await this.claims.nextDueAt();
       await this.signing.secretsFor([nobody]);
       const probe = { id: nobody, batchId: nobody, apiKeyId: nobody, url: 'http://0.0.0.0/', host: 'http://0.0.0.0:80', method: 'POST', headers: {}, body: null, timeoutMs: 1, maxAttempts: 1, retryDelaysMs: null, attempts: 0 };
