@@ -165,6 +165,13 @@ describe(ClaimRepository.name, () => {
        FROM generate_series(1, $3::int) AS i`,
       [batchId, keyId, FRONT_SCAN_ROWS + 500],
     );
+    // Hosts C…: rows not due for an hour (retries waiting); the pass host by host skips them.
+    await db.query(
+      `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
+       SELECT gen_random_uuid(), $1, $2, 'https://c' || i || '.example.com/x', 'https://c' || i || '.example.com:443', 'POST', '{}', 1000, 1, 'pending', now() + interval '1 hour'
+       FROM generate_series(1, 300) AS i`,
+      [batchId, keyId],
+    );
     await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'http://127.0.0.2:9'`); // at its cap (1000 here)
     await db.query('ANALYZE callback');
     const dispatchDb = service.app.get(DispatchDatabase);
@@ -188,6 +195,8 @@ describe(ClaimRepository.name, () => {
         await session.query('ROLLBACK');
         const passedOver = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].map((m) => Number(m[1]));
         expect(Math.max(0, ...passedOver)).toBeLessThanOrEqual(FRONT_SCAN_ROWS);
+        // The hosts visited one by one are those with due rows (A, B, then the end), not C….
+        for (const m of plan.matchAll(/Recursive Union \(actual rows=(\d+)/g)) expect(Number(m[1])).toBeLessThanOrEqual(3);
       }
     } finally {
       dispatchDb.query = run;

@@ -75,8 +75,8 @@ export class ClaimRepository {
 
   /**
    * Due rows past the front, host by host (see pastBlocked): for when the oldest
-   * due rows belong to hosts that cannot take them. A claim then costs one probe per
-   * host with pending rows, never a read of another host's whole backlog. Runs only
+   * due rows belong to hosts that cannot take them. A claim then costs a probe or
+   * two per host with due rows, never a read of another host's whole backlog. Runs only
    * when more than FRONT_SCAN_ROWS rows are due, which a single probe tells.
    */
   claimPastBlocked(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[]): Promise<ClaimedCallback[]> {
@@ -113,10 +113,10 @@ export class ClaimRepository {
 
   /**
    * `due` past the front: only when more than FRONT_SCAN_ROWS rows are due (so the
-   * front walk stopped short of them), it lists the hosts with pending rows (a loose
+   * front walk stopped short of them), it lists the hosts with due rows (a loose
    * scan of `callback_pending_host_idx (host, next_attempt_at)`: one probe per
-   * host), keeps those not blocked whose oldest due rows are oldest, and takes each
-   * one's oldest due rows, at most its room.
+   * such host), keeps those not blocked whose oldest due rows are oldest, and takes
+   * each one's oldest due rows, at most its room.
    */
   private pastBlocked(limit: number, skipHosts: string[]): Prisma.Sql {
     // A host's due rows are read as the range (host, -infinity) < (host,
@@ -128,15 +128,20 @@ export class ClaimRepository {
       c.status = 'pending'
       AND (c.host, c.next_attempt_at) > (${host}, '-infinity'::timestamptz)
       AND (c.host, c.next_attempt_at) <= (${host}, now())`;
+    // Hosts with due rows, in name order: each step finds the next one in the same
+    // index, where rows not yet due are passed over inside the index, unread.
+    const nextDueHost = (after: Prisma.Sql) => Prisma.sql`
+      SELECT c.host FROM callback c
+      WHERE c.status = 'pending' AND c.host > ${after} AND c.next_attempt_at <= now()
+      ORDER BY c.host, c.next_attempt_at LIMIT 1`;
     return Prisma.sql`
-      pending_hosts AS (
-        (SELECT host FROM callback WHERE status = 'pending' ORDER BY host LIMIT 1)
+      due_hosts AS (
+        (${nextDueHost(Prisma.sql`''`)})
         UNION ALL
-        SELECT (SELECT c.host FROM callback c WHERE c.status = 'pending' AND c.host > p.host ORDER BY c.host LIMIT 1)
-        FROM pending_hosts p WHERE p.host IS NOT NULL
+        SELECT (${nextDueHost(Prisma.sql`p.host`)}) FROM due_hosts p WHERE p.host IS NOT NULL
       ), ready AS MATERIALIZED (
         SELECT p.host, least(${limit}::int, coalesce(l.slots, ${this.config.hostMaxInFlight}::int)) AS room, oldest.at
-        FROM pending_hosts p
+        FROM due_hosts p
         LEFT JOIN limits l ON l.host = p.host
         CROSS JOIN LATERAL (
           SELECT c.next_attempt_at AS at FROM callback c WHERE ${dueOf(Prisma.sql`p.host`)}
