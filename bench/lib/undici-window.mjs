@@ -1,12 +1,13 @@
 import diagnostics from 'node:diagnostics_channel';
 import { Agent, request } from 'undici';
 
-// For `timed` windows: undici creates its request object synchronously inside
-// `request()`, and announces when it writes that request's headers.
+// For `timed` windows, and only while one runs (an untimed baseline pays nothing):
+// undici creates its request object synchronously inside `request()`, and announces
+// when it writes that request's headers.
 let created;
 const sentAt = new WeakMap();
-diagnostics.subscribe('undici:request:create', ({ request }) => (created = request));
-diagnostics.subscribe('undici:client:sendHeaders', ({ request }) => sentAt.set(request, performance.now()));
+const onCreate = ({ request }) => (created = request);
+const onSendHeaders = ({ request }) => sentAt.set(request, performance.now());
 
 /**
  * The baseline every sending figure is compared with: a bare undici rolling window
@@ -26,6 +27,10 @@ export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, bo
   let started = 0;
   let finished = 0;
   let failed = 0;
+  if (timed) {
+    diagnostics.subscribe('undici:request:create', onCreate);
+    diagnostics.subscribe('undici:client:sendHeaders', onSendHeaders);
+  }
   const t0 = performance.now();
   await new Promise((resolve) => {
     const next = () => {
@@ -36,7 +41,7 @@ export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, bo
       const url = urls[started++ % urls.length];
       const id = `baseline-${started}`;
       const pending = request(url, { dispatcher: agent, method: 'POST', headers: timed ? { ...headers, 'webhook-id': id } : headers, body });
-      const req = created;
+      const req = timed ? created : undefined;
       pending
         .then((res) => {
           if (timed) durations.set(id, performance.now() - sentAt.get(req));
@@ -51,6 +56,10 @@ export async function undiciWindow({ urls, total, window, timeoutMs = 60_000, bo
     for (let i = 0; i < window; i++) next();
   });
   const seconds = (performance.now() - t0) / 1000;
+  if (timed) {
+    diagnostics.unsubscribe('undici:request:create', onCreate);
+    diagnostics.unsubscribe('undici:client:sendHeaders', onSendHeaders);
+  }
   await agent.close();
   return { perSecond: finished / seconds, finished, failed, seconds, durations };
 }

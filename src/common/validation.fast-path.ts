@@ -119,6 +119,14 @@ export function declaredProperties(target: Function): ReadonlySet<string> {
 }
 
 /**
+ * A key that turning a request into DTO instances drops or mangles: `prototype`, or
+ * a name of an Object.prototype member (`constructor`, `__proto__`, `toString`, …).
+ */
+export function isStrippedKey(key: string): boolean {
+  return key === 'prototype' || key in Object.prototype;
+}
+
+/**
  * True when `value` is made only of what `JSON.parse` makes: objects with
  * Object.prototype, dense arrays, strings, numbers, booleans and null, and no key
  * `prototype` or named like a member of Object.prototype (`constructor`, `__proto__`,
@@ -143,7 +151,7 @@ export function isPlainJson(value: unknown): boolean {
     }
     if (Object.getPrototypeOf(node) !== Object.prototype) return false;
     for (const key in node) {
-      if (key === 'prototype' || key in Object.prototype) return false;
+      if (isStrippedKey(key)) return false;
       stack.push((node as Record<string, unknown>)[key]);
     }
   }

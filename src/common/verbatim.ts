@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
 import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
-import { declaredProperties } from './validation.fast-path.js';
+import { declaredProperties, isStrippedKey } from './validation.fast-path.js';
 
 /**
  * Request DTOs hold two kinds of objects: the DTO's own (a batch, a callback), whose
@@ -86,7 +86,7 @@ export function silentlyDroppedKey(objects: DtoObject[]): Array<string | number>
   for (const { object, type: dtoType, path } of objects) {
     const declared = declaredProperties(dtoType);
     for (const key of Object.keys(object)) {
-      if (!declared.has(key) && (key in Object.prototype || key === 'prototype')) return [...path, key];
+      if (!declared.has(key) && isStrippedKey(key)) return [...path, key];
     }
   }
   return undefined;

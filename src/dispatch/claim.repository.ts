@@ -28,6 +28,11 @@ function hostRoom(defaultCap: number): Prisma.Sql {
  */
 export const FRONT_SCAN_ROWS = 2_000;
 
+/** The time of the due row after the first FRONT_SCAN_ROWS (none: the front holds them all). */
+const dueAfterFront = Prisma.sql`
+  SELECT next_attempt_at FROM callback WHERE status = 'pending' AND next_attempt_at <= now()
+  ORDER BY next_attempt_at OFFSET ${FRONT_SCAN_ROWS} LIMIT 1`;
+
 /** A callback this worker holds a lease on, with everything needed to send it. */
 export interface ClaimedCallback {
   id: string;
@@ -97,8 +102,7 @@ export class ClaimRepository {
     return Prisma.sql`
       front_end AS MATERIALIZED (
         SELECT CASE WHEN EXISTS (SELECT 1 FROM blocked) OR cardinality(${skipHosts}::text[]) > 0 THEN
-                 (SELECT next_attempt_at FROM callback WHERE status = 'pending' AND next_attempt_at <= now()
-                  ORDER BY next_attempt_at OFFSET ${FRONT_SCAN_ROWS} LIMIT 1)
+                 (${dueAfterFront})
                END AS at
       ), due AS MATERIALIZED (
         SELECT c.id, c.host, c.url, c.next_attempt_at FROM callback c
@@ -147,8 +151,7 @@ export class ClaimRepository {
           SELECT c.next_attempt_at AS at FROM callback c WHERE ${dueOf(Prisma.sql`p.host`)}
           ORDER BY c.host, c.next_attempt_at LIMIT 1
         ) oldest
-        WHERE EXISTS (SELECT 1 FROM callback WHERE status = 'pending' AND next_attempt_at <= now()
-                      ORDER BY next_attempt_at OFFSET ${FRONT_SCAN_ROWS} LIMIT 1)
+        WHERE EXISTS (${dueAfterFront})
           AND p.host IS NOT NULL AND p.host <> ALL(${skipHosts}::text[]) AND p.host NOT IN (SELECT host FROM blocked)
         ORDER BY oldest.at
         LIMIT ${limit}
