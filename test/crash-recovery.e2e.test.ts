@@ -118,4 +118,36 @@ describe(`${DispatcherService.name} across process crashes`, () => {
     expect([...perId.values()].every((c) => c === 1)).toBe(true);
     expect(new Set(perId.keys())).toEqual(new Set(body.callbacks.map((c: { id: string }) => c.id)));
   });
+  it('should stop within SHUTDOWN_GRACE_MS on SIGTERM when a receiver never answers, handing that call back', async () => {
+    const worker = await start({ SHUTDOWN_GRACE_MS: '500' });
+    receiver.maxActive = 0;
+    const { body } = await call(worker.url, '/v1/batches', {
+      method: 'POST',
+      json: { callbacks: [{ url: `${receiver.url}/stuck?hang=1`, timeoutMs: 30_000 }] },
+    });
+    await waitFor(() => receiver.maxActive >= 1, 10_000, 10); // the call is at the receiver
+    worker.kill('SIGTERM');
+    const stoppedAt = Date.now();
+    expect(await worker.exited).toBe(0);
+    // The grace period, the write-back and closing the database; not the call's own 30 s timeout.
+    expect(Date.now() - stoppedAt).toBeLessThan(5000);
+    const { rows } = await db.query('SELECT status, attempts, lease_owner FROM callback WHERE id = $1', [body.callbacks[0].id]);
+    expect(rows, worker.output()).toEqual([{ status: 'pending', attempts: 0, lease_owner: null }]);
+    expect((await db.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n).toBe(0);
+  });
+
+  it('should hand back what a claim under way at SIGTERM takes, leaving no row claimed', async () => {
+    const worker = await start({ SHUTDOWN_GRACE_MS: '300', DISPATCH_CONCURRENCY: '10' });
+    for (let round = 0; round < 3; round++) {
+      // The NOTIFY of each batch wakes a claim; the signal lands while claims run.
+      await call(worker.url, '/v1/batches', {
+        method: 'POST',
+        json: { callbacks: Array.from({ length: 300 }, () => ({ url: `${receiver.url}/stuck?hang=1`, timeoutMs: 30_000 })) },
+      });
+    }
+    worker.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    const left = await db.query(`SELECT status, lease_owner IS NULL AS unleased, count(*)::int AS n FROM callback GROUP BY 1, 2`);
+    expect(left.rows, worker.output()).toEqual([{ status: 'pending', unleased: true, n: 900 }]);
+  });
 });

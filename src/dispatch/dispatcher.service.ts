@@ -41,6 +41,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   private readonly writer: OutcomeWriter;
   private readonly sending = new Set<ClaimedCallback>();
   private claiming = false;
+  /** The claim loop under way, if any: shutdown waits for it before handing rows back. */
+  private claimRun?: Promise<void>;
   private claimAgain = false;
   /** The last claim stopped for lack of room in the window: a finished call should claim again. */
   private claimWhenRoom = false;
@@ -117,7 +119,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
   wake(): void {
     if (this.state !== 'running') return;
     if (this.claiming) this.claimAgain = true;
-    else void this.claimLoop();
+    else this.claimRun = this.claimLoop();
   }
 
   /** Heartbeat: recover expired leases, stamp finished batches, hand back stale waits, look for work. */
@@ -156,7 +158,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
         let claimed = front.length;
         // Short: due rows past the front may belong to hosts with room. Look past it,
         // host by host, while the rows just claimed are already sending.
-        if (claimed < limit) {
+        if (claimed < limit && this.state === 'running') {
           const past = await this.metrics.timeClaim(() => this.claims.claimPastBlocked(this.owner, limit - claimed, margin, this.queues.fullHosts()));
           if (past.length > 0) await this.enqueue(past);
           claimed += past.length;
@@ -179,7 +181,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
       (row as ClaimedCallback & { secrets?: string[] }).secrets = secrets.get(row.apiKeyId) ?? [];
       this.queues.push(row, now);
     }
-    this.startCalls();
+    // Claimed while shutdown began: they wait, and shutdown hands them back.
+    if (this.state === 'running') this.startCalls();
   }
 
   /**
@@ -206,6 +209,8 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   private async send(row: ClaimedCallback & { secrets?: string[] }): Promise<void> {
     const result = await this.transport.send(buildRequest(row, row.secrets ?? [], this.config.httpTimeoutMs));
+    // Past the shutdown deadline the row was handed back (and the call cut off): not ours to record.
+    if (this.state === 'stopped') return;
     this.sending.delete(row);
     this.queues.done(row.host);
     this.hostLimits.record(row, result);
@@ -271,7 +276,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
    * Graceful stop (SIGTERM): claim nothing more, hand back what waits in memory,
    * let in-flight calls finish until SHUTDOWN_GRACE_MS, write every outcome back.
    * Calls still running at the deadline are handed back too (they may be sent
-   * again later, with the same webhook-id).
+   * again later, with the same webhook-id), and the transport then cuts them off.
    */
   async onModuleDestroy(): Promise<void> {
     if (this.state !== 'running') return;
@@ -279,6 +284,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     if (this.scheduler.doesExist('interval', HEARTBEAT)) this.scheduler.deleteInterval(HEARTBEAT);
     clearTimeout(this.dueTimer);
     const deadline = Date.now() + this.config.shutdownGraceMs;
+    await this.claimRun; // rows it claims land in the waiting queues, handed back next
     await this.release(this.queues.removeWaiting());
     if (this.sending.size > 0) {
       await new Promise<void>((resolve) => {
@@ -287,10 +293,10 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
       });
     }
     await this.writer.drain(deadline + 5000);
+    this.state = 'stopped';
     if (this.sending.size > 0) {
       this.logger.warn(`${this.sending.size} calls still in flight at the shutdown deadline; handing them back to be sent again`);
       await this.release([...this.sending]);
     }
-    this.state = 'stopped';
   }
 }

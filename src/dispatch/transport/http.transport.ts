@@ -141,9 +141,13 @@ export class HttpTransport implements OnApplicationShutdown {
     }
   }
 
-  /** After the dispatcher drained (onModuleDestroy), close pooled connections. */
+  /**
+   * After the dispatcher drained (onModuleDestroy), close pooled connections. A call
+   * still running then was handed back at the shutdown deadline, so it is cut off
+   * rather than waited for: `close()` would wait for its own timeout (up to minutes).
+   */
   async onApplicationShutdown(): Promise<void> {
-    await this.agent.close().catch(() => undefined);
+    await this.agent.destroy().catch(() => undefined);
   }
 }
 
