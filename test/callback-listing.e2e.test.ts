@@ -30,10 +30,10 @@ describe(CallbackController.name, () => {
         callbacks: [
           { url: url('/ok?n=1') },
           { url: url('/broken?failTimes=9&failCode=500'), maxAttempts: 1 },
-          { url: url('/hang?hang=1&n=1'), timeoutMs: 5_000 },
+          { url: url('/hang?hang=1&n=1'), timeoutMs: 30_000 },
           { url: url('/ok?n=2') },
           { url: url('/broken?failTimes=9&failCode=500&n=2'), maxAttempts: 1 },
-          { url: url('/hang?hang=1&n=2'), timeoutMs: 5_000 },
+          { url: url('/hang?hang=1&n=2'), timeoutMs: 30_000 },
           { url: url('/broken?failTimes=9&failCode=500&n=3'), maxAttempts: 1 },
         ],
       },
