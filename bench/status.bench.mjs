@@ -1,6 +1,9 @@
 // Status reads `GET /v1/callbacks/:id` (with attempts) with a million finished
 // callbacks and a million attempts in the tables, from 50 connections, against
 // `GET /health/live` on the same server in the same run (the framework's floor).
+// Also the list people read while fixing an endpoint, a page of 100 failed callbacks
+// (`GET /v1/callbacks?status=failed`, one in a thousand of the million failed) from
+// cursors spread over them.
 //   node bench/status.bench.mjs
 import { BENCH_KEY, connect, main, row, startService } from './lib/harness.mjs';
 import { getLoad } from './lib/http-load.mjs';
@@ -20,7 +23,17 @@ export async function statusScenario(server) {
     await getLoad(service.url, { paths: (i) => `/v1/callbacks/${ids[i % ids.length]}`, headers, seconds: 2 });
     const floor = await getLoad(service.url, { paths: () => '/health/live' });
     const status = await getLoad(service.url, { paths: (i) => `/v1/callbacks/${ids[(i * 7919) % ids.length]}`, headers });
-    return [row('status reads GET /v1/callbacks/:id, 1M rows (50 connections; baseline GET /health/live)', status, 'req/s', { baseline: floor, target: 5000 })];
+    const failed = (await db.query(`SELECT id FROM callback WHERE status = 'failed' ORDER BY id`)).rows.map((r) => r.id).slice(0, -100);
+    if (failed.length === 0) throw new Error('the million-row database has no failed callbacks to list');
+    const page = (i) => `/v1/callbacks?status=failed&limit=100&cursor=${failed[(i * 7919) % failed.length]}`;
+    const listed = JSON.parse(await (await fetch(`${service.url}${page(0)}`, { headers })).text());
+    if (listed.items?.length !== 100 || listed.items.some((c) => c.status !== 'failed')) throw new Error(`expected 100 failed callbacks, got ${JSON.stringify(listed).slice(0, 300)}`);
+    await getLoad(service.url, { paths: page, headers, seconds: 2 });
+    const lists = await getLoad(service.url, { paths: page, headers });
+    return [
+      row('status reads GET /v1/callbacks/:id, 1M rows (50 connections; baseline GET /health/live)', status, 'req/s', { baseline: floor, target: 5000 }),
+      row('  pages of 100 failed callbacks GET /v1/callbacks?status=failed, 1M rows, 0.1% failed (same baseline)', lists, 'req/s', { baseline: floor }),
+    ];
   } finally {
     await db.end();
     await service.stop();

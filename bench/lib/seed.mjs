@@ -51,38 +51,43 @@ export async function openCount(db, batchId) {
 }
 
 /**
- * A million (by default) finished callbacks with one attempt each, in batches of
- * 10,000, as months of traffic would leave them. Skipped when the rows are there.
+ * A million (by default) finished callbacks with one attempt each, as months of
+ * traffic would leave them: in batches of 100, one callback in a thousand failed (a
+ * 500), the rest succeeded. Skipped when the rows are there.
  */
 export async function seedFinished(db, keyId, total = 1_000_000) {
-  const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
+  const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status IN ('succeeded', 'failed')`);
   if (rows[0].n >= total) return false;
-  const perBatch = 10_000;
-  for (let b = 0; b < total / perBatch; b++) {
-    await db.query('BEGIN');
-    const batch = await db.query(
-      `INSERT INTO batch (id, api_key_id, label, total, created_at, completed_at)
-       VALUES (${idAt(`now() - interval '30 days'`)}, $1, 'history', $2, now() - interval '30 days', now() - interval '30 days') RETURNING id`,
-      [keyId, perBatch],
-    );
+  const perBatch = 100;
+  const perStatement = 10_000;
+  const at = (offset) => `now() - interval '30 days' + (${offset}) * interval '1 ms'`;
+  for (let s = 0; s < total / perStatement; s++) {
     await db.query(
-      `WITH c AS (
+      `WITH b AS (
+         INSERT INTO batch (id, api_key_id, label, total, created_at, completed_at)
+         SELECT ${idAt(at('$3::int * $4::int + (k - 1) * $2::int'))}, $1, 'history', $2, now() - interval '30 days', now() - interval '30 days'
+         FROM generate_series(1, $4::int / $2::int) AS k
+         RETURNING id
+       ), numbered AS (
+         SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM b
+       ), c AS (
          INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts,
                                status, attempts, next_attempt_at, last_status_code, created_at, completed_at)
-         SELECT ${idAt(`now() - interval '30 days' + ($4::int * $3::int + i) * interval '1 ms'`)}, $1, $2, 'http://127.0.0.1:9/old/' || i, 'http://127.0.0.1:9', 'POST', '{}',
-                '{"event":"old","n":' || i || '}', 15000, 8, 'succeeded', 1, now() - interval '30 days', 200,
+         SELECT ${idAt(at('$3::int * $4::int + i'))}, numbered.id, $1, 'http://127.0.0.1:9/old/' || i, 'http://127.0.0.1:9', 'POST', '{}',
+                '{"event":"old","n":' || i || '}', 15000, 8, CASE WHEN i % 1000 = 0 THEN 'failed' ELSE 'succeeded' END, 1,
+                now() - interval '30 days', CASE WHEN i % 1000 = 0 THEN 500 ELSE 200 END,
                 now() - interval '30 days', now() - interval '30 days'
-         FROM generate_series(1, $3::int) AS i
-         RETURNING id
+         FROM generate_series(0, $4::int - 1) AS i JOIN numbered ON numbered.k = i / $2::int
+         RETURNING id, status
        )
        INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
                             first_byte_ms, status_code, outcome, response_headers, response_body, worker)
-       SELECT id, $2, 'http://127.0.0.1:9', 1, now() - interval '30 days', 12.5, 0, 0.3, 12.1, 200, 'success',
+       SELECT id, $1, 'http://127.0.0.1:9', 1, now() - interval '30 days', 12.5, 0, 0.3, 12.1,
+              CASE status WHEN 'failed' THEN 500 ELSE 200 END, CASE status WHEN 'failed' THEN 'http_error' ELSE 'success' END,
               '{"content-type":"text/plain"}', 'ok', 'seed'
        FROM c`,
-      [batch.rows[0].id, keyId, perBatch, b],
+      [keyId, perBatch, s, perStatement],
     );
-    await db.query('COMMIT');
   }
   await db.query('VACUUM ANALYZE callback');
   await db.query('VACUUM ANALYZE attempt');
