@@ -118,6 +118,7 @@ describe(`${DispatcherService.name} across process crashes`, () => {
     expect([...perId.values()].every((c) => c === 1)).toBe(true);
     expect(new Set(perId.keys())).toEqual(new Set(body.callbacks.map((c: { id: string }) => c.id)));
   });
+
   it('should stop within SHUTDOWN_GRACE_MS on SIGTERM when a receiver never answers, handing that call back', async () => {
     const worker = await start({ SHUTDOWN_GRACE_MS: '500' });
     receiver.maxActive = 0;

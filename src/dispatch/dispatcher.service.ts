@@ -244,6 +244,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
 
   /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */
   private wakeAt(at: Date): void {
+    if (this.state !== 'running') return; // a claim that ends after shutdown began arms nothing
     const wait = Math.max(at.getTime() - Date.now(), 1);
     if (wait >= this.config.dispatchPollMs || (this.dueTimer && this.dueAt <= at.getTime())) return;
     clearTimeout(this.dueTimer);
