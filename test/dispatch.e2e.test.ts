@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
 import { Receiver, closedPort } from './support/receiver.js';
-import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
+import { startTestService, waitFor, warmSendPath, type TestService, jsonOf } from './support/service.js';
 
 type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
 
@@ -13,10 +13,7 @@ describe(DispatcherService.name, () => {
     service = await startTestService();
     receiver = await Receiver.start();
     await receiver.warmUp();
-    // The service's first calls compile its send path; a service in production is
-    // warm, and that one-off JIT is not the receiver's latency.
-    const warm = await sendBatch(Array.from({ length: 8 }, () => ({ url: `${receiver.url}/warm` })));
-    await waitDone(warm.id);
+    await warmSendPath(service, `${receiver.url}/warm`);
     receiver.requests.length = 0;
   });
   afterAll(async () => {

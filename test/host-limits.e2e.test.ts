@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostLimitsService } from '../src/dispatch/host-limits.service.js';
 import { Receiver } from './support/receiver.js';
-import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
+import { startTestService, waitFor, warmSendPath, type TestService, jsonOf } from './support/service.js';
 
 type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
 type CallbackView = { id: string; status: string; lastError: string | null; attempts: Attempt[] };
@@ -16,6 +16,9 @@ describe(HostLimitsService.name, () => {
 
   beforeAll(async () => {
     service = await startTestService({ hostMaxInFlight: 5, hostBreakerFailures: THRESHOLD, hostBreakerCooldownMs: COOLDOWN_MS });
+    const warm = await Receiver.start({ host: '127.0.0.20' }); // a host of its own: no test's limits or breaker see it
+    await warmSendPath(service, `${warm.url}/warm`);
+    await warm.close();
   });
   afterAll(async () => {
     await service?.dispose();
