@@ -137,6 +137,33 @@ describe(`${DispatcherService.name} across process crashes`, () => {
     expect((await db.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n).toBe(0);
   });
 
+  it('should exit 10 s past SHUTDOWN_GRACE_MS when the database does not answer at SIGTERM, losing nothing', async () => {
+    const worker = await start({ SHUTDOWN_GRACE_MS: '200' });
+    const runAt = new Date(Date.now() + 1500).toISOString();
+    const { body } = await call(worker.url, '/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/x`, runAt }] } });
+    const locker = await connect(database.url);
+    try {
+      // Claims update callback rows, so they wait behind this lock; reads do not.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE callback IN SHARE MODE');
+      await waitFor(async () => (await db.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE callback%'`)).rowCount, 10_000);
+      worker.kill('SIGTERM');
+      const stoppedAt = Date.now();
+      expect(await worker.exited).toBe(1);
+      expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(10_000);
+      expect(Date.now() - stoppedAt).toBeLessThan(13_000);
+      expect(worker.output()).toContain('shutdown not done after 10200 ms');
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    // The claim may still land once the lock is gone (its worker is gone too): the
+    // row is then leased to nobody alive and goes back to pending when the lease expires.
+    const { rows } = await db.query('SELECT status FROM callback WHERE id = $1', [body.callbacks[0].id]);
+    expect(['pending', 'in_flight']).toContain(rows[0]?.status);
+  });
+
   it('should hand back what a claim under way at SIGTERM takes, leaving no row claimed', async () => {
     const worker = await start({ SHUTDOWN_GRACE_MS: '300', DISPATCH_CONCURRENCY: '10' });
     for (let round = 0; round < 3; round++) {

@@ -285,19 +285,23 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     if (this.scheduler.doesExist('interval', HEARTBEAT)) this.scheduler.deleteInterval(HEARTBEAT);
     clearTimeout(this.dueTimer);
     const deadline = Date.now() + this.config.shutdownGraceMs;
-    await this.claimRun; // rows it claims land in the waiting queues, handed back next
+    const untilDeadline = () => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
+    // A claim under way puts its rows in the waiting queues (not sending them), to
+    // be handed back with the rest; one stuck on the database is not waited for.
+    await Promise.race([this.claimRun, untilDeadline()]);
     await this.release(this.queues.removeWaiting());
     if (this.sending.size > 0) {
       await new Promise<void>((resolve) => {
         this.idle = resolve;
-        setTimeout(resolve, Math.max(0, deadline - Date.now())).unref();
+        void untilDeadline().then(resolve);
       });
     }
     await this.writer.drain(deadline + 5000);
     this.state = 'stopped';
     if (this.sending.size > 0) {
       this.logger.warn(`${this.sending.size} calls still in flight at the shutdown deadline; handing them back to be sent again`);
-      await this.release([...this.sending]);
     }
+    // Calls cut off at the deadline, and rows a late claim brought in.
+    await this.release([...this.sending, ...this.queues.removeWaiting()]);
   }
 }
