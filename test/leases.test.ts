@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppConfig } from '../src/config/app.config.js';
 import { DispatchDatabase, dispatchSessionOptions } from '../src/database/dispatch-database.js';
-import { ClaimRepository, FRONT_SCAN_ROWS } from '../src/dispatch/claim.repository.js';
+import { ClaimRepository, FRONT_SCAN_ROWS, type ClaimedCallback } from '../src/dispatch/claim.repository.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import { connect } from './support/database.js';
@@ -34,6 +34,34 @@ describe(ClaimRepository.name, () => {
     });
     expect(res.status).toBe(202);
     return (await jsonOf(res)).callbacks.map((c: { id: string }) => c.id);
+  }
+
+  /** Runs `fn`, and returns the statements it sent through the dispatcher's database, in order. */
+  async function statementsOf(fn: () => Promise<unknown>): Promise<Prisma.Sql[]> {
+    const dispatchDb = service.app.get(DispatchDatabase);
+    const seen: Prisma.Sql[] = [];
+    const run = dispatchDb.query.bind(dispatchDb);
+    dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
+    try {
+      await fn();
+    } finally {
+      dispatchDb.query = run;
+    }
+    return seen;
+  }
+
+  /** EXPLAIN (with `options`) of `statement` on a session set up as the dispatcher's, rolled back. */
+  async function planOf(statement: Prisma.Sql, options = ''): Promise<string> {
+    const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
+    await session.connect();
+    try {
+      await session.query('BEGIN');
+      const { rows } = await session.query(`EXPLAIN ${options} ${statement.text}`, statement.values);
+      await session.query('ROLLBACK');
+      return rows.map((x) => x['QUERY PLAN']).join('\n');
+    } finally {
+      await session.end();
+    }
   }
 
   const statusCounts = async () =>
@@ -131,24 +159,10 @@ describe(ClaimRepository.name, () => {
       await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'https://customer-7.example.com:443'`); // at its cap
       await db.query('ANALYZE host');
       await batchOf(3);
-      const dispatchDb = service.app.get(DispatchDatabase);
-      const seen: Prisma.Sql[] = [];
-      const run = dispatchDb.query.bind(dispatchDb);
-      dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
-      try {
-        expect(await claims.claimDue('w', 10, 1000, [])).toHaveLength(3);
-      } finally {
-        dispatchDb.query = run;
-      }
-      const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
-      await session.connect();
-      try {
-        const plan = (await session.query(`EXPLAIN ${seen[0].text}`, seen[0].values)).rows.map((x) => x['QUERY PLAN']).join('\n');
-        expect(plan).toMatch(/Index Scan using host_limited_idx on host/);
-        expect(plan).not.toMatch(/Seq Scan on host/);
-      } finally {
-        await session.end();
-      }
+      const seen = await statementsOf(async () => expect(await claims.claimDue('w', 10, 1000, [])).toHaveLength(3));
+      const plan = await planOf(seen[0]);
+      expect(plan).toMatch(/Index Scan using host_limited_idx on host/);
+      expect(plan).not.toMatch(/Seq Scan on host/);
     } finally {
       await db.query(`DELETE FROM host WHERE host LIKE 'https://customer-%'`);
     }
@@ -174,15 +188,9 @@ describe(ClaimRepository.name, () => {
     );
     await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'http://127.0.0.2:9'`); // at its cap (1000 here)
     await db.query('ANALYZE callback');
-    const dispatchDb = service.app.get(DispatchDatabase);
-    const seen: Prisma.Sql[] = [];
-    const run = dispatchDb.query.bind(dispatchDb);
-    dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
-    const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
-    await session.connect();
     try {
-      const rows = await claims.claimDue('w', 50, 1000, []);
-      dispatchDb.query = run;
+      let rows: ClaimedCallback[] = [];
+      const seen = await statementsOf(async () => (rows = await claims.claimDue('w', 50, 1000, [])));
       // Host B's row (127.0.0.1:9, the batch above) is behind all of A's, and still taken.
       expect(rows.map((r) => r.id)).toEqual(ids);
       expect(seen).toHaveLength(2);
@@ -190,17 +198,13 @@ describe(ClaimRepository.name, () => {
       await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.1:9'`);
       // Each statement, run again as it was: no node passes over more than the front.
       for (const statement of seen) {
-        await session.query('BEGIN');
-        const plan = (await session.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${statement.text}`, statement.values)).rows.map((x) => x['QUERY PLAN']).join('\n');
-        await session.query('ROLLBACK');
+        const plan = await planOf(statement, '(ANALYZE, COSTS OFF, TIMING OFF)');
         const passedOver = [...plan.matchAll(/Rows Removed by Filter: (\d+)/g)].map((m) => Number(m[1]));
         expect(Math.max(0, ...passedOver)).toBeLessThanOrEqual(FRONT_SCAN_ROWS);
         // The hosts visited one by one are those with due rows (A, B, then the end), not C….
         for (const m of plan.matchAll(/Recursive Union \(actual rows=(\d+)/g)) expect(Number(m[1])).toBeLessThanOrEqual(3);
       }
     } finally {
-      dispatchDb.query = run;
-      await session.end();
       await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);
       await db.query('DELETE FROM batch');
     }
@@ -222,34 +226,16 @@ describe(ClaimRepository.name, () => {
     );
 
     // The statements the repositories run, explained on a session set up as the dispatcher's.
-    const dispatchDb = service.app.get(DispatchDatabase);
-    const seen: Prisma.Sql[] = [];
-    const run = dispatchDb.query.bind(dispatchDb);
-    dispatchDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), run<T>(statement));
-    let rows: Awaited<ReturnType<ClaimRepository['claimDue']>>;
-    try {
+    let rows: ClaimedCallback[] = [];
+    const seen = await statementsOf(async () => {
       rows = await claims.claimDue('w', 200, 1000, []);
       await outcomes.recordOutcomes('w', rows.map((r) => outcome(r.id, r)));
-    } finally {
-      dispatchDb.query = run;
-    }
+    });
     expect(rows).toHaveLength(200);
-    const session = new pg.Client({ connectionString: service.databaseUrl, options: dispatchSessionOptions(service.app.get(AppConfig)) });
-    await session.connect();
-    try {
-      const plan = async (s: Prisma.Sql) => {
-        await session.query('BEGIN');
-        const r = await session.query(`EXPLAIN ${s.text}`, s.values);
-        await session.query('ROLLBACK');
-        return r.rows.map((x) => x['QUERY PLAN']).join('\n');
-      };
-      const [claimPlan, writePlan] = [await plan(seen[0]), await plan(seen[1])];
-      expect(claimPlan).toMatch(/Index Scan using callback_due_idx on callback/);
-      expect(claimPlan).not.toMatch(/Bitmap Heap Scan on callback/);
-      expect(writePlan).toMatch(/Index Scan using callback_pkey on callback/);
-      expect(writePlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
-    } finally {
-      await session.end();
-    }
+    const [claimPlan, writePlan] = [await planOf(seen[0]), await planOf(seen[1])];
+    expect(claimPlan).toMatch(/Index Scan using callback_due_idx on callback/);
+    expect(claimPlan).not.toMatch(/Bitmap Heap Scan on callback/);
+    expect(writePlan).toMatch(/Index Scan using callback_pkey on callback/);
+    expect(writePlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
   });
 });
