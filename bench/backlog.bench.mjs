@@ -5,9 +5,10 @@
 // backlog's rows are the oldest due ones: a claim must pass over them without
 // reading them all (ClaimRepository: a bounded front walk, then host by host).
 //   node bench/backlog.bench.mjs            (BENCH_BACKLOG to change the backlog)
+import { timeDispatch } from './dispatch.bench.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { connect, freshDatabase, main, row, startService, waitUntil } from './lib/harness.mjs';
-import { benchKeyId, openCount, seedDue } from './lib/seed.mjs';
+import { benchKeyId, seedDue } from './lib/seed.mjs';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 100_000);
 const N = 10_000;
@@ -19,15 +20,12 @@ async function behindBacklog(server, backlog) {
   const service = await startService(databaseUrl, { DISPATCH_CONCURRENCY: '200', HOST_MAX_IN_FLIGHT: '20' });
   const db = await connect(databaseUrl);
   try {
-    const keyId = await benchKeyId(db);
     if (backlog > 0) {
-      await seedDue(db, keyId, [`${receiver.url('127.0.0.2')}/slow?sleep=200`], backlog);
+      await seedDue(db, await benchKeyId(db), [`${receiver.url('127.0.0.2')}/slow?sleep=200`], backlog);
       // The slow destination fills its cap; from then on its rows wait at the front.
       await waitUntil(async () => (await receiver.stats()).maxActive >= 20, 10_000);
     }
-    const { batchId, committedAt } = await seedDue(db, keyId, [`${receiver.url('127.0.0.1')}/fast`], N);
-    await waitUntil(async () => (await openCount(db, batchId)) === 0, 120_000, 20);
-    return N / ((performance.now() - committedAt) / 1000);
+    return (await timeDispatch(db, receiver, N, { path: '/fast' })).perSecond; // to the receiver's first host, 127.0.0.1
   } finally {
     await db.end();
     await service.stop();
