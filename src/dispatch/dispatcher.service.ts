@@ -152,14 +152,14 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
         this.claimWhenRoom = waitForRoom;
         if (limit === 0) break;
         const margin = this.config.dispatchLeaseMarginMs;
-        const front = await this.metrics.timeClaim(() => this.claims.claimFront(this.owner, limit, margin, this.queues.fullHosts()));
+        const front = await this.metrics.timeClaim(() => this.claims.claimFront(this.owner, limit, margin, this.skipHosts()));
         this.lastHealthyAt = Date.now();
         if (front.length > 0) await this.enqueue(front);
         let claimed = front.length;
         // Short: due rows past the front may belong to hosts with room. Look past it,
         // host by host, while the rows just claimed are already sending.
         if (claimed < limit && this.state === 'running') {
-          const past = await this.metrics.timeClaim(() => this.claims.claimPastBlocked(this.owner, limit - claimed, margin, this.queues.fullHosts()));
+          const past = await this.metrics.timeClaim(() => this.claims.claimPastBlocked(this.owner, limit - claimed, margin, this.skipHosts()));
           if (past.length > 0) await this.enqueue(past);
           claimed += past.length;
         }
@@ -171,6 +171,11 @@ export class DispatcherService implements OnApplicationBootstrap, OnModuleDestro
     } finally {
       this.claiming = false;
     }
+  }
+
+  /** Hosts a claim passes over: those whose slots this worker fills, and those whose breaker it is about to open. */
+  private skipHosts(): string[] {
+    return [...this.queues.fullHosts(), ...this.hostLimits.openingHosts()];
   }
 
   private async enqueue(rows: ClaimedCallback[]): Promise<void> {

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
 import { HostRepository } from '../hosts/host.repository.js';
-import { NO_RESULTS, foldOutcome, isNoop, nextBreaker, type BreakerState, type HostResults } from './breaker.policy.js';
+import { NO_RESULTS, foldOutcome, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
 import type { ClaimedCallback } from './claim.repository.js';
 import type { CallResult } from './transport/http.transport.js';
 
@@ -30,15 +30,20 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
   private breakers = new Map<string, BreakerState>();
   private results = new Map<string, HostResults>();
   private gone: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }> = [];
+  /** Hosts whose breaker this worker's results open, until the report saying so has landed. */
+  private readonly opening = new Set<string>();
   private refreshTimer?: NodeJS.Timeout;
   private reportTimer?: NodeJS.Timeout;
   private reporting?: Promise<void>;
   private stopped = false;
+  private readonly breakerSettings: BreakerSettings;
 
   constructor(
     private readonly config: AppConfig,
     private readonly hosts: HostRepository,
-  ) {}
+  ) {
+    this.breakerSettings = { threshold: config.hostBreakerFailures, cooldownMs: config.hostBreakerCooldownMs };
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.role === 'api') return;
@@ -60,14 +65,31 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
     return this.caps.get(host) ?? this.config.hostMaxInFlight;
   }
 
+  /**
+   * Hosts not to claim for now: their breaker opens with results this worker has not
+   * reported yet. A down host fails each call at once, so until the report lands
+   * (10 ms, longer while the host row is locked), every write-back freed its slots for
+   * another round of calls bound to fail.
+   */
+  openingHosts(): Iterable<string> {
+    return this.opening;
+  }
+
   /** A call finished: count it for the host's breaker, note a 410. */
   record(row: ClaimedCallback, result: CallResult): void {
     const folded = foldOutcome(this.results.get(row.host) ?? NO_RESULTS, result.outcome);
     this.results.set(row.host, folded);
+    if (folded.trailingFailures === 0) this.opening.delete(row.host); // it answered
+    else if (!this.opening.has(row.host) && this.opens(row.host, folded)) this.opening.add(row.host);
     if (result.statusCode === 410) this.gone.push({ url: row.url, host: row.host, apiKeyId: row.apiKeyId, statusCode: 410 });
     const pending = this.gone.length > 0 || !isNoop(this.breakers.get(row.host) ?? CLEAN, folded);
     if (pending) this.schedule(REPORT_MS);
     else this.results.delete(row.host);
+  }
+
+  private opens(host: string, results: HostResults): boolean {
+    const known = this.breakers.get(host) ?? CLEAN;
+    return known.state !== 'open' && nextBreaker(known, results, this.breakerSettings, new Date()).state === 'open';
   }
 
   /** Sends pending breaker results and gone endpoints; one report at a time, failures retried. */
@@ -90,12 +112,13 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
   private async send(results: Map<string, HostResults>, gone: typeof this.gone): Promise<void> {
     try {
       await this.hosts.insertGoneEndpoints(gone);
-      const settings = { threshold: this.config.hostBreakerFailures, cooldownMs: this.config.hostBreakerCooldownMs };
       const now = new Date();
       const next = await this.hosts.updateBreakers([...results.keys()], (host, current) =>
-        nextBreaker(current, results.get(host) ?? NO_RESULTS, settings, now),
+        nextBreaker(current, results.get(host) ?? NO_RESULTS, this.breakerSettings, now),
       );
       for (const [host, state] of next) this.remember(host, state);
+      // The host rows now say it (results gathered meanwhile wait for their own report).
+      for (const host of results.keys()) if (!this.results.has(host)) this.opening.delete(host);
     } catch (error) {
       this.logger.warn(`could not record host breaker results, will retry: ${(error as Error).message}`);
       for (const [host, r] of results) if (!this.results.has(host)) this.results.set(host, r);
