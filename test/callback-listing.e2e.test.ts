@@ -74,13 +74,12 @@ describe(CallbackController.name, () => {
   });
 
   it('should read failed, cancelled and in-flight lists through their indexes among many succeeded rows', async () => {
-    const { rows: [key] } = await db.query('SELECT api_key_id FROM callback WHERE id = $1', [ids.failed[0]]);
-    const { rows: [batch] } = await db.query('SELECT batch_id FROM callback WHERE id = $1', [ids.failed[0]]);
+    const { rows: [of] } = await db.query('SELECT api_key_id, batch_id FROM callback WHERE id = $1', [ids.failed[0]]);
     await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, attempts, next_attempt_at, completed_at)
        SELECT uuidv7(), $1, $2, 'http://127.0.0.1:9/old', 'http://127.0.0.1:9', 'POST', 1000, 1, 'succeeded', 1, now(), now()
        FROM generate_series(1, 20000)`,
-      [batch.batch_id, key.api_key_id],
+      [of.batch_id, of.api_key_id],
     );
     await db.query('ANALYZE callback');
     // The statement the repository has Prisma send (listCallbacks), as SQL.
@@ -88,7 +87,7 @@ describe(CallbackController.name, () => {
       const { rows } = await db.query(
         `EXPLAIN (FORMAT JSON) SELECT * FROM callback WHERE api_key_id = $1 AND status = $2 ${leaseHeld ? 'AND lease_expires_at IS NOT NULL' : ''}
          ORDER BY id ASC LIMIT 100`,
-        [key.api_key_id, status],
+        [of.api_key_id, status],
       );
       return JSON.stringify(rows[0]['QUERY PLAN']);
     };
