@@ -3,10 +3,12 @@ import { ApiBearerAuth, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
-import { statusParam } from '../callbacks/callback.controller.js';
 import { CallbackService } from '../callbacks/callback.service.js';
-import { CALLBACK_STATUSES } from '../callbacks/callback.status.js';
-import { cursorParam, pageLimit, UuidParam } from '../common/params.js';
+import { CALLBACK_STATUSES, type CallbackStatus } from '../common/states.js';
+
+/** States a retry can send again. */
+const RETRYABLE: readonly CallbackStatus[] = ['failed', 'cancelled'];
+import { cursorParam, pageLimit, statusParam, UuidParam } from '../common/params.js';
 import { BatchService } from './batch.service.js';
 import { CreateBatchDto } from './dto/create-batch.dto.js';
 
@@ -58,10 +60,10 @@ export class BatchController {
   /** Sends the batch's failed (or `?status=cancelled`) callbacks again. */
   @Post(':id/retry')
   @HttpCode(202)
-  @ApiQuery({ name: 'status', required: false, enum: ['failed', 'cancelled'] })
+  @ApiQuery({ name: 'status', required: false, enum: RETRYABLE, description: 'failed (default), cancelled, or both comma-separated' })
   async retry(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string, @Query('status') status?: string) {
     await this.batches.requireBatch(key.id, id);
-    const statuses = (status ?? 'failed').split(',').map((s) => statusParam(s)!);
-    return this.callbacks.retryBatch(key.id, id, statuses.filter((s) => s === 'failed' || s === 'cancelled'));
+    const statuses = (status || 'failed').split(',').map((s) => statusParam(s, RETRYABLE)!);
+    return this.callbacks.retryBatch(key.id, id, statuses);
   }
 }

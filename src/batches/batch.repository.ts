@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { CallbackStatus } from '../callbacks/callback.status.js';
+import type { CallbackStatus } from '../common/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
@@ -146,18 +146,18 @@ export class BatchRepository {
   /** Callback counts by status; served by `callback_batch_id_status_idx`. */
   async countByStatus(batchIds: string[]): Promise<Array<{ batchId: string; status: CallbackStatus; n: number }>> {
     if (batchIds.length === 0) return [];
-    return this.prisma.$queryRaw`
+    return this.db.query(Prisma.sql`
       SELECT batch_id AS "batchId", status, count(*)::int AS n FROM callback
-      WHERE batch_id = ANY(${batchIds}::uuid[]) GROUP BY batch_id, status`;
+      WHERE batch_id = ANY(${batchIds}::uuid[]) GROUP BY batch_id, status`);
   }
 
   /** First attempt start and last attempt end over the batch: its makespan on the wire. */
   async attemptSpan(batchId: string): Promise<{ firstStartAt: Date | null; lastEndAt: Date | null }> {
-    const rows = await this.prisma.$queryRaw<Array<{ firstStartAt: Date | null; lastEndAt: Date | null }>>`
+    const rows = await this.db.query<{ firstStartAt: Date | null; lastEndAt: Date | null }>(Prisma.sql`
       SELECT min(a.started_at) AS "firstStartAt",
              max(a.started_at + a.duration_ms * interval '1 millisecond') AS "lastEndAt"
       FROM callback c JOIN attempt a ON a.callback_id = c.id
-      WHERE c.batch_id = ${batchId}::uuid`;
+      WHERE c.batch_id = ${batchId}::uuid`);
     return rows[0] ?? { firstStartAt: null, lastEndAt: null };
   }
 

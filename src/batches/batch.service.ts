@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { CALLBACK_STATUSES, type CallbackStatus } from '../callbacks/callback.status.js';
+import { CALLBACK_STATUSES, type CallbackStatus } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';

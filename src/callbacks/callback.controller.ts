@@ -2,18 +2,9 @@ import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
-import { AppError } from '../common/app.error.js';
-import { cursorParam, dateParam, pageLimit, UuidParam } from '../common/params.js';
+import { cursorParam, dateParam, optionalDestinationParam, pageLimit, statusParam, UuidParam } from '../common/params.js';
 import { CallbackService } from './callback.service.js';
-import { CALLBACK_STATUSES, type CallbackStatus } from './callback.status.js';
-
-export function statusParam(raw: string | undefined): CallbackStatus | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  if (!(CALLBACK_STATUSES as readonly string[]).includes(raw)) {
-    throw new AppError('validation_failed', `status must be one of ${CALLBACK_STATUSES.join(', ')}`);
-  }
-  return raw as CallbackStatus;
-}
+import { CALLBACK_STATUSES } from '../common/states.js';
 
 @ApiTags('callbacks')
 @ApiBearerAuth()
@@ -29,7 +20,7 @@ export class CallbackController {
   @ApiQuery({ name: 'limit', required: false })
   list(@CurrentKey() key: AuthenticatedKey, @Query() q: Record<string, string>) {
     return this.callbacks.listCallbacks(key.id, {
-      status: statusParam(q.status), host: q.host || undefined, since: dateParam('since', q.since),
+      status: statusParam(q.status), host: optionalDestinationParam('host', q.host), since: dateParam('since', q.since),
       after: cursorParam(q.cursor), limit: pageLimit(q.limit),
     });
   }

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
-import { DUE_CHANNEL } from '../database/notify.listener.js';
+import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
-import type { CallbackStatus } from './callback.status.js';
+import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
+import { reopenBatches } from '../batches/batch-completion.sql.js';
 
 export interface CallbackFilter {
   batchId?: string;
@@ -29,6 +30,11 @@ export type AttemptRow = Pick<Attempt,
 export type CallbackStatusRow = Pick<Callback,
   'id' | 'batchId' | 'externalId' | 'url' | 'host' | 'method' | 'status' | 'attempts' | 'maxAttempts' | 'timeoutMs' |
   'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt'>;
+const STATUS_COLUMNS = {
+  id: true, batchId: true, externalId: true, url: true, host: true, method: true, status: true, attempts: true,
+  maxAttempts: true, timeoutMs: true, nextAttemptAt: true, lastStatusCode: true, lastError: true, createdAt: true,
+  completedAt: true,
+} as const satisfies Record<keyof CallbackStatusRow, true>;
 export type CallbackWithAttempts = CallbackStatusRow & { attemptRows: AttemptRow[] };
 
 @Injectable()
@@ -41,6 +47,7 @@ export class CallbackRepository {
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
+    private readonly due: DueNotifier,
   ) {}
 
   /**
@@ -91,7 +98,7 @@ export class CallbackRepository {
    * held (as the CHECK callback_lease_in_flight_check makes every in-flight row),
    * else it scanned the whole table (177 ms with a million finished rows).
    */
-  listCallbacks(apiKeyId: string, f: CallbackFilter) {
+  listCallbacks(apiKeyId: string, f: CallbackFilter): Promise<CallbackStatusRow[]> {
     return this.prisma.callback.findMany({
       where: {
         apiKeyId,
@@ -102,6 +109,8 @@ export class CallbackRepository {
         ...(f.since && { createdAt: { gte: f.since } }),
         ...(f.after && { id: { gt: f.after } }),
       },
+      // The columns a list shows: a body may be 256 KiB, and a page 1,000 rows.
+      select: STATUS_COLUMNS,
       orderBy: { id: 'asc' },
       take: f.limit,
     });
@@ -109,16 +118,16 @@ export class CallbackRepository {
 
   /** Every attempt of a batch, for its timeline. */
   batchAttempts(batchId: string) {
-    return this.prisma.$queryRaw<Array<{
+    return this.db.query<{
       callbackId: string; url: string; externalId: string | null; number: number; startedAt: Date; durationMs: number;
       statusCode: number | null; outcome: string; dnsMs: number | null; connectMs: number | null; tlsMs: number | null; firstByteMs: number | null;
-    }>>`
+    }>(Prisma.sql`
       SELECT c.id AS "callbackId", c.url, c.external_id AS "externalId", a.number, a.started_at AS "startedAt",
              a.duration_ms AS "durationMs", a.status_code AS "statusCode", a.outcome, a.dns_ms AS "dnsMs",
              a.connect_ms AS "connectMs", a.tls_ms AS "tlsMs", a.first_byte_ms AS "firstByteMs"
       FROM callback c JOIN attempt a ON a.callback_id = c.id
       WHERE c.batch_id = ${batchId}::uuid
-      ORDER BY c.id, a.number`;
+      ORDER BY c.id, a.number`);
   }
 
   /**
@@ -126,33 +135,33 @@ export class CallbackRepository {
    * lease is cleared, so that worker's write-back will not land.
    */
   cancelCallbacks(apiKeyId: string, ids: string[]): Promise<Array<{ id: string }>> {
-    return this.prisma.$queryRaw`
-      UPDATE callback SET status = 'cancelled', completed_at = now(), lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ANY(${ids}::uuid[]) AND api_key_id = ${apiKeyId}::uuid AND status IN ('pending', 'in_flight')
-      RETURNING id`;
+    return this.db.query(Prisma.sql`
+      UPDATE callback SET status = ${STATUS.cancelled}, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ANY(${ids}::uuid[]) AND api_key_id = ${apiKeyId}::uuid AND status IN ${UNFINISHED}
+      RETURNING id`);
   }
 
   /**
    * Sends finished callbacks again: back to pending, due now, with one more attempt
-   * allowed. The batch is re-opened and the workers woken, in one transaction.
+   * allowed, and their batches re-opened, in one transaction. The workers are woken
+   * after it committed (DueNotifier: a NOTIFY inside the transaction would queue its
+   * commit behind every other notifying commit).
    */
-  retryCallbacks(apiKeyId: string, where: { ids?: string[]; batchId?: string }, statuses: CallbackStatus[]): Promise<number> {
-    return this.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<Array<{ batch_id: string }>>`
+  async retryCallbacks(apiKeyId: string, where: { ids?: string[]; batchId?: string }, statuses: CallbackStatus[]): Promise<number> {
+    const retried = await this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ batch_id: string }>(Prisma.sql`
         UPDATE callback
-        SET status = 'pending', next_attempt_at = now(), completed_at = NULL,
+        SET status = ${STATUS.pending}, next_attempt_at = now(), completed_at = NULL,
             max_attempts = GREATEST(max_attempts, attempts + 1)
         WHERE api_key_id = ${apiKeyId}::uuid AND status = ANY(${statuses}::text[])
           AND (${where.ids ?? null}::uuid[] IS NULL OR id = ANY(${where.ids ?? null}::uuid[]))
           AND (${where.batchId ?? null}::uuid IS NULL OR batch_id = ${where.batchId ?? null}::uuid)
-        RETURNING batch_id`;
-      if (rows.length > 0) {
-        const batchIds = [...new Set(rows.map((r) => r.batch_id))];
-        await tx.$executeRaw`UPDATE batch SET completed_at = NULL WHERE id = ANY(${batchIds}::uuid[])`;
-        await tx.$executeRaw`SELECT pg_notify(${DUE_CHANNEL}, '')`;
-      }
+        RETURNING batch_id`);
+      if (rows.length > 0) await tx.execute(reopenBatches([...new Set(rows.map((r) => r.batch_id))]));
       return rows.length;
     });
+    if (retried > 0) this.due.notifyDue();
+    return retried;
   }
 
   statusOf(apiKeyId: string, id: string) {

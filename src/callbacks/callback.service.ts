@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
-import type { CallbackStatus } from './callback.status.js';
+import type { CallbackStatus } from '../common/states.js';
 
 type CallbackRow = CallbackWithAttempts;
 

@@ -1,6 +1,8 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { AppError } from './app.error.js';
+import { CALLBACK_STATUSES, type CallbackStatus } from './states.js';
 import { isUuid } from './uuid.js';
+import { destinationOf } from './validators.js';
 
 /** A path id that is not a UUID cannot name anything: 404, same as a missing row. */
 @Injectable()
@@ -31,4 +33,36 @@ export function dateParam(name: string, raw: string | undefined): Date | undefin
   const d = new Date(raw);
   if (Number.isNaN(d.getTime())) throw new AppError('validation_failed', `${name} must be an ISO-8601 time`);
   return d;
+}
+
+/** Optional `?status=`: one of the callback states. */
+export function statusParam(raw: string | undefined, allowed: readonly CallbackStatus[] = CALLBACK_STATUSES): CallbackStatus | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!(allowed as readonly string[]).includes(raw)) throw new AppError('validation_failed', `status must be one of ${allowed.join(', ')}`);
+  return raw as CallbackStatus;
+}
+
+/**
+ * A destination (`scheme://host:port`, the key callbacks and per-host limits use,
+ * default port spelled out) from a parameter. Only scheme, host and port may be
+ * given: a path, query or credentials would suggest a narrower destination than the
+ * one meant. `example` shows the form the parameter is written in.
+ */
+export function destinationParam(name: string, raw: string, example = 'https://example.com:443'): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new AppError('validation_failed', `${name} must be a destination scheme://host:port, like ${example}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AppError('validation_failed', `${name} must use http or https`);
+  if (!url.hostname || url.username || url.password || url.pathname !== '/' || url.search || url.hash) {
+    throw new AppError('validation_failed', `${name} must be scheme://host[:port] only, without path, query or credentials`);
+  }
+  return destinationOf(raw);
+}
+
+/** Optional destination query parameter (see destinationParam). */
+export function optionalDestinationParam(name: string, raw: string | undefined): string | undefined {
+  return raw === undefined || raw === '' ? undefined : destinationParam(name, raw);
 }

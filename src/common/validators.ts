@@ -1,5 +1,5 @@
 import { Matches, registerDecorator, type ValidationOptions } from 'class-validator';
-import { cidrProblem } from '../dispatch/transport/network.policy.js';
+import { cidrProblem } from './cidr.js';
 
 /** RFC 9110 token: what a header name may contain. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;

@@ -1,4 +1,4 @@
-import type { Outcome } from '../callbacks/callback.status.js';
+import type { Outcome } from '../common/states.js';
 
 export type BreakerStateName = 'closed' | 'open' | 'half_open';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { CallbackStatus, Outcome } from '../callbacks/callback.status.js';
+import type { CallbackStatus, Outcome } from '../common/states.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 

@@ -1,4 +1,4 @@
-import type { CallbackStatus, Outcome } from '../callbacks/callback.status.js';
+import type { CallbackStatus, Outcome } from '../common/states.js';
 
 export interface RetrySettings {
   maxAttempts: number;

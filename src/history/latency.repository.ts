@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '../database/prisma.service.js';
+import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 export interface LatencyFilter {
@@ -22,7 +22,7 @@ export interface LatencyRow {
 
 @Injectable()
 export class LatencyRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: ApiDatabase) {}
 
   /**
    * Per-bucket counts and exact duration percentiles of one key's attempts, in one
@@ -41,7 +41,7 @@ export class LatencyRepository {
     const batch = f.batchId === undefined
       ? Prisma.empty
       : Prisma.sql`AND a.callback_id IN (SELECT id FROM callback WHERE batch_id = ${f.batchId}::uuid AND api_key_id = ${f.apiKeyId}::uuid)`;
-    return this.prisma.$queryRaw<LatencyRow[]>`
+    return this.db.query<LatencyRow>(Prisma.sql`
       SELECT b.start, s.count, s.ok, s.pct, s.max
       FROM generate_series(date_bin(${width}, ${f.from}::timestamptz, timestamptz '2000-01-01 00:00:00+00'),
                            ${f.to}::timestamptz - interval '1 millisecond', ${width}) AS b(start)
@@ -57,6 +57,6 @@ export class LatencyRepository {
           ${host} ${batch}
       ) s
       WHERE s.count > 0
-      ORDER BY b.start`;
+      ORDER BY b.start`);
   }
 }

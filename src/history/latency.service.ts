@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { optionalDestinationParam } from '../common/params.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from './dto/latency.dto.js';
 import { resolveLatencyWindow } from './latency.policy.js';
 import { LatencyRepository } from './latency.repository.js';
@@ -15,7 +16,7 @@ export class LatencyService {
       { from: q.from ? new Date(q.from) : undefined, to: q.to ? new Date(q.to) : undefined, bucket: q.bucket },
       new Date(),
     );
-    const rows = await this.repo.bucketStats({ apiKeyId, ...window, host: q.host, batchId: q.batch?.toLowerCase() });
+    const rows = await this.repo.bucketStats({ apiKeyId, ...window, host: optionalDestinationParam('host', q.host), batchId: q.batch?.toLowerCase() });
     return {
       bucket: window.bucket,
       from: window.from.toISOString(),

@@ -4,7 +4,7 @@ import { AdminOnly, CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { dateParam, pageLimit } from '../common/params.js';
 import { HostLimitsDto } from './dto/host-limits.dto.js';
-import { destinationParam, hostCursorParam } from './host.policy.js';
+import { destinationPathParam, hostCursorParam } from './host.policy.js';
 import { HostService } from './host.service.js';
 
 const HOST_PARAM = { name: 'host', description: 'URL-encoded destination, e.g. https%3A%2F%2Fexample.com%3A443' };
@@ -27,14 +27,14 @@ export class HostController {
   @Get(':host')
   @ApiParam(HOST_PARAM)
   get(@CurrentKey() key: AuthenticatedKey, @Param('host') host: string, @Query('since') since?: string) {
-    return this.hosts.getHost(key, destinationParam(host), dateParam('since', since));
+    return this.hosts.getHost(key, destinationPathParam(host), dateParam('since', since));
   }
 
   @Put(':host/limits')
   @AdminOnly()
   @ApiParam(HOST_PARAM)
   setLimits(@CurrentKey() key: AuthenticatedKey, @Param('host') host: string, @Body() dto: HostLimitsDto) {
-    return this.hosts.setLimits(key, destinationParam(host), dto);
+    return this.hosts.setLimits(key, destinationPathParam(host), dto);
   }
 
   @Delete(':host/gone')
@@ -42,6 +42,6 @@ export class HostController {
   @HttpCode(200)
   @ApiParam(HOST_PARAM)
   clearGone(@Param('host') host: string) {
-    return this.hosts.clearGone(destinationParam(host));
+    return this.hosts.clearGone(destinationPathParam(host));
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../common/app.error.js';
-import { destinationParam, errorRate } from './host.policy.js';
+import { destinationPathParam, errorRate } from './host.policy.js';
 
 describe('host.policy', () => {
   it.each([
@@ -10,15 +10,15 @@ describe('host.policy', () => {
     ['https://example.com:8443/', 'https://example.com:8443'],
     ['http://[::1]:81', 'http://[::1]:81'],
   ])('should read %s as destination %s', (raw, expected) => {
-    expect(destinationParam(raw)).toBe(expected);
+    expect(destinationPathParam(raw)).toBe(expected);
   });
 
   it.each(['example.com', 'ftp://example.com', 'http://example.com/hooks', 'http://example.com?a=1', 'http://u:p@example.com', 'http://example.com#x', ''])(
     'should refuse %j with validation_failed',
     (raw) => {
-      expect(() => destinationParam(raw)).toThrow(AppError);
+      expect(() => destinationPathParam(raw)).toThrow(AppError);
       try {
-        destinationParam(raw);
+        destinationPathParam(raw);
       } catch (e) {
         expect((e as AppError).code).toBe('validation_failed');
       }

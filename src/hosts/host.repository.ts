@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ApiDatabase } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { BreakerState, BreakerStateName } from '../dispatch/breaker.policy.js';
@@ -49,7 +50,10 @@ const HOST_FIELDS = {
 
 @Injectable()
 export class HostRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly db: ApiDatabase,
+  ) {}
 
   /**
    * Hosts with a limit override or a breaker that is not clean: what a worker caches
@@ -167,30 +171,30 @@ export class HostRepository {
 
   /** The page of `names` (a query of `host` values, `with` its CTEs) in name order. */
   private async page(page: HostPage, names: Prisma.Sql, withClause = Prisma.empty): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<Array<{ host: string }>>`
+    const rows = await this.db.query<{ host: string }>(Prisma.sql`
       ${withClause}
-      SELECT host FROM (${names}) h WHERE ${after(page)} ORDER BY host LIMIT ${page.limit}`;
+      SELECT host FROM (${names}) h WHERE ${after(page)} ORDER BY host LIMIT ${page.limit}`);
     return rows.map((r) => r.host);
   }
 
   /** Due pending callbacks of these hosts (of one key, or all when null). Served by `callback_due_idx`. */
   async queueDepths(apiKeyId: string | null, hosts: string[]): Promise<Map<string, number>> {
-    const rows = await this.prisma.$queryRaw<Array<{ host: string; n: number }>>`
+    const rows = await this.db.query<{ host: string; n: number }>(Prisma.sql`
       SELECT host, count(*)::int AS n FROM callback
       WHERE status = 'pending' AND next_attempt_at <= now() AND host = ANY(${hosts}::text[])
         AND (${apiKeyId}::uuid IS NULL OR api_key_id = ${apiKeyId}::uuid)
-      GROUP BY host`;
+      GROUP BY host`);
     return new Map(rows.map((r) => [r.host, r.n]));
   }
 
   /** Latency percentiles and failures of one key's attempts to these hosts since `since` (`attempt_api_key_id_started_at_idx`). */
   hostStats(apiKeyId: string, since: Date, hosts: string[]): Promise<HostStatsRow[]> {
-    return this.prisma.$queryRaw<HostStatsRow[]>`
+    return this.db.query<HostStatsRow>(Prisma.sql`
       SELECT host, count(*)::int AS count, (count(*) FILTER (WHERE outcome <> 'success'))::int AS failed,
              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
              percentile_cont(0.9) WITHIN GROUP (ORDER BY duration_ms) AS p90,
              percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99
       FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since} AND host = ANY(${hosts}::text[])
-      GROUP BY host`;
+      GROUP BY host`);
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '../database/prisma.service.js';
+import { ApiDatabase } from '../database/api-database.js';
+import { Prisma } from '../generated/prisma/client.js';
 
 /** Most due rows counted per scrape: past this the backlog reads as this number. */
 export const BACKLOG_COUNT_CAP = 100_000;
@@ -8,7 +9,7 @@ const HOSTS_CAP = 500;
 
 @Injectable()
 export class MetricsRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: ApiDatabase) {}
 
   /**
    * Callbacks due now and not yet claimed, counted up to BACKLOG_COUNT_CAP so a
@@ -16,10 +17,10 @@ export class MetricsRepository {
    * the partial index `callback_due_idx (next_attempt_at) WHERE status = 'pending'`.
    */
   async dueBacklog(): Promise<number> {
-    const rows = await this.prisma.$queryRaw<Array<{ n: number }>>`
+    const rows = await this.db.query<{ n: number }>(Prisma.sql`
       SELECT count(*)::int AS n FROM (
         SELECT 1 FROM callback WHERE status = 'pending' AND next_attempt_at <= now() LIMIT ${BACKLOG_COUNT_CAP}
-      ) due`;
+      ) due`);
     return rows[0]?.n ?? 0;
   }
 
@@ -30,10 +31,10 @@ export class MetricsRepository {
    * hosts in use, not every destination ever called.
    */
   hostStates(): Promise<Array<{ host: string; inFlight: number; breakerState: string }>> {
-    return this.prisma.$queryRaw`
+    return this.db.query(Prisma.sql`
       SELECT host, in_flight AS "inFlight", breaker_state AS "breakerState" FROM host
       WHERE in_flight > 0 OR breaker_state <> 'closed'
       ORDER BY in_flight DESC
-      LIMIT ${HOSTS_CAP}`;
+      LIMIT ${HOSTS_CAP}`);
   }
 }

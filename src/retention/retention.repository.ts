@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '../database/prisma.service.js';
+import { ApiDatabase } from '../database/api-database.js';
+import { Prisma } from '../generated/prisma/client.js';
 
 @Injectable()
 export class RetentionRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: ApiDatabase) {}
 
   /**
    * Deletes up to `limit` callbacks finished before `cutoff`; their attempts go with
@@ -15,7 +16,7 @@ export class RetentionRepository {
    * orders: the purge re-checks the status after taking it.
    */
   purgeFinishedCallbacks(cutoff: Date, limit: number): Promise<number> {
-    return this.prisma.$executeRaw`
+    return this.db.execute(Prisma.sql`
       WITH doomed AS (
         SELECT id FROM callback
         WHERE status IN ('succeeded', 'failed', 'cancelled') AND completed_at < ${cutoff}
@@ -24,7 +25,7 @@ export class RetentionRepository {
         FOR UPDATE SKIP LOCKED
       )
       DELETE FROM callback c USING doomed
-      WHERE c.id = doomed.id AND c.status IN ('succeeded', 'failed', 'cancelled')`;
+      WHERE c.id = doomed.id AND c.status IN ('succeeded', 'failed', 'cancelled')`);
   }
 
   /**
@@ -34,7 +35,7 @@ export class RetentionRepository {
    * completed batch gets no new callbacks, so an empty one stays empty.
    */
   purgeEmptyBatches(cutoff: Date, limit: number): Promise<number> {
-    return this.prisma.$executeRaw`
+    return this.db.execute(Prisma.sql`
       WITH doomed AS (
         SELECT b.id FROM batch b
         WHERE b.completed_at < ${cutoff}
@@ -43,6 +44,6 @@ export class RetentionRepository {
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )
-      DELETE FROM batch b USING doomed WHERE b.id = doomed.id`;
+      DELETE FROM batch b USING doomed WHERE b.id = doomed.id`);
   }
 }

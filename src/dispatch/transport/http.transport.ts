@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import axios, { AxiosError, type AxiosAdapter, type AxiosInstance, type AxiosRequestConfig } from 'axios';
 import { Agent } from 'undici';
-import type { Outcome } from '../../callbacks/callback.status.js';
+import type { Outcome } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
 import { buildGuardedConnector } from './connector.js';

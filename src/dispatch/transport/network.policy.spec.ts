@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../config/app.config.js';
-import { cidrProblem, NetworkPolicy } from './network.policy.js';
+import { cidrProblem } from '../../common/cidr.js';
+import { NetworkPolicy } from './network.policy.js';
 
 describe(NetworkPolicy.name, () => {
   const closed = new NetworkPolicy();

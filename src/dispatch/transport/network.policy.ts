@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { cidrProblem } from '../../common/cidr.js';
 
 /**
  * Destinations refused unless ALLOW_PRIVATE_NETWORKS opens them: everything that is
@@ -41,17 +42,6 @@ export class NetworkPolicy {
     if (this.blocked.check(ip, type)) return `destination ${address} is in a private or reserved range (set ALLOW_PRIVATE_NETWORKS to allow it)`;
     return undefined;
   }
-}
-
-/** Why `cidr` is not an `address/prefix` (or a bare address), or undefined. */
-export function cidrProblem(cidr: string): string | undefined {
-  const [ip, bits, extra] = cidr.trim().split('/');
-  const family = isIP(ip);
-  if (family === 0 || ip.includes('%')) return `${JSON.stringify(cidr)} is not an IP address or CIDR`;
-  if (bits === undefined) return undefined;
-  const max = family === 6 ? 128 : 32;
-  if (extra !== undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) return `${JSON.stringify(cidr)} needs a prefix length of 0 to ${max}`;
-  return undefined;
 }
 
 export function addCidr(list: BlockList, cidr: string): void {

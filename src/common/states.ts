@@ -1,0 +1,46 @@
+import { Prisma } from '../generated/prisma/client.js';
+
+/**
+ * Every state name the service stores, in one place, for the TypeScript and the SQL
+ * alike. The migrations' CHECK constraints list the same names; the schema test
+ * (test/schema.test.ts) fails when they drift apart.
+ *
+ * Callback states:
+ *
+ *   pending ──claim──▶ in_flight ──2xx──────────────▶ succeeded
+ *      ▲                  │ ├──retryable, attempts left─▶ pending (next_attempt_at later)
+ *      │                  │ └──permanent or exhausted───▶ failed
+ *      └──lease expired / released at shutdown
+ *   pending | in_flight ──cancel──▶ cancelled;   failed | cancelled ──retry──▶ pending
+ */
+export const CALLBACK_STATUSES = ['pending', 'in_flight', 'succeeded', 'failed', 'cancelled'] as const;
+export type CallbackStatus = (typeof CALLBACK_STATUSES)[number];
+
+/** What one attempt came to. */
+export const OUTCOMES = ['success', 'http_error', 'timeout', 'connect_error', 'dns_error', 'tls_error', 'network_error', 'blocked'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** A destination's circuit breaker (breaker.policy.ts draws the transitions). */
+export const BREAKER_STATES = ['closed', 'open', 'half_open'] as const;
+export type BreakerStateName = (typeof BREAKER_STATES)[number];
+
+type Literals<T extends string> = { readonly [K in T]: Prisma.Sql };
+
+/**
+ * The names as SQL literals (`'pending'`), for statements. Literals, not bound
+ * parameters: a partial index (`WHERE status = 'pending'`) serves a statement only
+ * when the planner can prove its predicate from the statement's own text, which a
+ * prepared statement's generic plan cannot do with `status = $1`.
+ */
+function literals<T extends string>(names: readonly T[]): Literals<T> {
+  return Object.fromEntries(names.map((n) => [n, Prisma.raw(`'${n}'`)])) as Literals<T>;
+}
+
+export const STATUS = literals(CALLBACK_STATUSES);
+export const OUTCOME = literals(OUTCOMES);
+export const BREAKER = literals(BREAKER_STATES);
+
+/** Statuses of a callback with nothing left to do (`callback_finished_idx` lists the same). */
+export const FINISHED = Prisma.sql`(${STATUS.succeeded}, ${STATUS.failed}, ${STATUS.cancelled})`;
+/** Statuses of a callback still to be sent or being sent. */
+export const UNFINISHED = Prisma.sql`(${STATUS.pending}, ${STATUS.in_flight})`;
