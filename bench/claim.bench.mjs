@@ -35,9 +35,10 @@ async function cycles(databaseUrl) {
   const { OutcomeRepository } = await distModule('dispatch/outcome.repository.js');
   const { toRecordedOutcome } = await distModule('dispatch/request.builder.js');
   const { loadConfig } = await distModule('config/app.config.js');
+  const { MetricsService } = await distModule('metrics/metrics.service.js');
   const config = loadConfig({}, { hostMaxInFlight: 10_000 });
   const dispatchDb = new DispatchDatabase(databaseUrl, config);
-  const claims = new ClaimRepository(dispatchDb, config);
+  const claims = new ClaimRepository(dispatchDb, config, new MetricsService());
   const outcomes = new OutcomeRepository(dispatchDb);
   const db = await connect(databaseUrl);
   const claimMs = [];

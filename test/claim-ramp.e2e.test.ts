@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
@@ -15,7 +15,7 @@ const LEASE_MARGIN_MS = 30_000;
  * takes Postgres a good part of a second, so the claims start small and grow: the
  * first calls go out while the rest of the batch is still being claimed.
  */
-describe(DispatcherService.name, () => {
+describe(WorkerService.name, () => {
   let service: TestService;
   let db: pg.Client;
   let receiver: Receiver;

@@ -1,13 +1,13 @@
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { connect, createTestDatabase } from './support/database.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
 import { waitFor } from './support/service.js';
 
 /** Real processes: started, killed with SIGKILL or stopped with SIGTERM, started again. */
-describe(`${DispatcherService.name} across process crashes`, () => {
+describe(`${WorkerService.name} across process crashes`, () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: pg.Client;
   let receiver: Receiver;

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/database/embedded-postgres.js';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -13,7 +13,7 @@ import { startTestService, waitFor, type TestService } from './support/service.j
 const PORT = 20_000 + (Number(process.env.TEST_PG_PORT ?? 54339) % 10_000) + 20;
 const DIR = `.data/test-outage-${PORT}`;
 
-describe(`${DispatcherService.name} when Postgres goes away`, () => {
+describe(`${WorkerService.name} when Postgres goes away`, () => {
   let server: EmbeddedDatabase;
   let service: TestService;
   let receiver: Receiver;

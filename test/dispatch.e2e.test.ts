@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { Receiver, closedPort } from './support/receiver.js';
 import { startTestService, waitFor, warmSendPath, type TestService, jsonOf } from './support/service.js';
 
 type Attempt = { number: number; startedAt: string; durationMs: number; statusCode: number | null; outcome: string };
 
-describe(DispatcherService.name, () => {
+describe(WorkerService.name, () => {
   let service: TestService;
   let receiver: Receiver;
 

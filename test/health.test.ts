@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres.js';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { HealthController } from '../src/health/health.controller.js';
 import { connect } from './support/database.js';
 import { closedPort } from './support/receiver.js';
@@ -29,7 +29,7 @@ describe(HealthController.name, () => {
     cleanups.push(service.dispose);
     expect((await service.api('/health/ready', { key: null })).status).toBe(200);
     // The loop stops as on SIGTERM; the API keeps answering.
-    await service.app.get(DispatcherService).onModuleDestroy();
+    await service.app.get(WorkerService).onModuleDestroy();
     const body = await waitFor(async () => {
       const res = await service.api('/health/ready', { key: null });
       return res.status === 503 ? ((await res.json()) as Ready) : undefined;

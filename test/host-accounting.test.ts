@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../src/dispatch/claim.repository.js';
+import { MaintenanceRepository } from '../src/dispatch/maintenance.repository.js';
+import { OutcomeRepository } from '../src/dispatch/outcome.repository.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService, jsonOf } from './support/service.js';
 
@@ -55,11 +57,11 @@ describe(ClaimRepository.name, () => {
     expect(cancel.status).toBe(200);
     expect(await counts()).toEqual({ [A]: [4, 4], [B]: [3, 3] });
 
-    expect(await claims.releaseClaims('w1', aIds.slice(1, 3))).toBe(2);
+    expect(await service.app.get(OutcomeRepository).releaseClaims('w1', aIds.slice(1, 3))).toBe(2);
     expect(await counts()).toEqual({ [A]: [2, 2], [B]: [3, 3] });
 
     await db.query(`UPDATE callback SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [aIds.slice(3)]);
-    expect(await claims.reapExpiredLeases()).toBe(2);
+    expect(await service.app.get(MaintenanceRepository).reapExpiredLeases()).toBe(2);
     expect(await counts()).toEqual({ [A]: [0, 0], [B]: [3, 3] });
 
     const second = await claims.claimDue('w2', 100, 1000, []);

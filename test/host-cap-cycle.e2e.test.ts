@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
 
@@ -14,7 +14,7 @@ const CALLS = 400;
  * at the first finished call split every cycle into ~10-row write-backs and claims
  * (~2,260 calls/s against ~2,900 on the bench machine).
  */
-describe(DispatcherService.name, () => {
+describe(WorkerService.name, () => {
   let service: TestService;
   let receiver: Receiver;
 

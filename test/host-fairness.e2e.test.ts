@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService, jsonOf } from './support/service.js';
@@ -14,7 +14,7 @@ const B_CALLS = 1500;
  * (127.0.0.3) at once. B's throughput with A saturated must stay ≥ 90% of B alone,
  * and A never holds more than its cap of the window.
  */
-describe(DispatcherService.name, () => {
+describe(WorkerService.name, () => {
   let service: TestService;
   let db: pg.Client;
   let slow: Receiver;

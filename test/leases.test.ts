@@ -2,7 +2,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppConfig } from '../src/config/app.config.js';
 import { DispatchDatabase, dispatchSessionOptions } from '../src/database/dispatch-database.js';
-import { ClaimRepository, FRONT_SCAN_ROWS, type ClaimedCallback } from '../src/dispatch/claim.repository.js';
+import { ClaimRepository, type ClaimedCallback } from '../src/dispatch/claim.repository.js';
+import { MaintenanceRepository } from '../src/dispatch/maintenance.repository.js';
+import { FRONT_SCAN_ROWS } from '../src/dispatch/sql/claim.sql.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import { connect } from './support/database.js';
@@ -14,6 +16,7 @@ describe(ClaimRepository.name, () => {
   let db: pg.Client;
   let claims: ClaimRepository;
   let outcomes: OutcomeRepository;
+  let maintenance: MaintenanceRepository;
 
   beforeAll(async () => {
     // A per-host cap above the batch sizes here: these tests are about leases, not host limits.
@@ -21,6 +24,7 @@ describe(ClaimRepository.name, () => {
     db = await connect(service.databaseUrl);
     claims = service.app.get(ClaimRepository);
     outcomes = service.app.get(OutcomeRepository);
+    maintenance = service.app.get(MaintenanceRepository);
   });
   afterAll(async () => {
     await db?.end();
@@ -107,9 +111,12 @@ describe(ClaimRepository.name, () => {
     await db.query('DELETE FROM batch');
     const [id] = await batchOf(1);
     const [row] = await claims.claimDue('old', 10, 1000, []);
-    await db.query(`UPDATE callback SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
-    expect(await claims.reapExpiredLeases()).toBe(1);
-    const [again] = await claims.claimDue('new', 10, 1000, []);
+    // Time set, not rewritten: the reaper and the next claim run past the lease's end.
+    const later = new Date(Date.now() + row.timeoutMs + 60_000);
+    expect(await maintenance.reapExpiredLeases(new Date(Date.now() + 500))).toBe(0);
+    expect(await maintenance.reapExpiredLeases(later)).toBe(1);
+    expect(await claims.claimDue('new', 10, 1000, [], { now: new Date(Date.now() + 5000) })).toEqual([]);
+    const [again] = await claims.claimDue('new', 10, 1000, [], { now: later });
     expect(again.id).toBe(id);
 
     expect(await outcomes.recordOutcomes('old', [outcome(id, row)])).toEqual([]);
@@ -137,8 +144,8 @@ describe(ClaimRepository.name, () => {
     await db.query('DELETE FROM batch');
     const ids = await batchOf(3);
     const rows = await claims.claimDue('w', 10, 1000, []);
-    expect(await claims.releaseClaims('someone-else', ids)).toBe(0);
-    expect(await claims.releaseClaims('w', [ids[2]])).toBe(1);
+    expect(await outcomes.releaseClaims('someone-else', ids)).toBe(0);
+    expect(await outcomes.releaseClaims('w', [ids[2]])).toBe(1);
     expect(await statusCounts()).toEqual({ in_flight: 2, pending: 1 });
     const byId = new Map(rows.map((r) => [r.id, r]));
     await outcomes.recordOutcomes('w', [outcome(ids[0], byId.get(ids[0])!), outcome(ids[1], byId.get(ids[1])!)]);

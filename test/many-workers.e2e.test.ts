@@ -1,13 +1,13 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DispatcherService } from '../src/dispatch/dispatcher.service.js';
+import { WorkerService } from '../src/dispatch/worker.service.js';
 import { connect, createTestDatabase } from './support/database.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
 import { waitFor } from './support/service.js';
 
 /** One API process and three worker processes against one Postgres. */
-describe(`${DispatcherService.name} scaled out`, () => {
+describe(`${WorkerService.name} scaled out`, () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: pg.Client;
   const receivers: Receiver[] = [];

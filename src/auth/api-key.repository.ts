@@ -15,13 +15,8 @@ export interface ApiKeyRow {
 export class ApiKeyRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  /** Creates the key and its first signing secret in one transaction. */
-  async insertKey(key: Omit<ApiKeyRow, 'createdAt' | 'revokedAt'>, secret: { id: string; secret: string }): Promise<ApiKeyRow> {
-    const [row] = await this.prisma.$transaction([
-      this.prisma.apiKey.create({ data: key }),
-      this.prisma.signingSecret.create({ data: { ...secret, apiKeyId: key.id } }),
-    ]);
-    return row;
+  insertKey(key: Omit<ApiKeyRow, 'createdAt' | 'revokedAt'>): Promise<ApiKeyRow> {
+    return this.prisma.apiKey.create({ data: key });
   }
 
   findActiveByPrefix(prefix: string): Promise<ApiKeyRow[]> {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { CallbackStatus } from '../common/states.js';
+import { type CallbackStatus, STATUS } from '../common/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
@@ -119,7 +119,7 @@ export class BatchRepository {
         INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
                               max_attempts, retry_delays_ms, status, next_attempt_at)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
-               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], 'pending', COALESCE(u.run_at, now())
+               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending}, COALESCE(u.run_at, now())
         FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
                     ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
                     ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[])

@@ -7,7 +7,7 @@ import { DATABASE_URL } from './prisma.service.js';
 const POOL_SIZE = 6;
 
 /**
- * The dispatcher's own connections, for its statements only (claim, write-back,
+ * The worker's own connections, for its statements only (claim, write-back,
  * release, reaper, batch completion), run past Prisma (PgStatements): these run
  * thousands of times a second, and Prisma's raw-query path measured 8% of a
  * worker's CPU at full load (a write-back carries ~100 KB of parameters).
@@ -27,7 +27,7 @@ const POOL_SIZE = 6;
  *   once a minute), so the planner guesses a handful of due rows and reads them all
  *   with a bitmap scan, then sorts them, instead of walking `callback_due_idx` in
  *   order and stopping at the claim's LIMIT: 28 ms instead of 0.5 ms for 200 rows
- *   out of 20,000. The dispatcher's statements all want index walks.
+ *   out of 20,000. The worker's statements all want index walks.
  * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
  *   of 4, which models spinning disks): the write-back finds its rows by primary key
  *   instead of reading the whole table, which with 4 looked cheaper below a few
@@ -43,7 +43,7 @@ export class DispatchDatabase extends PgStatements implements OnApplicationShutd
     super(openPool(databaseUrl, POOL_SIZE, dispatchSessionOptions(config)), 'dispatch');
   }
 
-  /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */
+  /** Last of all, after the worker drained and wrote back in onModuleDestroy. */
   async onApplicationShutdown(): Promise<void> {
     await this.pool.end();
   }

@@ -25,7 +25,7 @@ export class PrismaService extends PrismaClient implements OnApplicationShutdown
     this.pool = pool;
   }
 
-  /** Last of all, after the dispatcher drained and wrote back in onModuleDestroy. */
+  /** Last of all, after the worker drained and wrote back in onModuleDestroy. */
   async onApplicationShutdown(): Promise<void> {
     await this.$disconnect();
     await this.pool.end();

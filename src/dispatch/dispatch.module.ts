@@ -1,23 +1,39 @@
 import { HttpService } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
-import { HostsModule } from '../hosts/hosts.module.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { RetentionModule } from '../retention/retention.module.js';
 import { SigningModule } from '../signing/signing.module.js';
+import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { ClaimRepository } from './claim.repository.js';
-import { DispatcherService } from './dispatcher.service.js';
-import { HostLimitsService } from './host-limits.service.js';
+import { CompleterService } from './completer.service.js';
+import { HostLimitsRepository } from './host-limits/host-limits.repository.js';
+import { HostLimitsService } from './host-limits/host-limits.service.js';
+import { LeaderLock } from './leader.lock.js';
+import { MaintenanceRepository } from './maintenance.repository.js';
+import { MaintenanceService } from './maintenance.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
+import { ProducerService } from './producer.service.js';
+import { SenderService } from './sender.service.js';
 import { dispatchAxios, HttpTransport } from './transport/http.transport.js';
+import { WorkerService } from './worker.service.js';
 
+/** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */
 @Module({
-  imports: [SigningModule, HostsModule],
+  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule],
   providers: [
     { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
+    HttpTransport,
     ClaimRepository,
     OutcomeRepository,
-    HttpTransport,
+    MaintenanceRepository,
+    HostLimitsRepository,
     HostLimitsService,
-    DispatcherService,
+    LeaderLock,
+    CompleterService,
+    ProducerService,
+    SenderService,
+    MaintenanceService,
+    WorkerService,
   ],
-  exports: [DispatcherService],
 })
 export class DispatchModule {}

@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
-import { DispatchModule } from '../dispatch/dispatch.module.js';
+import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { HealthController } from './health.controller.js';
 import { HealthRepository } from './health.repository.js';
 import { HealthService } from './health.service.js';
 
 @Module({
-  imports: [DispatchModule],
+  imports: [WorkerStatusModule],
   controllers: [HealthController],
   providers: [HealthRepository, HealthService],
 })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
 import { readMigrations } from '../database/migrator.js';
-import { DispatcherService } from '../dispatch/dispatcher.service.js';
+import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { HealthRepository } from './health.repository.js';
 
 export interface Check {
@@ -12,7 +12,7 @@ export interface Check {
 /** A readiness probe must answer promptly: a database slower than this counts as unreachable. */
 const DATABASE_CHECK_MS = 2000;
 
-/** How long the worker loop may go without a successful claim before it is not ready. */
+/** How long the worker may go without a database round trip of its own (claim, maintenance) before it is not ready. */
 const WORKER_STALE_FACTOR = 5;
 
 @Injectable()
@@ -21,7 +21,7 @@ export class HealthService {
 
   constructor(
     private readonly repo: HealthRepository,
-    private readonly dispatcher: DispatcherService,
+    private readonly worker: WorkerStatus,
     private readonly config: AppConfig,
   ) {}
 
@@ -36,9 +36,9 @@ export class HealthService {
       checks.database = { ok: false, detail: firstLine(error) };
     }
     if (this.config.role !== 'api') {
-      const age = Date.now() - this.dispatcher.lastHealthyAt;
+      const age = Date.now() - this.worker.lastHealthyAt;
       const ok = age < this.config.dispatchPollMs * WORKER_STALE_FACTOR + 1000;
-      checks.worker = ok ? { ok } : { ok, detail: `no successful claim for ${Math.round(age / 1000)} s` };
+      checks.worker = ok ? { ok } : { ok, detail: `no successful claim or maintenance step for ${Math.round(age / 1000)} s` };
     }
     return checks;
   }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { OUTCOME } from '../common/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
@@ -47,7 +48,7 @@ export class LatencyRepository {
                            ${f.to}::timestamptz - interval '1 millisecond', ${width}) AS b(start)
       CROSS JOIN LATERAL (
         SELECT count(*)::int AS count,
-               (count(*) FILTER (WHERE a.outcome = 'success'))::int AS ok,
+               (count(*) FILTER (WHERE a.outcome = ${OUTCOME.success}))::int AS ok,
                percentile_cont(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY a.duration_ms) AS pct,
                max(a.duration_ms) AS max
         FROM attempt a

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma } from '../generated/prisma/client.js';
-import type { BreakerState, BreakerStateName } from '../dispatch/breaker.policy.js';
+import { BREAKER, type BreakerStateName, OUTCOME, STATUS, UNFINISHED } from '../common/states.js';
 
 /** A host row as the API and the dispatcher's cache read it. */
 export interface HostRow {
@@ -55,54 +55,12 @@ export class HostRepository {
     private readonly db: ApiDatabase,
   ) {}
 
-  /**
-   * Hosts with a limit override or a breaker that is not clean: what a worker caches
-   * (small). Served by the partial index `host_limited_idx`, not a scan of every host.
-   */
-  findNotableHosts(): Promise<HostRow[]> {
-    return this.prisma.host.findMany({
-      where: { OR: [{ maxInFlight: { not: null } }, { breakerState: { not: 'closed' } }, { consecutiveFailures: { gt: 0 } }] },
-      select: HOST_FIELDS,
-    }) as Promise<HostRow[]>;
-  }
-
   findHosts(hosts: string[]): Promise<HostRow[]> {
     return this.prisma.host.findMany({
       where: { host: { in: hosts } },
       select: HOST_FIELDS,
       orderBy: { host: 'asc' },
     }) as Promise<HostRow[]>;
-  }
-
-  /**
-   * Applies breaker reports: locks the hosts' rows in name order (so concurrent
-   * reporters cannot deadlock), lets `decide` compute each next state from the
-   * locked (latest) one, writes the changed ones with one statement. A claim that
-   * meets these rows locked skips the hosts for that round.
-   */
-  updateBreakers(hosts: string[], decide: (host: string, current: BreakerState) => BreakerState): Promise<Map<string, BreakerState>> {
-    return this.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<Array<{ host: string; state: BreakerStateName; failures: number; openedAt: Date | null; openUntil: Date | null }>>`
-        SELECT host, breaker_state AS state, consecutive_failures AS failures, opened_at AS "openedAt", open_until AS "openUntil"
-        FROM host WHERE host = ANY(${hosts}::text[]) ORDER BY host FOR UPDATE`;
-      const next = new Map<string, BreakerState>();
-      for (const { host, ...current } of rows) next.set(host, decide(host, current));
-      const list = [...next.entries()];
-      if (list.length === 0) return next;
-      await tx.$executeRaw`
-        UPDATE host h SET breaker_state = n.state, consecutive_failures = n.failures, opened_at = n.opened_at, open_until = n.open_until
-        FROM unnest(${list.map(([h]) => h)}::text[], ${list.map(([, s]) => s.state)}::text[], ${list.map(([, s]) => s.failures)}::int[],
-                    ${list.map(([, s]) => s.openedAt)}::timestamptz[], ${list.map(([, s]) => s.openUntil)}::timestamptz[])
-             AS n(host, state, failures, opened_at, open_until)
-        WHERE h.host = n.host`;
-      return next;
-    });
-  }
-
-  /** Records URLs that answered 410 Gone; the claim fails their callbacks from now on. */
-  async insertGoneEndpoints(rows: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }>): Promise<void> {
-    if (rows.length === 0) return;
-    await this.prisma.goneEndpoint.createMany({ data: rows, skipDuplicates: true });
   }
 
   deleteGoneEndpoints(host: string): Promise<{ count: number }> {
@@ -135,7 +93,7 @@ export class HostRepository {
    */
   hostsOfKey(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
     return this.page(page, Prisma.sql`
-      SELECT host FROM callback WHERE status IN ('pending', 'in_flight') AND api_key_id = ${apiKeyId}::uuid
+      SELECT host FROM callback WHERE status IN ${UNFINISHED} AND api_key_id = ${apiKeyId}::uuid
       UNION
       SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`);
   }
@@ -152,14 +110,14 @@ export class HostRepository {
     // probe per host after the cursor, at most a page of them, whatever the backlogs.
     const pending = Prisma.sql`
       WITH RECURSIVE pending (host, n) AS (
-        (SELECT host, 1 FROM callback WHERE status = 'pending' AND ${after(page)} ORDER BY host LIMIT 1)
+        (SELECT host, 1 FROM callback WHERE status = ${STATUS.pending} AND ${after(page)} ORDER BY host LIMIT 1)
         UNION ALL
-        SELECT (SELECT c.host FROM callback c WHERE c.status = 'pending' AND c.host > p.host ORDER BY c.host LIMIT 1), p.n + 1
+        SELECT (SELECT c.host FROM callback c WHERE c.status = ${STATUS.pending} AND c.host > p.host ORDER BY c.host LIMIT 1), p.n + 1
         FROM pending p WHERE p.host IS NOT NULL AND p.n < ${page.limit}
       )`;
     return this.page(page, Prisma.sql`
       SELECT host FROM host
-      WHERE in_flight > 0 OR breaker_state <> 'closed' OR consecutive_failures > 0
+      WHERE in_flight > 0 OR breaker_state <> ${BREAKER.closed} OR consecutive_failures > 0
          OR max_in_flight IS NOT NULL OR rate_per_sec IS NOT NULL
       UNION
       SELECT host FROM pending WHERE host IS NOT NULL
@@ -181,7 +139,7 @@ export class HostRepository {
   async queueDepths(apiKeyId: string | null, hosts: string[]): Promise<Map<string, number>> {
     const rows = await this.db.query<{ host: string; n: number }>(Prisma.sql`
       SELECT host, count(*)::int AS n FROM callback
-      WHERE status = 'pending' AND next_attempt_at <= now() AND host = ANY(${hosts}::text[])
+      WHERE status = ${STATUS.pending} AND next_attempt_at <= now() AND host = ANY(${hosts}::text[])
         AND (${apiKeyId}::uuid IS NULL OR api_key_id = ${apiKeyId}::uuid)
       GROUP BY host`);
     return new Map(rows.map((r) => [r.host, r.n]));
@@ -190,7 +148,7 @@ export class HostRepository {
   /** Latency percentiles and failures of one key's attempts to these hosts since `since` (`attempt_api_key_id_started_at_idx`). */
   hostStats(apiKeyId: string, since: Date, hosts: string[]): Promise<HostStatsRow[]> {
     return this.db.query<HostStatsRow>(Prisma.sql`
-      SELECT host, count(*)::int AS count, (count(*) FILTER (WHERE outcome <> 'success'))::int AS failed,
+      SELECT host, count(*)::int AS count, (count(*) FILTER (WHERE outcome <> ${OUTCOME.success}))::int AS failed,
              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
              percentile_cont(0.9) WITHIN GROUP (ORDER BY duration_ms) AS p90,
              percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DispatcherService } from '../dispatch/dispatcher.service.js';
+import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { MetricsRepository } from './metrics.repository.js';
 import { MetricsService } from './metrics.service.js';
 
@@ -7,7 +7,7 @@ const BREAKER_STATES = ['closed', 'half_open', 'open'];
 
 /**
  * Gauges read at scrape time: the due backlog and per-host limiter state from the
- * database (shared by all workers), the window of this process's dispatcher. A
+ * database (shared by all workers), the window of this process's worker (WorkerStatus). A
  * failing query leaves its gauges at their last value and is logged; the scrape
  * still answers.
  */
@@ -22,7 +22,7 @@ export class MetricsCollector {
   constructor(
     private readonly metrics: MetricsService,
     private readonly repo: MetricsRepository,
-    private readonly dispatcher: DispatcherService,
+    private readonly worker: WorkerStatus,
   ) {
     this.backlog = metrics.gauge('callback_due_backlog', 'Callbacks due now and not claimed yet (counted up to 100000)');
     this.window = metrics.gauge('dispatcher_window', "This worker's callbacks by place: in_flight, queued (claimed, waiting), unwritten (outcome buffered)", ['state']);
@@ -31,7 +31,7 @@ export class MetricsCollector {
   }
 
   async collect(): Promise<void> {
-    const stats = this.dispatcher.stats;
+    const stats = this.worker.window;
     this.window.set({ state: 'in_flight' }, stats.inFlight);
     this.window.set({ state: 'queued' }, stats.queued);
     this.window.set({ state: 'unwritten' }, stats.unwritten);

@@ -1,14 +1,12 @@
-import { Global, Module } from '@nestjs/common';
-import { DispatchModule } from '../dispatch/dispatch.module.js';
+import { Module } from '@nestjs/common';
+import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { MetricsCollector } from './metrics.collector.js';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsRepository } from './metrics.repository.js';
 import { MetricsService } from './metrics.service.js';
 
-/** Global so the dispatcher can record into MetricsService without importing this module. */
-@Global()
 @Module({
-  imports: [DispatchModule],
+  imports: [WorkerStatusModule],
   controllers: [MetricsController],
   providers: [MetricsService, MetricsRepository, MetricsCollector],
   exports: [MetricsService],

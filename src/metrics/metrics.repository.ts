@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { BREAKER, STATUS } from '../common/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
@@ -19,7 +20,7 @@ export class MetricsRepository {
   async dueBacklog(): Promise<number> {
     const rows = await this.db.query<{ n: number }>(Prisma.sql`
       SELECT count(*)::int AS n FROM (
-        SELECT 1 FROM callback WHERE status = 'pending' AND next_attempt_at <= now() LIMIT ${BACKLOG_COUNT_CAP}
+        SELECT 1 FROM callback WHERE status = ${STATUS.pending} AND next_attempt_at <= now() LIMIT ${BACKLOG_COUNT_CAP}
       ) due`);
     return rows[0]?.n ?? 0;
   }
@@ -33,7 +34,7 @@ export class MetricsRepository {
   hostStates(): Promise<Array<{ host: string; inFlight: number; breakerState: string }>> {
     return this.db.query(Prisma.sql`
       SELECT host, in_flight AS "inFlight", breaker_state AS "breakerState" FROM host
-      WHERE in_flight > 0 OR breaker_state <> 'closed'
+      WHERE in_flight > 0 OR breaker_state <> ${BREAKER.closed}
       ORDER BY in_flight DESC
       LIMIT ${HOSTS_CAP}`);
   }

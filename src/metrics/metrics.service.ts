@@ -67,21 +67,10 @@ export class MetricsService {
     return rows;
   }
 
-  /**
-   * The same repository with `recordOutcomes` timed: the write-back statement's
-   * duration and row count are recorded when it succeeds; everything else is the
-   * repository itself (through the prototype).
-   */
-  timedWriteBack<R extends { recordOutcomes(owner: string, rows: unknown[]): Promise<unknown> }>(repo: R): R {
-    const record = repo.recordOutcomes.bind(repo);
-    const timed = async (owner: string, rows: unknown[]) => {
-      const started = performance.now();
-      const landed = await record(owner, rows);
-      this.writeBackSeconds.observe((performance.now() - started) / 1000);
-      this.writtenRows.inc(rows.length);
-      return landed;
-    };
-    return Object.create(repo, { recordOutcomes: { value: timed } }) as R;
+  /** A write-back statement of `rows` outcomes landed after `ms`. */
+  writeBackDone(rows: number, ms: number): void {
+    this.writeBackSeconds.observe(ms / 1000);
+    this.writtenRows.inc(rows);
   }
 
   /** An API request was answered; `route` is the route pattern (bounded), not the URL. */

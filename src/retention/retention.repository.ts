@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { FINISHED } from '../common/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
@@ -19,13 +20,13 @@ export class RetentionRepository {
     return this.db.execute(Prisma.sql`
       WITH doomed AS (
         SELECT id FROM callback
-        WHERE status IN ('succeeded', 'failed', 'cancelled') AND completed_at < ${cutoff}
+        WHERE status IN ${FINISHED} AND completed_at < ${cutoff}
         ORDER BY completed_at
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )
       DELETE FROM callback c USING doomed
-      WHERE c.id = doomed.id AND c.status IN ('succeeded', 'failed', 'cancelled')`);
+      WHERE c.id = doomed.id AND c.status IN ${FINISHED}`);
   }
 
   /**

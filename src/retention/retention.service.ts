@@ -1,10 +1,7 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppConfig } from '../config/app.config.js';
 import { RetentionRepository } from './retention.repository.js';
-
-const JOB = 'retention-purge';
 
 export interface PurgeResult {
   callbacks: number;
@@ -14,8 +11,9 @@ export interface PurgeResult {
 /**
  * Purges finished callbacks (with their attempts) and then empty completed batches
  * older than RETENTION_HOURS, in statements of RETENTION_PURGE_BATCH rows with a
- * pause between them, so dispatch never waits long behind it. Runs on workers
- * every RETENTION_PURGE_INTERVAL_MS; several workers purging at once take
+ * pause between them, so dispatch never waits long behind it. Run by the
+ * maintenance leader (dispatch/maintenance.service.ts) every
+ * RETENTION_PURGE_INTERVAL_MS; purges that overlap (a lead changing hands) take
  * disjoint rows.
  *
  * The latency history of the kept window stays exact: an attempt is only deleted
@@ -23,7 +21,7 @@ export interface PurgeResult {
  * attempt of it started before it finished.
  */
 @Injectable()
-export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy {
+export class RetentionService implements OnModuleDestroy {
   private readonly logger = new Logger(RetentionService.name);
   private running?: Promise<PurgeResult>;
   private stopping = false;
@@ -31,18 +29,10 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   constructor(
     private readonly config: AppConfig,
     private readonly repo: RetentionRepository,
-    private readonly scheduler: SchedulerRegistry,
   ) {}
-
-  onApplicationBootstrap(): void {
-    if (this.config.role === 'api' || this.config.retentionHours === 0) return;
-    const timer = setInterval(() => void this.purge().catch((e) => this.logger.warn(`purge failed: ${(e as Error).message}`)), this.config.retentionPurgeIntervalMs);
-    this.scheduler.addInterval(JOB, timer);
-  }
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    if (this.scheduler.doesExist('interval', JOB)) this.scheduler.deleteInterval(JOB);
     await this.running?.catch(() => undefined);
   }
 

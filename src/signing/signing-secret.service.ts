@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { uuidv7 } from '../common/uuid.js';
 import { newSigningSecret } from './signature.js';
-import { SigningSecretRepository } from './signing-secret.repository.js';
+import { SigningSecretRepository, type SecretRow } from './signing-secret.repository.js';
 
 /** How long the old secret keeps signing after a rotation (24 h). */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
-/** The dispatcher re-reads secrets this often, so a rotation shows within seconds. */
+/** The worker re-reads secrets this often, so a rotation shows within seconds. */
 const CACHE_MS = 5_000;
 
 @Injectable()
@@ -25,7 +25,9 @@ export class SigningSecretService {
       else missing.push(id);
     }
     if (missing.length > 0) {
-      const rows = await this.secrets.findLiveSecrets(missing);
+      let rows = await this.secrets.findLiveSecrets(missing);
+      const without = missing.filter((id) => !rows.some((r) => r.apiKeyId === id));
+      if (without.length > 0) rows = rows.concat(await this.ensureSecrets(without));
       for (const id of missing) {
         const secrets = rows.filter((r) => r.apiKeyId === id).map((r) => r.secret);
         this.cache.set(id, { secrets, until: now + CACHE_MS });
@@ -35,8 +37,14 @@ export class SigningSecretService {
     return result;
   }
 
+  /** Gives each of these keys a current secret if it has none; returns the secrets made. */
+  async ensureSecrets(apiKeyIds: string[]): Promise<SecretRow[]> {
+    return this.secrets.insertFirstSecrets(apiKeyIds.map((apiKeyId) => ({ apiKeyId, id: uuidv7(), secret: newSigningSecret() })));
+  }
+
   async describe(apiKeyId: string) {
-    const rows = await this.secrets.findLiveSecrets([apiKeyId]);
+    let rows = await this.secrets.findLiveSecrets([apiKeyId]);
+    if (rows.length === 0) rows = await this.ensureSecrets([apiKeyId]);
     return {
       secrets: rows.map((r) => ({ secret: r.secret, createdAt: r.createdAt.toISOString(), expiresAt: r.expiresAt?.toISOString() ?? null })),
     };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Outcome } from '../common/states.js';
+import type { Outcome } from '../../common/states.js';
 import { NO_RESULTS, foldOutcome, isBreakerFailure, isNoop, nextBreaker, type BreakerState, type HostResults } from './breaker.policy.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');

@@ -1,9 +1,9 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { AppConfig } from '../config/app.config.js';
-import { HostRepository } from '../hosts/host.repository.js';
+import { AppConfig } from '../../config/app.config.js';
 import { NO_RESULTS, foldOutcome, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
-import type { ClaimedCallback } from './claim.repository.js';
-import type { CallResult } from './transport/http.transport.js';
+import type { ClaimedCallback } from '../claim.repository.js';
+import type { CallResult } from '../transport/http.transport.js';
+import { HostLimitsRepository } from './host-limits.repository.js';
 
 /** How often a worker re-reads limit overrides and breaker states. */
 const REFRESH_MS = 1000;
@@ -14,7 +14,7 @@ const CLEAN: BreakerState = { state: 'closed', failures: 0, openedAt: null, open
 
 /**
  * The worker's side of per-host limits. The limits themselves are enforced by the
- * claim (claim.repository.ts) against the shared `host` rows; this service
+ * claim (sql/claim.sql.ts, with sql/host-limits.sql.ts) against the shared `host` rows; this service
  *  - feeds the circuit breaker: each finished call is folded into per-host results
  *    (breaker.policy.ts) and reported in batches, so N timeouts in a row across all
  *    workers open the host;
@@ -40,7 +40,7 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
 
   constructor(
     private readonly config: AppConfig,
-    private readonly hosts: HostRepository,
+    private readonly hosts: HostLimitsRepository,
   ) {
     this.breakerSettings = { threshold: config.hostBreakerFailures, cooldownMs: config.hostBreakerCooldownMs };
   }
@@ -147,7 +147,7 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
         this.remember(r.host, { state: r.breakerState, failures: r.consecutiveFailures, openedAt: r.openedAt, openUntil: r.openUntil });
       }
     } catch {
-      // The database is away; the dispatcher reports that. Keep the last known limits.
+      // The database is away; the producer reports that. Keep the last known limits.
     }
   }
 }

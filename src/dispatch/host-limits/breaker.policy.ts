@@ -1,6 +1,4 @@
-import type { Outcome } from '../common/states.js';
-
-export type BreakerStateName = 'closed' | 'open' | 'half_open';
+import type { BreakerStateName, Outcome } from '../../common/states.js';
 
 /** A host's circuit breaker as stored in its `host` row. */
 export interface BreakerState {

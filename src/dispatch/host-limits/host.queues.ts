@@ -9,11 +9,17 @@ export class HostQueues<T extends { host: string }> {
   private ring: string[] = [];
   private cursor = 0;
   private queuedCount = 0;
+  private inFlightCount = 0;
 
   constructor(private readonly capFor: (host: string) => number) {}
 
   get queued(): number {
     return this.queuedCount;
+  }
+
+  /** Items taken and not yet done, over all hosts. */
+  get inFlightTotal(): number {
+    return this.inFlightCount;
   }
 
   inFlight(host: string): number {
@@ -45,6 +51,7 @@ export class HostQueues<T extends { host: string }> {
       const q = this.queues.get(host)!;
       const { item } = q.shift()!;
       this.queuedCount--;
+      this.inFlightCount++;
       this.active.set(host, this.inFlight(host) + 1);
       if (q.length === 0) this.dropHost(host, idx);
       else this.cursor = (idx + 1) % this.ring.length;
@@ -56,6 +63,7 @@ export class HostQueues<T extends { host: string }> {
   /** A call to `host` finished. */
   done(host: string): void {
     const n = this.inFlight(host) - 1;
+    this.inFlightCount--;
     if (n > 0) this.active.set(host, n);
     else this.active.delete(host);
   }

@@ -1,0 +1,23 @@
+import { Injectable } from '@nestjs/common';
+import { completeBatches, openBatchesWithNothingLeft } from '../batches/batch-completion.sql.js';
+import { DispatchDatabase } from '../database/dispatch-database.js';
+import { reapExpiredLeases } from './sql/lease.sql.js';
+import { nowSql } from './sql/time.sql.js';
+
+/** The maintenance leader's statements on the dispatch pool. */
+@Injectable()
+export class MaintenanceRepository {
+  constructor(private readonly db: DispatchDatabase) {}
+
+  /** Rows whose lease ran out (their worker died) back to pending, due now; returns how many. */
+  reapExpiredLeases(now?: Date): Promise<number> {
+    return this.db.execute(reapExpiredLeases(nowSql(now)));
+  }
+
+  /** Stamps up to `limit` open batches with nothing left (their last write-back died before the stamp). */
+  async sweepCompletedBatches(limit: number): Promise<Array<{ id: string; completedAt: Date }>> {
+    const open = await this.db.query<{ id: string }>(openBatchesWithNothingLeft(limit));
+    if (open.length === 0) return [];
+    return this.db.query(completeBatches(open.map((b) => b.id)));
+  }
+}

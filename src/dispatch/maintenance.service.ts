@@ -1,0 +1,114 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '../config/app.config.js';
+import { isDatabaseUnavailable } from '../database/database.errors.js';
+import { RetentionService } from '../retention/retention.service.js';
+import { WorkerStatus } from '../worker-status/worker-status.service.js';
+import { logBatchesCompleted } from './completer.service.js';
+import { LeaderLock } from './leader.lock.js';
+import { MaintenanceRepository } from './maintenance.repository.js';
+import { ProducerService } from './producer.service.js';
+
+/** Open batches the sweep stamps per run at most. */
+const SWEEP_BATCHES = 100;
+
+interface Task {
+  name: string;
+  everyMs: number;
+  run: () => Promise<void>;
+}
+
+/**
+ * Housekeeping that one worker at a time does for all (the leader: LeaderLock),
+ * each task on its own interval:
+ * - lease reaper (DISPATCH_POLL_MS): rows of crashed workers, lease run out, back to
+ *   pending, due now;
+ * - batch sweep (DISPATCH_POLL_MS): stamps batches whose last write-back died before
+ *   the stamp;
+ * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): purges
+ *   finished callbacks and empty batches past the retention window.
+ * A worker that does not lead tries to take the lead at each reaper interval, so a
+ * dead leader is replaced within one. Each worker's own in-memory duties (handing
+ * back rows that waited too long) stay with its producer.
+ */
+@Injectable()
+export class MaintenanceService {
+  private readonly logger = new Logger(MaintenanceService.name);
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly running = new Set<Promise<void>>();
+  private lastError = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly repo: MaintenanceRepository,
+    private readonly lock: LeaderLock,
+    private readonly retention: RetentionService,
+    private readonly producer: ProducerService,
+    private readonly status: WorkerStatus,
+  ) {}
+
+  private tasks(): Task[] {
+    const tasks: Task[] = [
+      { name: 'lease reaper', everyMs: this.config.dispatchPollMs, run: () => this.reap() },
+      { name: 'batch sweep', everyMs: this.config.dispatchPollMs, run: () => this.sweep() },
+    ];
+    if (this.config.retentionHours > 0) {
+      tasks.push({ name: 'retention', everyMs: this.config.retentionPurgeIntervalMs, run: async () => void (await this.retention.purge()) });
+    }
+    return tasks;
+  }
+
+  /** Starts the tasks' timers; the first reaper run (and the first try for the lead) is now. */
+  start(): void {
+    for (const task of this.tasks()) {
+      this.timers.push(setInterval(() => this.runTask(task), task.everyMs));
+      if (task.name === 'lease reaper') this.runTask(task);
+    }
+  }
+
+  /** Stops the timers, waits for the tasks under way, and hands the lead on. */
+  async stop(): Promise<void> {
+    this.timers.splice(0).forEach(clearInterval);
+    await Promise.all(this.running);
+    await this.lock.release();
+    this.status.leader = false;
+  }
+
+  private runTask(task: Task): void {
+    const run = this.lead()
+      .then(async (leads) => {
+        if (leads) await task.run();
+      })
+      .catch((error) => this.reportError(task.name, error))
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+
+  private async lead(): Promise<boolean> {
+    const leads = await this.lock.lead();
+    this.status.leader = leads;
+    if (!leads) this.status.markHealthy(); // the try was a round trip to the database
+    return leads;
+  }
+
+  private async reap(): Promise<void> {
+    const reaped = await this.repo.reapExpiredLeases();
+    this.status.markHealthy();
+    if (reaped > 0) {
+      this.logger.log(`${reaped} callbacks whose lease ran out (their worker stopped) are due again`);
+      this.producer.wake();
+    }
+  }
+
+  private async sweep(): Promise<void> {
+    logBatchesCompleted(this.logger, await this.repo.sweepCompletedBatches(SWEEP_BATCHES));
+  }
+
+  /** Logged at most every 5 s: an outage must not flood the log. */
+  private reportError(task: string, error: unknown): void {
+    if (Date.now() - this.lastError < 5000) return;
+    this.lastError = Date.now();
+    const message = (error as Error)?.message ?? String(error);
+    if (isDatabaseUnavailable(error)) this.logger.warn(`database unavailable, ${task} retrying: ${message}`);
+    else this.logger.error(`${task} failed, retrying: ${message}`);
+  }
+}

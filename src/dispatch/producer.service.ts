@@ -1,0 +1,212 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { uuidv7 } from '../common/uuid.js';
+import { AppConfig } from '../config/app.config.js';
+import { isDatabaseUnavailable } from '../database/database.errors.js';
+import { NotifyListener } from '../database/notify.listener.js';
+import { SigningSecretService } from '../signing/signing-secret.service.js';
+import { WorkerStatus } from '../worker-status/worker-status.service.js';
+import { claimLimit } from './claim.policy.js';
+import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
+import { CompleterService } from './completer.service.js';
+import { HostLimitsService } from './host-limits/host-limits.service.js';
+import { HostQueues } from './host-limits/host.queues.js';
+
+/** A claimed callback with the signing secrets of its key, looked up once per claim. */
+export type QueuedCallback = ClaimedCallback & { secrets: readonly string[] };
+
+/**
+ * Step 1 of a callback's way through the worker: the producer claims due rows and
+ * keeps them in per-host waiting queues until the sender takes them.
+ *
+ * It claims when woken: by a NOTIFY after an ingest, by the heartbeat
+ * (DISPATCH_POLL_MS), by the due timer set for the next row that falls due, by the
+ * completer after a write-back freed host slots, or by the sender when a call
+ * finished and the last claim stopped for lack of room in the window. One claim runs
+ * at a time; a wake during a claim makes it claim again at its end.
+ *
+ * Rows wait in memory at most half a lease margin: the heartbeat hands older ones
+ * back (completer.release), so a row never outlives its lease here.
+ */
+@Injectable()
+export class ProducerService {
+  private readonly logger = new Logger(ProducerService.name);
+  private readonly queues: HostQueues<QueuedCallback>;
+  private readonly queuedListeners: Array<() => void> = [];
+  private claiming = false;
+  /** The claim loop under way, if any: shutdown waits for it before handing rows back. */
+  private claimRun?: Promise<void>;
+  private claimAgain = false;
+  /** The last claim stopped for lack of room in the window: a finished call should claim again. */
+  private claimWhenRoom = false;
+  private heartbeat?: NodeJS.Timeout;
+  private dueTimer?: NodeJS.Timeout;
+  private dueAt = 0;
+  private lastError = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly claims: ClaimRepository,
+    private readonly signing: SigningSecretService,
+    private readonly notify: NotifyListener,
+    private readonly hostLimits: HostLimitsService,
+    private readonly completer: CompleterService,
+    private readonly status: WorkerStatus,
+  ) {
+    this.queues = new HostQueues((host) => hostLimits.capFor(host));
+    // A write-back lowers hosts' in-flight counts: their freed slots can be claimed.
+    completer.onWritten(() => this.wake());
+    completer.onRetryScheduled((at) => this.wakeAt(at));
+  }
+
+  /** Calls in flight (taken and not yet done) plus rows waiting. */
+  get held(): number {
+    return this.queues.inFlightTotal + this.queues.queued;
+  }
+
+  get queued(): number {
+    return this.queues.queued;
+  }
+
+  /** `listener` runs when claimed rows were queued (the sender fills its window then). */
+  onQueued(listener: () => void): void {
+    this.queuedListeners.push(listener);
+  }
+
+  /** Runs the claim statements once on no rows, so their first real run is not a cold one (see WorkerService.warmUp). */
+  async warmUp(): Promise<void> {
+    await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
+    await this.claims.nextDueAt();
+    await this.signing.secretsFor([uuidv7()]); // an id no key has
+  }
+
+  async start(): Promise<void> {
+    this.heartbeat = setInterval(() => this.beat(), this.config.dispatchPollMs);
+    await this.notify.listen(() => this.wake());
+    this.wake();
+  }
+
+  /** Something may be due: claim now, or right after the claim under way. */
+  wake(): void {
+    if (this.status.state !== 'running') return;
+    if (this.claiming) this.claimAgain = true;
+    else this.claimRun = this.claimLoop();
+  }
+
+  /** A call finished: the sender tells, so a claim that waited for room in the window can run. */
+  callFinished(): void {
+    if (this.claimWhenRoom) this.wake();
+  }
+
+  /** The next waiting row whose host has a free slot (counted in flight from now on), or undefined. */
+  take(): QueuedCallback | undefined {
+    return this.queues.take();
+  }
+
+  /** A call to `host` ended. */
+  done(host: string): void {
+    this.queues.done(host);
+  }
+
+  /** Calls of `host` in flight, and its rows waiting here. */
+  hostLoad(host: string): { inFlight: number; queued: number } {
+    return { inFlight: this.queues.inFlight(host), queued: this.queues.queuedFor(host) };
+  }
+
+  /** Removes and returns every waiting row (to hand back at shutdown). */
+  removeWaiting(): QueuedCallback[] {
+    return this.queues.removeWaiting();
+  }
+
+  /**
+   * Stops claiming: no heartbeat, no due timer. Waits for a claim under way until
+   * `deadline` (its rows then wait in the queues, to be handed back with the rest);
+   * one stuck on the database is not waited for.
+   */
+  async stop(deadline: number): Promise<void> {
+    clearInterval(this.heartbeat);
+    clearTimeout(this.dueTimer);
+    const untilDeadline = new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
+    await Promise.race([this.claimRun, untilDeadline]);
+  }
+
+  /** Heartbeat: hand back rows that waited too long in memory, and look for work. */
+  private beat(): void {
+    if (this.status.state !== 'running') return;
+    const stale = this.queues.removeWaiting(Date.now() - this.config.dispatchLeaseMarginMs / 2);
+    if (stale.length > 0) void this.completer.release(stale);
+    this.wake();
+  }
+
+  private async claimLoop(): Promise<void> {
+    this.claiming = true;
+    try {
+      do {
+        this.claimAgain = false;
+        const { limit, waitForRoom } = claimLimit({
+          concurrency: this.config.dispatchConcurrency,
+          claimBatch: this.config.dispatchClaimBatch,
+          held: this.held,
+          sending: this.queues.inFlightTotal,
+        });
+        this.claimWhenRoom = waitForRoom;
+        if (limit === 0) break;
+        // Rows of the front start sending while the claim looks past it.
+        const claimed = await this.claims.claimDue(this.status.owner, limit, this.config.dispatchLeaseMarginMs, this.skipHosts(), {
+          onClaimed: (rows) => this.enqueue(rows),
+        });
+        this.status.markHealthy();
+        if (claimed.length === limit) this.claimAgain = true;
+        else await this.armDueTimer();
+      } while (this.claimAgain && this.status.state === 'running');
+    } catch (error) {
+      this.reportError(error);
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  /** Hosts a claim passes over: those whose slots this worker fills, and those whose breaker it is about to open. */
+  private skipHosts(): string[] {
+    return [...this.queues.fullHosts(), ...this.hostLimits.openingHosts()];
+  }
+
+  /** Queues claimed rows; false once shutdown began (the claim then stops). */
+  private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
+    // Secrets are looked up once per claim, before anything starts, so each send stays synchronous to build.
+    const secrets = await this.signing.secretsFor([...new Set(rows.map((r) => r.apiKeyId))]);
+    const now = Date.now();
+    for (const row of rows) this.queues.push(Object.assign(row, { secrets: secrets.get(row.apiKeyId) ?? [] }), now);
+    // Claimed while shutdown began: they wait, and shutdown hands them back.
+    if (this.status.state !== 'running') return false;
+    this.queuedListeners.forEach((l) => l());
+    return true;
+  }
+
+  private async armDueTimer(): Promise<void> {
+    const next = await this.claims.nextDueAt();
+    // Overdue rows the claim left behind wait for busy, paused or rate-limited hosts.
+    if (next) this.wakeAt(next.getTime() > Date.now() ? next : new Date(Date.now() + this.config.hostRecheckMs));
+  }
+
+  /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */
+  private wakeAt(at: Date): void {
+    if (this.status.state !== 'running') return; // a claim that ends after shutdown began arms nothing
+    const wait = Math.max(at.getTime() - Date.now(), 1);
+    if (wait >= this.config.dispatchPollMs || (this.dueTimer && this.dueAt <= at.getTime())) return;
+    clearTimeout(this.dueTimer);
+    this.dueAt = at.getTime();
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = undefined;
+      this.wake();
+    }, wait);
+  }
+
+  /** Logged at most every 5 s: an outage must not flood the log. */
+  private reportError(error: unknown): void {
+    if (Date.now() - this.lastError < 5000) return;
+    this.lastError = Date.now();
+    const message = (error as Error)?.message ?? String(error);
+    if (isDatabaseUnavailable(error)) this.logger.warn(`database unavailable, producer retrying: ${message}`);
+    else this.logger.error(`claim failed, retrying: ${message}`);
+  }
+}

@@ -1,0 +1,72 @@
+import { BREAKER } from '../../common/states.js';
+import { Prisma } from '../../generated/prisma/client.js';
+import type { BreakerState } from '../host-limits/breaker.policy.js';
+
+/**
+ * Per-host limits in SQL. The `host` row of each destination holds its cap and rate
+ * overrides, its rate-limit bucket and its circuit breaker, and `in_flight`: the
+ * count of its callbacks in status in_flight, kept exact by statement triggers on
+ * `callback` (migration 20261130114800_host_limits), whichever statement changes a
+ * status. The claim (claim.sql.ts) reads and spends them through `hostRoom`; the
+ * worker's breaker reports (host-limits.service.ts) write them here.
+ *
+ * Lock order: host rows are locked in name order by every statement that locks
+ * several (the claim, the breaker report, the triggers), so none can deadlock.
+ */
+
+/**
+ * A host row's room at `now`, as the columns `tokens` (rate-limit tokens refilled to
+ * now, NULL when unthrottled) and `slots` (free places under its cap; one probe when
+ * an open breaker's cool-down is over and nothing is in flight). Read twice by the
+ * claim: without locks to skip full hosts, then again under the host row locks.
+ */
+export function hostRoom(defaultCap: number, now: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    CASE WHEN h.rate_per_sec IS NULL THEN NULL
+         ELSE least(greatest(1, h.rate_per_sec),
+                    h.tokens + h.rate_per_sec * extract(epoch FROM ${now} - coalesce(h.tokens_at, ${now})))
+    END AS tokens,
+    CASE WHEN h.breaker_state = ${BREAKER.closed} THEN coalesce(h.max_in_flight, ${defaultCap}::int) - h.in_flight
+         WHEN h.open_until <= ${now} AND h.in_flight = 0 THEN 1
+         ELSE 0
+    END AS slots`;
+}
+
+/**
+ * Hosts that may limit a claim: with calls in flight, a breaker not closed, or a
+ * rate. An idle, closed, unthrottled host always has room (caps are at least 1).
+ * Served by the partial index `host_limited_idx`: the hosts in use, not every
+ * destination of the history.
+ */
+export const LIMITED_HOST = Prisma.sql`(h.in_flight > 0 OR h.breaker_state <> ${BREAKER.closed} OR h.rate_per_sec IS NOT NULL)`;
+
+/**
+ * Hosts with a cap override or a breaker that is not clean: what each worker caches
+ * (small), read once a second. No locks; `host_limited_idx` and a scan of the
+ * overridden rows.
+ */
+export const notableHosts = () => Prisma.sql`
+  SELECT host, max_in_flight AS "maxInFlight", breaker_state AS "breakerState",
+         consecutive_failures AS "consecutiveFailures", opened_at AS "openedAt", open_until AS "openUntil"
+  FROM host
+  WHERE max_in_flight IS NOT NULL OR breaker_state <> ${BREAKER.closed} OR consecutive_failures > 0`;
+
+/** Locks the hosts' rows `FOR UPDATE` in name order and reads their breakers (inside the report's transaction). */
+export const lockBreakers = (hosts: string[]) => Prisma.sql`
+  SELECT host, breaker_state AS state, consecutive_failures AS failures, opened_at AS "openedAt", open_until AS "openUntil"
+  FROM host WHERE host = ANY(${hosts}::text[]) ORDER BY host FOR UPDATE`;
+
+/** Writes breakers decided under lockBreakers' locks, one statement for all hosts. */
+export const writeBreakers = (list: Array<[string, BreakerState]>) => Prisma.sql`
+  UPDATE host h SET breaker_state = n.state, consecutive_failures = n.failures, opened_at = n.opened_at, open_until = n.open_until
+  FROM unnest(${list.map(([h]) => h)}::text[], ${list.map(([, s]) => s.state)}::text[], ${list.map(([, s]) => s.failures)}::int[],
+              ${list.map(([, s]) => s.openedAt)}::timestamptz[], ${list.map(([, s]) => s.openUntil)}::timestamptz[])
+       AS n(host, state, failures, opened_at, open_until)
+  WHERE h.host = n.host`;
+
+/** Records URLs that answered 410 Gone (the first answer of each URL stays); the claim fails their callbacks from then on. */
+export const insertGoneEndpoints = (rows: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }>) => Prisma.sql`
+  INSERT INTO gone_endpoint (url, host, api_key_id, status_code)
+  SELECT * FROM unnest(${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.host)}::text[],
+                       ${rows.map((r) => r.apiKeyId)}::uuid[], ${rows.map((r) => r.statusCode)}::int[])
+  ON CONFLICT (url) DO NOTHING`;

@@ -1,0 +1,63 @@
+import { STATUS } from '../../common/states.js';
+import { Prisma } from '../../generated/prisma/client.js';
+import type { RecordedOutcome } from '../outcome.repository.js';
+
+/**
+ * How a claimed row leaves its worker: with an outcome (`recordOutcomes`) or handed
+ * back untouched (`releaseClaims`). Both match rows by primary key AND lease owner,
+ * so a worker that lost a row's lease (expired and reaped, or the callback was
+ * cancelled) changes nothing: a row holds a lease exactly while it is in flight
+ * (constraint `callback_lease_in_flight_check`). The status is deliberately not
+ * named: rows are found by primary key, never through an index on `status`, whose
+ * stale statistics would make the planner scan every in-flight row.
+ */
+
+/**
+ * Many outcomes in one statement: callback rows move to their next state and their
+ * attempts are inserted, only for the rows the UPDATE matched. One typed array per
+ * column: Postgres reads them several times faster than the same rows as one JSON
+ * document (jsonb_to_recordset: 3 ms against 0.4 for 200 rows). Locks the callback
+ * rows it updates. Returns the callback ids that landed. The text is the same for
+ * any number of rows (none included), so it is prepared once per connection.
+ */
+export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
+  const col = <K extends keyof RecordedOutcome>(k: K) => rows.map((r) => r[k]);
+  const headers = rows.map((r) => (r.responseHeaders ? JSON.stringify(r.responseHeaders) : null));
+  return Prisma.sql`
+    WITH o AS (
+      SELECT * FROM unnest(
+        ${col('callbackId')}::uuid[], ${col('apiKeyId')}::uuid[], ${col('host')}::text[], ${col('number')}::int[],
+        ${col('status')}::text[], ${col('nextAttemptAt')}::timestamptz[], ${col('completedAt')}::timestamptz[],
+        ${col('startedAt')}::timestamptz[], ${col('durationMs')}::float8[], ${col('dnsMs')}::float8[],
+        ${col('connectMs')}::float8[], ${col('tlsMs')}::float8[], ${col('firstByteMs')}::float8[],
+        ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('error')}::text[],
+        ${headers}::jsonb[], ${col('responseBody')}::text[]
+      ) AS o(callback_id, api_key_id, host, number, status, next_attempt_at, completed_at, started_at,
+             duration_ms, dns_ms, connect_ms, tls_ms, first_byte_ms, status_code, outcome, error,
+             response_headers, response_body)
+    ), moved AS (
+      UPDATE callback c
+      SET status = o.status, attempts = o.number,
+          next_attempt_at = COALESCE(o.next_attempt_at, c.next_attempt_at),
+          completed_at = o.completed_at, last_status_code = o.status_code, last_error = o.error,
+          lease_owner = NULL, lease_expires_at = NULL
+      FROM o
+      WHERE c.id = o.callback_id AND c.lease_owner = ${owner}
+      RETURNING c.id
+    )
+    INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
+                         tls_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker)
+    SELECT o.callback_id, o.api_key_id, o.host, o.number, o.started_at, o.duration_ms, o.dns_ms, o.connect_ms,
+           o.tls_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner}
+    FROM o JOIN moved ON moved.id = o.callback_id
+    RETURNING callback_id AS id`;
+}
+
+/**
+ * Hands leased rows back untouched (shutdown, or rows that waited too long in
+ * memory): pending again, due as they were. Only rows still leased to `owner` move.
+ * Locks the rows it updates.
+ */
+export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
+  UPDATE callback SET status = ${STATUS.pending}, lease_owner = NULL, lease_expires_at = NULL
+  WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`;
