@@ -177,4 +177,3 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
   return config;
 }
 
-export const CONFIG_ENV_NAMES = Object.keys(ENV);

@@ -83,12 +83,3 @@ export async function migrate(databaseUrl: string, migrations = readMigrations()
   }
   return applied;
 }
-
-/** Names of migrations in the folder that the database has not finished applying. */
-export async function pendingMigrations(client: { query: pg.Client['query'] }, migrations = readMigrations()): Promise<string[]> {
-  const { rows } = await client.query<{ migration_name: string }>(
-    `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
-  );
-  const done = new Set(rows.map((r) => r.migration_name));
-  return migrations.map((m) => m.name).filter((n) => !done.has(n));
-}

@@ -1,9 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { BREAKER_STATES } from '../common/states.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { MetricsRepository } from './metrics.repository.js';
 import { MetricsService } from './metrics.service.js';
-
-const BREAKER_STATES = ['closed', 'half_open', 'open'];
 
 /**
  * Gauges read at scrape time: the due backlog and per-host limiter state from the

@@ -1,0 +1,237 @@
+-- The schema the migrations in prisma/migrations build (test/schema.test.ts checks it).
+
+CREATE TABLE api_key (
+  id uuid NOT NULL,
+  name text NOT NULL,
+  prefix text NOT NULL,
+  hash text NOT NULL,
+  is_admin boolean NOT NULL DEFAULT false,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  revoked_at timestamp(3) with time zone
+);
+
+CREATE TABLE attempt (
+  id bigint NOT NULL DEFAULT nextval('attempt_id_seq'::regclass),
+  callback_id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  host text NOT NULL,
+  number integer NOT NULL,
+  started_at timestamp(3) with time zone NOT NULL,
+  duration_ms double precision NOT NULL,
+  dns_ms double precision,
+  connect_ms double precision,
+  tls_ms double precision,
+  first_byte_ms double precision,
+  status_code integer,
+  outcome text NOT NULL,
+  error text,
+  response_headers jsonb,
+  response_body text,
+  worker text
+);
+
+CREATE TABLE batch (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  label text,
+  idempotency_key text,
+  request_hash text,
+  total integer NOT NULL,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  completed_at timestamp(3) with time zone
+);
+
+CREATE TABLE callback (
+  id uuid NOT NULL,
+  batch_id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  external_id text,
+  url text NOT NULL,
+  host text NOT NULL,
+  method text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  body text,
+  timeout_ms integer NOT NULL,
+  max_attempts integer NOT NULL,
+  retry_delays_ms integer[],
+  status text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamp(3) with time zone NOT NULL,
+  lease_owner text,
+  lease_expires_at timestamp(3) with time zone,
+  last_status_code integer,
+  last_error text,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  completed_at timestamp(3) with time zone
+);
+
+CREATE TABLE gone_endpoint (
+  url text NOT NULL,
+  host text NOT NULL,
+  api_key_id uuid,
+  status_code integer NOT NULL,
+  gone_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE TABLE host (
+  host text NOT NULL,
+  max_in_flight integer,
+  rate_per_sec double precision,
+  in_flight integer NOT NULL DEFAULT 0,
+  tokens double precision NOT NULL DEFAULT 0,
+  tokens_at timestamp(3) with time zone,
+  breaker_state text NOT NULL DEFAULT 'closed'::text,
+  consecutive_failures integer NOT NULL DEFAULT 0,
+  opened_at timestamp(3) with time zone,
+  open_until timestamp(3) with time zone,
+  limits_updated_at timestamp(3) with time zone,
+  limits_updated_by uuid,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE TABLE signing_secret (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  secret text NOT NULL,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  expires_at timestamp(3) with time zone
+);
+
+ALTER TABLE api_key ADD CONSTRAINT api_key_created_at_not_null NOT NULL created_at;
+ALTER TABLE api_key ADD CONSTRAINT api_key_hash_not_null NOT NULL hash;
+ALTER TABLE api_key ADD CONSTRAINT api_key_id_not_null NOT NULL id;
+ALTER TABLE api_key ADD CONSTRAINT api_key_is_admin_not_null NOT NULL is_admin;
+ALTER TABLE api_key ADD CONSTRAINT api_key_name_not_null NOT NULL name;
+ALTER TABLE api_key ADD CONSTRAINT api_key_pkey PRIMARY KEY (id);
+ALTER TABLE api_key ADD CONSTRAINT api_key_prefix_not_null NOT NULL prefix;
+ALTER TABLE attempt ADD CONSTRAINT attempt_api_key_id_not_null NOT NULL api_key_id;
+ALTER TABLE attempt ADD CONSTRAINT attempt_callback_id_fkey FOREIGN KEY (callback_id) REFERENCES callback(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE attempt ADD CONSTRAINT attempt_callback_id_not_null NOT NULL callback_id;
+ALTER TABLE attempt ADD CONSTRAINT attempt_duration_ms_not_null NOT NULL duration_ms;
+ALTER TABLE attempt ADD CONSTRAINT attempt_host_not_null NOT NULL host;
+ALTER TABLE attempt ADD CONSTRAINT attempt_id_not_null NOT NULL id;
+ALTER TABLE attempt ADD CONSTRAINT attempt_number_not_null NOT NULL number;
+ALTER TABLE attempt ADD CONSTRAINT attempt_outcome_not_null NOT NULL outcome;
+ALTER TABLE attempt ADD CONSTRAINT attempt_pkey PRIMARY KEY (id);
+ALTER TABLE attempt ADD CONSTRAINT attempt_started_at_not_null NOT NULL started_at;
+ALTER TABLE batch ADD CONSTRAINT batch_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE batch ADD CONSTRAINT batch_api_key_id_not_null NOT NULL api_key_id;
+ALTER TABLE batch ADD CONSTRAINT batch_created_at_not_null NOT NULL created_at;
+ALTER TABLE batch ADD CONSTRAINT batch_id_not_null NOT NULL id;
+ALTER TABLE batch ADD CONSTRAINT batch_pkey PRIMARY KEY (id);
+ALTER TABLE batch ADD CONSTRAINT batch_total_not_null NOT NULL total;
+ALTER TABLE callback ADD CONSTRAINT callback_api_key_id_not_null NOT NULL api_key_id;
+ALTER TABLE callback ADD CONSTRAINT callback_attempts_not_null NOT NULL attempts;
+ALTER TABLE callback ADD CONSTRAINT callback_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE callback ADD CONSTRAINT callback_batch_id_not_null NOT NULL batch_id;
+ALTER TABLE callback ADD CONSTRAINT callback_created_at_not_null NOT NULL created_at;
+ALTER TABLE callback ADD CONSTRAINT callback_headers_not_null NOT NULL headers;
+ALTER TABLE callback ADD CONSTRAINT callback_host_not_null NOT NULL host;
+ALTER TABLE callback ADD CONSTRAINT callback_id_not_null NOT NULL id;
+ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lease_owner IS NOT NULL) = (status = 'in_flight'::text)) AND ((lease_owner IS NULL) = (lease_expires_at IS NULL))));
+ALTER TABLE callback ADD CONSTRAINT callback_max_attempts_not_null NOT NULL max_attempts;
+ALTER TABLE callback ADD CONSTRAINT callback_method_not_null NOT NULL method;
+ALTER TABLE callback ADD CONSTRAINT callback_next_attempt_at_not_null NOT NULL next_attempt_at;
+ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
+ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
+ALTER TABLE callback ADD CONSTRAINT callback_status_not_null NOT NULL status;
+ALTER TABLE callback ADD CONSTRAINT callback_timeout_ms_not_null NOT NULL timeout_ms;
+ALTER TABLE callback ADD CONSTRAINT callback_url_not_null NOT NULL url;
+ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_gone_at_not_null NOT NULL gone_at;
+ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_host_not_null NOT NULL host;
+ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (url);
+ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_status_code_not_null NOT NULL status_code;
+ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_url_not_null NOT NULL url;
+ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
+ALTER TABLE host ADD CONSTRAINT host_breaker_state_not_null NOT NULL breaker_state;
+ALTER TABLE host ADD CONSTRAINT host_consecutive_failures_not_null NOT NULL consecutive_failures;
+ALTER TABLE host ADD CONSTRAINT host_created_at_not_null NOT NULL created_at;
+ALTER TABLE host ADD CONSTRAINT host_host_not_null NOT NULL host;
+ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
+ALTER TABLE host ADD CONSTRAINT host_in_flight_not_null NOT NULL in_flight;
+ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
+ALTER TABLE host ADD CONSTRAINT host_tokens_not_null NOT NULL tokens;
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_not_null NOT NULL api_key_id;
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_created_at_not_null NOT NULL created_at;
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_id_not_null NOT NULL id;
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_pkey PRIMARY KEY (id);
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_secret_not_null NOT NULL secret;
+
+CREATE UNIQUE INDEX api_key_hash_key ON public.api_key USING btree (hash);
+CREATE UNIQUE INDEX api_key_pkey ON public.api_key USING btree (id);
+CREATE INDEX attempt_api_key_id_started_at_idx ON public.attempt USING btree (api_key_id, started_at) INCLUDE (host, outcome, duration_ms);
+CREATE INDEX attempt_callback_id_number_idx ON public.attempt USING btree (callback_id, number);
+CREATE UNIQUE INDEX attempt_pkey ON public.attempt USING btree (id);
+CREATE INDEX batch_api_key_id_created_at_idx ON public.batch USING btree (api_key_id, created_at);
+CREATE UNIQUE INDEX batch_api_key_id_idempotency_key_key ON public.batch USING btree (api_key_id, idempotency_key);
+CREATE INDEX batch_completed_idx ON public.batch USING btree (completed_at) WHERE (completed_at IS NOT NULL);
+CREATE INDEX batch_open_idx ON public.batch USING btree (created_at) WHERE (completed_at IS NULL);
+CREATE UNIQUE INDEX batch_pkey ON public.batch USING btree (id);
+CREATE INDEX callback_api_key_id_created_at_idx ON public.callback USING btree (api_key_id, created_at);
+CREATE INDEX callback_batch_id_status_idx ON public.callback USING btree (batch_id, status);
+CREATE INDEX callback_due_idx ON public.callback USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX callback_finished_idx ON public.callback USING btree (completed_at) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
+CREATE INDEX callback_lease_idx ON public.callback USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
+CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, next_attempt_at) WHERE (status = 'pending'::text);
+CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
+CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
+CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
+CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (url);
+CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
+CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
+CREATE INDEX signing_secret_api_key_id_idx ON public.signing_secret USING btree (api_key_id);
+CREATE UNIQUE INDEX signing_secret_pkey ON public.signing_secret USING btree (id);
+
+CREATE TRIGGER callback_host_in_flight_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_delete();
+CREATE TRIGGER callback_host_in_flight_update AFTER UPDATE ON public.callback REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_update();
+CREATE TRIGGER callback_host_rows AFTER INSERT ON public.callback REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION host_rows_for_new_callbacks();
+
+CREATE OR REPLACE FUNCTION public.host_in_flight_after_delete()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE deltas JSONB;
+BEGIN
+  SELECT jsonb_object_agg(host, -n) INTO deltas FROM (
+    SELECT o.host, count(*) AS n FROM old_rows o WHERE o.status = 'in_flight' GROUP BY o.host
+  ) d;
+  IF deltas IS NOT NULL THEN PERFORM host_in_flight_apply(deltas); END IF;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.host_in_flight_after_update()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE deltas JSONB;
+BEGIN
+  SELECT jsonb_object_agg(host, delta) INTO deltas FROM (
+    SELECT host, sum(delta) AS delta FROM (
+      SELECT o.host, -1 AS delta FROM old_rows o WHERE o.status = 'in_flight'
+      UNION ALL
+      SELECT n.host, 1 FROM new_rows n WHERE n.status = 'in_flight'
+    ) x GROUP BY host HAVING sum(delta) <> 0
+  ) d;
+  IF deltas IS NOT NULL THEN PERFORM host_in_flight_apply(deltas); END IF;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.host_in_flight_apply(deltas jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM 1 FROM host h WHERE h.host IN (SELECT jsonb_object_keys(deltas)) ORDER BY h.host FOR UPDATE;
+  UPDATE host h SET in_flight = greatest(0, h.in_flight + (deltas ->> h.host)::int)
+  WHERE h.host IN (SELECT jsonb_object_keys(deltas));
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.host_rows_for_new_callbacks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO host (host) SELECT DISTINCT n.host FROM new_rows n ORDER BY 1 ON CONFLICT (host) DO NOTHING;
+  RETURN NULL;
+END $function$;
