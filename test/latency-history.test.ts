@@ -165,6 +165,21 @@ describe(LatencyController.name, () => {
     }
   });
 
+  // Regression: `?host=127.0.0.5` (no scheme or port) silently matched nothing.
+  it('should answer 400 naming the form for a host that is not scheme://host:port, and read a default port as spelled out', async () => {
+    for (const host of ['127.0.0.5', 'ftp://127.0.0.5:21', 'http://127.0.0.5:80/hooks']) {
+      const res = await service.api(`/v1/history/latency?${range}&host=${encodeURIComponent(host)}`);
+      expect({ host, status: res.status }).toEqual({ host, status: 400 });
+      const body = await res.json();
+      expect(body.code).toBe('validation_failed');
+      expect(body.message).toMatch(/host must/);
+    }
+    const spelled = await service.apiJson(`/v1/history/latency?${range}&bucket=1h&host=${encodeURIComponent(HOST_A)}`);
+    const bare = await service.apiJson(`/v1/history/latency?${range}&bucket=1h&host=${encodeURIComponent('https://A.example')}`);
+    expect(spelled.items.length).toBeGreaterThan(0);
+    expect(bare.items).toEqual(spelled.items);
+  });
+
   it('should need an API key', async () => {
     expect((await service.api('/v1/history/latency', { key: null })).status).toBe(401);
   });

@@ -108,6 +108,21 @@ describe(`${CallbackService.name} retries`, () => {
     expect(batch.counts).toMatchObject({ succeeded: 2, failed: 0 });
   });
 
+  // Regression: `?status=pending` answered 202 {retried: 0}.
+  it('should answer 400 to a batch retry of states that cannot be retried, and retry nothing', async () => {
+    const { id: batchId, callbacks } = await send([{ url: `${receiver.url}/flaky?failTimes=1&failCode=400` }]);
+    await settled(callbacks[0].id);
+    for (const status of ['pending', 'succeeded', 'in_flight', 'failed,pending', 'nonsense']) {
+      const res = await service.api(`/v1/batches/${batchId}/retry?status=${status}`, { method: 'POST' });
+      expect({ status, code: res.status }).toEqual({ status, code: 400 });
+      expect((await jsonOf(res)).message).toMatch(/status must be one of failed, cancelled/);
+    }
+    expect((await service.apiJson(`/v1/callbacks/${callbacks[0].id}`)).status).toBe('failed');
+    const both = await service.api(`/v1/batches/${batchId}/retry?status=failed,cancelled`, { method: 'POST' });
+    expect(both.status).toBe(202);
+    expect((await jsonOf(both)).retried).toBe(1);
+  });
+
   it('should refuse to retry a callback that succeeded, and 404 an unknown one', async () => {
     const { callbacks } = await send([{ url: `${receiver.url}/ok` }]);
     await settled(callbacks[0].id);
