@@ -170,7 +170,7 @@ describe(LatencyController.name, () => {
     for (const host of ['127.0.0.5', 'ftp://127.0.0.5:21', 'http://127.0.0.5:80/hooks']) {
       const res = await service.api(`/v1/history/latency?${range}&host=${encodeURIComponent(host)}`);
       expect({ host, status: res.status }).toEqual({ host, status: 400 });
-      const body = await res.json();
+      const body = (await res.json()) as { code: string; message: string };
       expect(body.code).toBe('validation_failed');
       expect(body.message).toMatch(/host must/);
     }
