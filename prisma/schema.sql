@@ -7,7 +7,8 @@ CREATE TABLE api_key (
   hash text NOT NULL,
   is_admin boolean NOT NULL DEFAULT false,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  revoked_at timestamp(3) with time zone
+  revoked_at timestamp(3) with time zone,
+  weight integer NOT NULL DEFAULT 1
 );
 
 CREATE TABLE attempt (
@@ -62,7 +63,9 @@ CREATE TABLE callback (
   last_status_code integer,
   last_error text,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  completed_at timestamp(3) with time zone
+  completed_at timestamp(3) with time zone,
+  priority smallint NOT NULL DEFAULT 1,
+  ordering_key text
 );
 
 CREATE TABLE gone_endpoint (
@@ -104,6 +107,8 @@ ALTER TABLE api_key ADD CONSTRAINT api_key_is_admin_not_null NOT NULL is_admin;
 ALTER TABLE api_key ADD CONSTRAINT api_key_name_not_null NOT NULL name;
 ALTER TABLE api_key ADD CONSTRAINT api_key_pkey PRIMARY KEY (id);
 ALTER TABLE api_key ADD CONSTRAINT api_key_prefix_not_null NOT NULL prefix;
+ALTER TABLE api_key ADD CONSTRAINT api_key_weight_check CHECK (((weight >= 1) AND (weight <= 1000)));
+ALTER TABLE api_key ADD CONSTRAINT api_key_weight_not_null NOT NULL weight;
 ALTER TABLE attempt ADD CONSTRAINT attempt_api_key_id_not_null NOT NULL api_key_id;
 ALTER TABLE attempt ADD CONSTRAINT attempt_callback_id_fkey FOREIGN KEY (callback_id) REFERENCES callback(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE attempt ADD CONSTRAINT attempt_callback_id_not_null NOT NULL callback_id;
@@ -132,7 +137,10 @@ ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lea
 ALTER TABLE callback ADD CONSTRAINT callback_max_attempts_not_null NOT NULL max_attempts;
 ALTER TABLE callback ADD CONSTRAINT callback_method_not_null NOT NULL method;
 ALTER TABLE callback ADD CONSTRAINT callback_next_attempt_at_not_null NOT NULL next_attempt_at;
+ALTER TABLE callback ADD CONSTRAINT callback_ordering_key_check CHECK (((char_length(ordering_key) >= 1) AND (char_length(ordering_key) <= 200)));
 ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
+ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
+ALTER TABLE callback ADD CONSTRAINT callback_priority_not_null NOT NULL priority;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
 ALTER TABLE callback ADD CONSTRAINT callback_status_not_null NOT NULL status;
 ALTER TABLE callback ADD CONSTRAINT callback_timeout_ms_not_null NOT NULL timeout_ms;
@@ -172,7 +180,9 @@ CREATE INDEX callback_api_key_id_created_at_idx ON public.callback USING btree (
 CREATE INDEX callback_batch_id_status_idx ON public.callback USING btree (batch_id, status);
 CREATE INDEX callback_due_idx ON public.callback USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX callback_finished_idx ON public.callback USING btree (completed_at) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
+CREATE INDEX callback_key_due_idx ON public.callback USING btree (api_key_id, priority, next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX callback_lease_idx ON public.callback USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
+CREATE INDEX callback_ordering_idx ON public.callback USING btree (api_key_id, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
 CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, next_attempt_at) WHERE (status = 'pending'::text);
 CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));

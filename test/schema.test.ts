@@ -66,6 +66,9 @@ const PG_TYPES: Record<string, RegExp> = {
   Json: /^jsonb$/,
 };
 
+/** What a @db attribute makes of the column. */
+const DB_TYPES: Record<string, RegExp> = { Uuid: /^uuid$/, SmallInt: /^smallint$/ };
+
 /** The tables and scalar columns schema.prisma declares (a small reader of its model blocks, enough for this schema). */
 function prismaTables(text: string): Map<string, PrismaField[]> {
   const tables = new Map<string, PrismaField[]>();
@@ -120,7 +123,7 @@ describe('database schema', () => {
           continue; // Prisma lists cannot be optional; a NULL list is the column's own choice
         }
         expect(col.nullable, `${where} nullable`).toBe(f.optional);
-        expect(col.type, where).toMatch(f.dbType === 'Uuid' ? /^uuid$/ : PG_TYPES[f.type]);
+        expect(col.type, where).toMatch((f.dbType && DB_TYPES[f.dbType]) ?? PG_TYPES[f.type]);
       }
     }
   });

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { CALLBACK_STATUSES, type CallbackStatus } from '../common/states.js';
+import { CALLBACK_STATUSES, priorityRank, type CallbackStatus } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
@@ -118,6 +118,8 @@ export class BatchService {
       maxAttempts: c.maxAttempts ?? d.maxAttempts ?? this.config.defaultMaxAttempts,
       retryDelaysMs: delays ? `{${delays.join(',')}}` : null,
       runAt: c.runAt ? new Date(c.runAt) : null,
+      priority: priorityRank(c.priority ?? d.priority ?? 'normal'),
+      orderingKey: c.orderingKey?.toWellFormed() ?? null,
     };
   }
 

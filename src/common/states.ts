@@ -24,6 +24,11 @@ export type Outcome = (typeof OUTCOMES)[number];
 export const BREAKER_STATES = ['closed', 'open', 'half_open'] as const;
 export type BreakerStateName = (typeof BREAKER_STATES)[number];
 
+/** A callback's priority within its key, stored as its index here (0 high), so "high first" is ascending order. */
+export const PRIORITIES = ['high', 'normal', 'low'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+export const priorityRank = (p: Priority): number => PRIORITIES.indexOf(p);
+
 type Literals<T extends string> = { readonly [K in T]: Prisma.Sql };
 
 /**

@@ -1,11 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, Max, MaxLength, Min,
+  Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, Max, MaxLength, Min, MinLength,
   ValidateNested,
 } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
+import { PRIORITIES, type Priority } from '../../common/states.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
 /** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
@@ -33,6 +34,9 @@ export class CallbackDefaultsDto {
   @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
   @IsOptional() @Max(MAX_RETRY_DELAY_MS, { each: true }) @Min(0, { each: true }) @IsInt({ each: true }) @ArrayMaxSize(50) @IsArray()
   retryDelaysMs?: number[];
+
+  @ApiPropertyOptional({ enum: PRIORITIES, default: 'normal', description: "Within the key's share: due high callbacks go before normal, normal before low (low still moves)" })
+  @IsOptional() @IsIn(PRIORITIES) priority?: Priority;
 }
 
 export class CallbackInputDto extends CallbackDefaultsDto {
@@ -47,6 +51,9 @@ export class CallbackInputDto extends CallbackDefaultsDto {
 
   @ApiPropertyOptional({ description: 'Your own id for this callback, echoed back' })
   @IsOptional() @NoNul() @MaxLength(200) @IsString() externalId?: string;
+
+  @ApiPropertyOptional({ description: 'Callbacks of this key with the same ordering key are delivered one at a time, in the order accepted (batch order, then array order)' })
+  @IsOptional() @NoNul() @MaxLength(200) @MinLength(1) @IsString() orderingKey?: string;
 }
 
 export class CreateBatchDto {

@@ -5,8 +5,9 @@ import { hostRoom, LIMITED_HOST } from './host-limits.sql.js';
 /**
  * The claim: due pending callbacks leased to one worker, within every destination's
  * limits across all workers. Two statements share one shape (`claim` around a `due`):
- * `claimFront` (the oldest due rows) and `claimPastBlocked` (host by host, for when
- * the oldest due rows belong to hosts that cannot take them).
+ * `claimFront` (each key its weighted share, high priority first, ordering keys one
+ * at a time) and `claimPastBlocked` (host by host, oldest first, for when the front's
+ * rows belong to hosts that cannot take them).
  *
  * Locks: the chosen callback rows `FOR UPDATE SKIP LOCKED` (concurrent claimers take
  * disjoint rows), then their hosts' rows `FOR UPDATE` in name order.
@@ -39,30 +40,111 @@ const dueAfterFront = (now: Prisma.Sql) => Prisma.sql`
   ORDER BY next_attempt_at OFFSET ${FRONT_SCAN_ROWS} LIMIT 1`;
 
 /**
- * The oldest due rows, passing over hosts that cannot take a call now.
+ * Whether candidate row `r` may go now: its host is not blocked nor skipped, and,
+ * with an ordering key, no callback of the same key and ordering key accepted
+ * before it (smaller id) is unfinished: one probe of `callback_ordering_idx`. A
+ * callback waiting for its retry is pending, so it holds the ones behind it; one
+ * that finished (succeeded, failed for good, cancelled) lets the next go. The check
+ * reads the committed state, so it holds across workers, leases and crashes: of one
+ * ordering key only the oldest unfinished callback can ever be claimed.
+ */
+const eligible = (r: Prisma.Sql, a: ClaimArgs) => Prisma.sql`
+  ${r}.host <> ALL(${a.skipHosts}::text[]) AND ${r}.host NOT IN (SELECT host FROM blocked)
+  AND (${r}.ordering_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM callback o
+    WHERE o.api_key_id = ${r}.api_key_id AND o.ordering_key = ${r}.ordering_key
+      AND o.status IN (${STATUS.pending}, ${STATUS.in_flight}) AND o.id < ${r}.id))`;
+
+/**
+ * Places a priority's n-th due row takes within its key's share: high 1, 2, 3, …;
+ * normal 10, 20, …; low 100, 200, …. So while a key has high callbacks due, its
+ * normal ones still get one place in ten of its share and low ones one in a
+ * hundred, and with little high work due the order is strictly high, normal, low.
+ */
+/**
+ * Claims of one key that may run at once and still each find rows: a claim reads the
+ * eligible rows of a key and priority up to this many times its limit, and locks the
+ * first it can (SKIP LOCKED passes over those a concurrent claim holds).
+ */
+const CONCURRENT_CLAIMS = 4;
+
+const PRIORITY_STEP = Prisma.sql`(CASE x.priority WHEN 0 THEN 1 WHEN 1 THEN 10 ELSE 100 END)`;
+
+/**
+ * The front: due rows key by key, each key's share of the claim by its weight.
  *
- * `due`: the oldest due pending rows of hosts not blocked, walked through
- * `callback_due_idx (next_attempt_at) WHERE status = 'pending'` and locked
- * `FOR UPDATE SKIP LOCKED`; hosts in `skipHosts` would only wait in memory. The walk
- * stops at `limit` rows. While some host is blocked, it also stops before the time
- * of the due row after the first FRONT_SCAN_ROWS (`front_end`, one probe of the same
- * index), so a blocked backlog costs at most that many rows read; with no host
- * blocked there is nothing to pass over, and no probe.
+ * - `keys`: the keys with pending rows, by a loose scan of `callback_key_due_idx
+ *   (api_key_id, priority, next_attempt_at) WHERE status = 'pending'` (one probe per
+ *   key), kept when one of their rows is due (one probe per priority).
+ * - `shares`: each such key's share of the claim (a fraction), by `api_key.weight`.
+ * - `cand`: per key and priority its oldest due rows that may go (`eligible`), read
+ *   as one range of the same index, at most FRONT_SCAN_ROWS rows each (so a blocked
+ *   backlog costs at most that many reads; past it, claimPastBlocked); of those the
+ *   first `limit` it can lock `FOR UPDATE SKIP LOCKED` (by primary key, status checked
+ *   again), so concurrent claimers take disjoint rows. Each gets its place in the
+ *   key's order (PRIORITY_STEP).
+ * - `due`: the `limit` rows whose place in their key's order is earliest relative to
+ *   the key's share (place / share), so each key gets its weighted share, and a share
+ *   a key cannot use goes to the others (work conserving). The candidates not taken
+ *   are unlocked at commit, untouched.
+ *
+ * Every claim of every worker splits by the keys' weights, so the shares hold across
+ * all workers; what each worker then has in flight follows what it claimed.
  */
 export function claimFront(a: ClaimArgs): Prisma.Sql {
+  // A key's due rows of one priority, as the range (key, p, -infinity) < (api_key_id,
+  // priority, next_attempt_at) <= (key, p, now): a row comparison only
+  // callback_key_due_idx can serve. Written as api_key_id = $1 AND priority = $2, the
+  // planner, with the queue's statistics always stale, walked callback_due_idx oldest
+  // first through every other key's rows, filtering by key.
+  const dueOfKey = (key: Prisma.Sql, priority: Prisma.Sql) => Prisma.sql`
+    c.status = ${STATUS.pending}
+    AND (c.api_key_id, c.priority, c.next_attempt_at) > (${key}, ${priority}, '-infinity'::timestamptz)
+    AND (c.api_key_id, c.priority, c.next_attempt_at) <= (${key}, ${priority}, ${a.now})`;
+  const inKeyOrder = Prisma.sql`ORDER BY c.api_key_id, c.priority, c.next_attempt_at`;
   return claim(a, Prisma.sql`
-    front_end AS MATERIALIZED (
-      SELECT CASE WHEN EXISTS (SELECT 1 FROM blocked) OR cardinality(${a.skipHosts}::text[]) > 0 THEN
-               (${dueAfterFront(a.now)})
-             END AS at
+    keys AS (
+      (SELECT c.api_key_id AS id FROM callback c WHERE c.status = ${STATUS.pending} ORDER BY c.api_key_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT c.api_key_id FROM callback c WHERE c.status = ${STATUS.pending} AND c.api_key_id > k.id
+              ORDER BY c.api_key_id LIMIT 1)
+      FROM keys k WHERE k.id IS NOT NULL
+    ), shares AS MATERIALIZED (
+      SELECT k.id, a.weight::float8 / sum(a.weight) OVER () AS share
+      FROM keys k JOIN api_key a ON a.id = k.id
+      WHERE k.id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM (VALUES (0), (1), (2)) p(p), LATERAL (
+              SELECT 1 FROM callback c WHERE ${dueOfKey(Prisma.sql`k.id`, Prisma.sql`p.p::smallint`)} ${inKeyOrder} LIMIT 1) d)
+    ), cand AS MATERIALIZED (
+      SELECT x.id, x.api_key_id, x.host, x.url, s.share,
+             row_number() OVER (PARTITION BY x.api_key_id, x.priority ORDER BY x.next_attempt_at) * ${PRIORITY_STEP} AS place,
+             x.priority, x.next_attempt_at
+      FROM shares s
+      CROSS JOIN (VALUES (0), (1), (2)) p(p)
+      CROSS JOIN LATERAL (
+        -- Eligible rows in the index's order; each locked by primary key as it comes,
+        -- so SKIP LOCKED passes over those a concurrent claim holds and takes the next.
+        SELECT l.* FROM (
+          SELECT r.id FROM (
+            SELECT c.id, c.api_key_id, c.host, c.ordering_key FROM callback c
+            WHERE ${dueOfKey(Prisma.sql`s.id`, Prisma.sql`p.p::smallint`)}
+            ${inKeyOrder} LIMIT ${FRONT_SCAN_ROWS}
+          ) r
+          WHERE ${eligible(Prisma.sql`r`, a)}
+          LIMIT least(${FRONT_SCAN_ROWS}, ${a.limit}::int * ${CONCURRENT_CLAIMS})
+        ) e
+        CROSS JOIN LATERAL (
+          SELECT c.id, c.api_key_id, c.host, c.url, c.priority, c.next_attempt_at FROM callback c
+          WHERE c.id = e.id AND c.status = ${STATUS.pending}
+          FOR UPDATE OF c SKIP LOCKED
+        ) l
+        LIMIT ${a.limit}
+      ) x
+    ), ranked AS MATERIALIZED (
+      SELECT id, host, url, row_number() OVER (PARTITION BY api_key_id ORDER BY place, priority, next_attempt_at) / share AS ord
+      FROM cand
     ), due AS MATERIALIZED (
-      SELECT c.id, c.host, c.url, c.next_attempt_at FROM callback c
-      WHERE c.status = ${STATUS.pending} AND c.next_attempt_at <= ${a.now}
-        AND c.next_attempt_at < coalesce((SELECT at FROM front_end), 'infinity')
-        AND c.host <> ALL(${a.skipHosts}::text[]) AND c.host NOT IN (SELECT host FROM blocked)
-      ORDER BY c.next_attempt_at
-      LIMIT ${a.limit}
-      FOR UPDATE OF c SKIP LOCKED
+      SELECT id, host, url, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
     )`);
 }
 
@@ -107,10 +189,11 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
       ORDER BY oldest.at
       LIMIT ${a.limit}
     ), due AS MATERIALIZED (
-      SELECT d.id, d.host, d.url, d.next_attempt_at
+      SELECT d.id, d.host, d.url, extract(epoch FROM d.next_attempt_at) AS ord
       FROM ready r
       CROSS JOIN LATERAL (
         SELECT c.id, c.host, c.url, c.next_attempt_at FROM callback c WHERE ${dueOf(Prisma.sql`r.host`)}
+          AND ${eligible(Prisma.sql`c`, a)}
         ORDER BY c.host, c.next_attempt_at
         LIMIT r.room
         FOR UPDATE OF c SKIP LOCKED
@@ -133,8 +216,9 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   callback), so two workers never hand out the same slot; a second claimer for the
  *   same host waits for the first to commit (a millisecond), then sees its rows
  *   counted. `slots` and `tokens`: see hostRoom.
- * - `pick`: per host the oldest locked rows that fit (`row_number` per host); the
- *   rest are unlocked at commit, untouched.
+ * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
+ *   the fair share's, or the oldest first past blocked hosts); the rest are unlocked
+ *   at commit, untouched.
  * - `moved`: leases them. Rows whose URL answered 410 Gone are failed here instead,
  *   without a call (`endpoint_gone`).
  * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe.
@@ -156,7 +240,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FOR UPDATE
     ), pick AS MATERIALIZED (
       SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.url = r.url) AS gone
-      FROM (SELECT d.id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.next_attempt_at) AS rn FROM due d) r
+      FROM (SELECT d.id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d) r
       JOIN hosts h ON h.host = r.host
       WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
     ), moved AS (
