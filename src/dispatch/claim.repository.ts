@@ -21,6 +21,8 @@ export interface ClaimedCallback {
   retryDelaysMs: number[] | null;
   /** Attempts finished before this one; this attempt is number `attempts + 1`. */
   attempts: number;
+  /** 0 high, 1 normal, 2 low: the waiting queue of its host sends higher ones first. */
+  priority: number;
 }
 
 export interface ClaimOptions {

@@ -1,9 +1,10 @@
 /**
- * Claimed callbacks waiting in memory for a free slot, one FIFO per destination,
- * with the count in flight per destination. `take` hands out work round-robin over
- * destinations below their cap, so one busy or slow host cannot fill the window.
+ * Claimed callbacks waiting in memory for a free slot, one queue per destination
+ * (higher priority first, then first come first served), with the count in flight
+ * per destination. `take` hands out work round-robin over destinations below their
+ * cap, so one busy or slow host cannot fill the window.
  */
-export class HostQueues<T extends { host: string }> {
+export class HostQueues<T extends { host: string; priority?: number }> {
   private readonly queues = new Map<string, Array<{ item: T; since: number }>>();
   private readonly active = new Map<string, number>();
   private ring: string[] = [];
@@ -38,7 +39,12 @@ export class HostQueues<T extends { host: string }> {
       this.queues.set(item.host, q);
       this.ring.push(item.host);
     }
-    q.push({ item, since: now });
+    // Behind every item of its priority or higher (0 is highest): a short scan from the
+    // end, as a host's queue holds at most its cap and most items share one priority.
+    let at = q.length;
+    const rank = item.priority ?? 0;
+    while (at > 0 && (q[at - 1].item.priority ?? 0) > rank) at--;
+    q.splice(at, 0, { item, since: now });
     this.queuedCount++;
   }
 
@@ -81,8 +87,10 @@ export class HostQueues<T extends { host: string }> {
     const out: T[] = [];
     for (const host of [...this.ring]) {
       const q = this.queues.get(host)!;
-      while (q.length > 0 && q[0].since < before) out.push(q.shift()!.item);
-      if (q.length === 0) this.dropHost(host, this.ring.indexOf(host));
+      const kept = q.filter((w) => (w.since < before ? (out.push(w.item), false) : true));
+      if (kept.length === q.length) continue;
+      if (kept.length === 0) this.dropHost(host, this.ring.indexOf(host));
+      else this.queues.set(host, kept);
     }
     this.queuedCount -= out.length;
     return out;
