@@ -7,6 +7,7 @@ export interface ApiKeyRow {
   prefix: string;
   hash: string;
   isAdmin: boolean;
+  weight: number;
   createdAt: Date;
   revokedAt: Date | null;
 }
@@ -15,7 +16,12 @@ export interface ApiKeyRow {
 export class ApiKeyRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  insertKey(key: Omit<ApiKeyRow, 'createdAt' | 'revokedAt'>): Promise<ApiKeyRow> {
+  async updateWeight(id: string, weight: number): Promise<ApiKeyRow | null> {
+    const { count } = await this.prisma.apiKey.updateMany({ where: { id }, data: { weight } });
+    return count === 1 ? this.prisma.apiKey.findUnique({ where: { id } }) : null;
+  }
+
+  insertKey(key: Omit<ApiKeyRow, 'createdAt' | 'revokedAt' | 'weight'>): Promise<ApiKeyRow> {
     return this.prisma.apiKey.create({ data: key });
   }
 

@@ -73,6 +73,10 @@ export class ApiKeyService {
     return this.keys.listKeys();
   }
 
+  setWeight(id: string, weight: number): Promise<ApiKeyRow | null> {
+    return this.keys.updateWeight(id, weight);
+  }
+
   async revokeKey(id: string): Promise<boolean> {
     const revoked = await this.keys.revokeKey(id);
     this.cache.clear();

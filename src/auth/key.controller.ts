@@ -1,6 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsString, Length } from 'class-validator';
+import { IsBoolean, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
 import { notFound } from '../common/app.error.js';
 import { UuidParam } from '../common/params.js';
 import { NoNul } from '../common/validators.js';
@@ -10,6 +10,11 @@ import { ApiKeyService } from './api-key.service.js';
 export class CreateKeyDto {
   @ApiProperty() @NoNul() @Length(1, 100) @IsString() name: string;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() admin?: boolean;
+}
+
+export class UpdateKeyDto {
+  @ApiProperty({ minimum: 1, maximum: 1000, description: "The key's weight in the fair share of every claim while several keys have due callbacks (default 1)" })
+  @Max(1000) @Min(1) @IsInt() weight: number;
 }
 
 /** Key management, for admin keys only. A new key is shown once, in the 201 response. */
@@ -30,10 +35,18 @@ export class KeyController {
     const rows = await this.keys.listKeys();
     return {
       items: rows.map((k) => ({
-        id: k.id, name: k.name, prefix: k.prefix, isAdmin: k.isAdmin,
+        id: k.id, name: k.name, prefix: k.prefix, isAdmin: k.isAdmin, weight: k.weight,
         createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null,
       })),
     };
+  }
+
+  /** Sets a key's weight: its share of the workers while several keys have due callbacks. */
+  @Patch(':id')
+  async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto) {
+    const k = await this.keys.setWeight(id, dto.weight);
+    if (!k) throw notFound('key');
+    return { id: k.id, name: k.name, prefix: k.prefix, isAdmin: k.isAdmin, weight: k.weight, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
   }
 
   @Delete(':id')

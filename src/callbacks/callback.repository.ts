@@ -6,6 +6,8 @@ import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
+import { AppConfig } from '../config/app.config.js';
+import { hostRoom } from '../hosts/host-room.sql.js';
 
 export interface CallbackFilter {
   batchId?: string;
@@ -29,12 +31,22 @@ export type AttemptRow = Pick<Attempt,
 /** The columns of a callback the status API shows (not its headers, body or lease). */
 export type CallbackStatusRow = Pick<Callback,
   'id' | 'batchId' | 'externalId' | 'url' | 'host' | 'method' | 'status' | 'attempts' | 'maxAttempts' | 'timeoutMs' |
-  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt'>;
+  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt' | 'priority' | 'orderingKey'>;
 const STATUS_COLUMNS = {
   id: true, batchId: true, externalId: true, url: true, host: true, method: true, status: true, attempts: true,
   maxAttempts: true, timeoutMs: true, nextAttemptAt: true, lastStatusCode: true, lastError: true, createdAt: true,
-  completedAt: true,
+  completedAt: true, priority: true, orderingKey: true,
 } as const satisfies Record<keyof CallbackStatusRow, true>;
+/** Raw facts behind a pending callback's wait (callback.policy.ts turns them into a reason). */
+export interface WaitingState {
+  notDue: boolean;
+  dueAt: Date;
+  behind: string | null;
+  breakerState: string | null;
+  openUntil: Date | null;
+  slots: number | null;
+  tokens: number | null;
+}
 export type CallbackWithAttempts = CallbackStatusRow & { attemptRows: AttemptRow[] };
 
 @Injectable()
@@ -48,6 +60,7 @@ export class CallbackRepository {
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
     private readonly due: DueNotifier,
+    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -76,7 +89,7 @@ export class CallbackRepository {
       SELECT r.i, c.id, c.batch_id AS "batchId", c.external_id AS "externalId", c.url, c.host, c.method,
              c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts", c.status, c.attempts,
              c.next_attempt_at AS "nextAttemptAt", c.last_status_code AS "lastStatusCode", c.last_error AS "lastError",
-             c.created_at AS "createdAt", c.completed_at AS "completedAt",
+             c.created_at AS "createdAt", c.completed_at AS "completedAt", c.priority, c.ordering_key AS "orderingKey",
              COALESCE((
                SELECT json_agg(json_build_object(
                         'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
@@ -162,6 +175,26 @@ export class CallbackRepository {
     });
     if (retried > 0) this.due.notifyDue();
     return retried;
+  }
+
+  /**
+   * What a pending callback waits for, as read now: its due time, the callback
+   * before it of its ordering key (`callback_ordering_idx`), its host's room
+   * (hostRoom, as the claim reads it). One read, no locks.
+   */
+  async waitingState(apiKeyId: string, id: string): Promise<WaitingState | undefined> {
+    const [row] = await this.db.query<WaitingState>(Prisma.sql`
+      SELECT c.next_attempt_at > now() AS "notDue", c.next_attempt_at AS "dueAt",
+             (SELECT o.id FROM callback o
+              WHERE c.ordering_key IS NOT NULL AND o.api_key_id = c.api_key_id AND o.ordering_key = c.ordering_key
+                AND o.status IN ${UNFINISHED} AND o.id < c.id
+              ORDER BY o.id LIMIT 1) AS "behind",
+             h.breaker_state AS "breakerState", h.open_until AS "openUntil", r.slots, r.tokens
+      FROM callback c
+      LEFT JOIN host h ON h.host = c.host
+      LEFT JOIN LATERAL (SELECT ${hostRoom(this.config.hostMaxInFlight, Prisma.sql`now()`)}) r ON h.host IS NOT NULL
+      WHERE c.id = ${id}::uuid AND c.api_key_id = ${apiKeyId}::uuid AND c.status = ${STATUS.pending}`);
+    return row;
   }
 
   statusOf(apiKeyId: string, id: string) {

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
-import type { CallbackStatus } from '../common/states.js';
+import { PRIORITIES, type CallbackStatus, type Priority } from '../common/states.js';
+import { waitingReason } from './callback.policy.js';
 
 type CallbackRow = CallbackWithAttempts;
 
@@ -12,7 +13,10 @@ export class CallbackService {
   async getCallback(apiKeyId: string, id: string) {
     const row = await this.callbacks.findCallback(apiKeyId, id);
     if (!row) throw notFound('callback');
-    return { ...toCallbackView(row), attempts: row.attemptRows.map(toAttemptView) };
+    const view = { ...toCallbackView(row), attempts: row.attemptRows.map(toAttemptView) };
+    if (row.status !== 'pending') return view;
+    const state = await this.callbacks.waitingState(apiKeyId, id);
+    return state ? { ...view, waiting: waitingReason(state) } : view;
   }
 
   async listCallbacks(apiKeyId: string, filter: CallbackFilter) {
@@ -56,6 +60,8 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
     method: c.method,
     status: c.status as CallbackStatus,
     attemptCount: c.attempts,
+    priority: PRIORITIES[c.priority] as Priority,
+    orderingKey: c.orderingKey,
     maxAttempts: c.maxAttempts,
     timeoutMs: c.timeoutMs,
     nextAttemptAt: c.status === 'pending' ? c.nextAttemptAt.toISOString() : null,

@@ -16,6 +16,8 @@ export class MetricsCollector {
   private readonly backlog;
   private readonly window;
   private readonly hostInFlight;
+  private readonly keyDue;
+  private readonly keyInFlight;
   private readonly hostBreaker;
 
   constructor(
@@ -25,6 +27,8 @@ export class MetricsCollector {
   ) {
     this.backlog = metrics.gauge('callback_due_backlog', 'Callbacks due now and not claimed yet (counted up to 100000)');
     this.window = metrics.gauge('dispatcher_window', "This worker's callbacks by place: in_flight, queued (claimed, waiting), unwritten (outcome buffered)", ['state']);
+    this.keyDue = metrics.gauge('callback_key_due_backlog', 'Due callbacks not claimed yet, of the busiest keys (at most 10)', ['key_id', 'key_name']);
+    this.keyInFlight = metrics.gauge('callback_key_in_flight', 'Callbacks in flight across all workers, of the busiest keys (at most 10)', ['key_id', 'key_name']);
     this.hostInFlight = metrics.gauge('host_in_flight', 'Calls in flight per destination, across all workers', ['host']);
     this.hostBreaker = metrics.gauge('host_breaker_state', 'Circuit breaker per destination: 1 for its current state', ['host', 'state']);
   }
@@ -34,7 +38,7 @@ export class MetricsCollector {
     this.window.set({ state: 'in_flight' }, stats.inFlight);
     this.window.set({ state: 'queued' }, stats.queued);
     this.window.set({ state: 'unwritten' }, stats.unwritten);
-    await Promise.all([this.collectBacklog(), this.collectHosts()]);
+    await Promise.all([this.collectBacklog(), this.collectHosts(), this.collectKeys()]);
   }
 
   private async collectBacklog(): Promise<void> {
@@ -42,6 +46,22 @@ export class MetricsCollector {
       this.backlog.set(await this.repo.dueBacklog());
     } catch (error) {
       this.logger.warn(`metrics: due backlog not read: ${(error as Error).message}`);
+    }
+  }
+
+  private async collectKeys(): Promise<void> {
+    let keys;
+    try {
+      keys = await this.repo.busiestKeys();
+    } catch (error) {
+      this.logger.warn(`metrics: per-key backlog not read: ${(error as Error).message}`);
+      return;
+    }
+    this.keyDue.reset();
+    this.keyInFlight.reset();
+    for (const k of keys) {
+      this.keyDue.set({ key_id: k.id, key_name: k.name }, k.due);
+      this.keyInFlight.set({ key_id: k.id, key_name: k.name }, k.inFlight);
     }
   }
 

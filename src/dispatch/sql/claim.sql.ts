@@ -1,6 +1,6 @@
 import { BREAKER, STATUS } from '../../common/states.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import { hostRoom, LIMITED_HOST } from './host-limits.sql.js';
+import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
 
 /**
  * The claim: due pending callbacks leased to one worker, within every destination's

@@ -7,38 +7,13 @@ import type { BreakerState } from '../host-limits/breaker.policy.js';
  * overrides, its rate-limit bucket and its circuit breaker, and `in_flight`: the
  * count of its callbacks in status in_flight, kept exact by statement triggers on
  * `callback` (migration 20261130114800_host_limits), whichever statement changes a
- * status. The claim (claim.sql.ts) reads and spends them through `hostRoom`; the
- * worker's breaker reports (host-limits.service.ts) write them here.
+ * status. The claim (claim.sql.ts) reads and spends them through `hostRoom`
+ * (src/hosts/host-room.sql.ts, which the API's status reads share); the worker's
+ * breaker reports (host-limits.service.ts) write them here.
  *
  * Lock order: host rows are locked in name order by every statement that locks
  * several (the claim, the breaker report, the triggers), so none can deadlock.
  */
-
-/**
- * A host row's room at `now`, as the columns `tokens` (rate-limit tokens refilled to
- * now, NULL when unthrottled) and `slots` (free places under its cap; one probe when
- * an open breaker's cool-down is over and nothing is in flight). Read twice by the
- * claim: without locks to skip full hosts, then again under the host row locks.
- */
-export function hostRoom(defaultCap: number, now: Prisma.Sql): Prisma.Sql {
-  return Prisma.sql`
-    CASE WHEN h.rate_per_sec IS NULL THEN NULL
-         ELSE least(greatest(1, h.rate_per_sec),
-                    h.tokens + h.rate_per_sec * extract(epoch FROM ${now} - coalesce(h.tokens_at, ${now})))
-    END AS tokens,
-    CASE WHEN h.breaker_state = ${BREAKER.closed} THEN coalesce(h.max_in_flight, ${defaultCap}::int) - h.in_flight
-         WHEN h.open_until <= ${now} AND h.in_flight = 0 THEN 1
-         ELSE 0
-    END AS slots`;
-}
-
-/**
- * Hosts that may limit a claim: with calls in flight, a breaker not closed, or a
- * rate. An idle, closed, unthrottled host always has room (caps are at least 1).
- * Served by the partial index `host_limited_idx`: the hosts in use, not every
- * destination of the history.
- */
-export const LIMITED_HOST = Prisma.sql`(h.in_flight > 0 OR h.breaker_state <> ${BREAKER.closed} OR h.rate_per_sec IS NOT NULL)`;
 
 /**
  * Hosts with a cap override or a breaker that is not clean: what each worker caches
