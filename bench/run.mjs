@@ -5,6 +5,7 @@
 import { backlogScenario } from './backlog.bench.mjs';
 import { claimScenario } from './claim.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
+import { fairnessScenario } from './fairness.bench.mjs';
 import { flatScenario } from './flat.bench.mjs';
 import { hostCapScenario } from './host-cap.bench.mjs';
 import { ingestScenario } from './ingest.bench.mjs';
@@ -19,6 +20,7 @@ await main(async (server) => [
   ...(await dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables')),
   ...(await hostCapScenario(server)),
   ...(await backlogScenario(server)),
+  ...(await fairnessScenario(server)),
   ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
   ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),
   ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),

@@ -2,6 +2,7 @@
 // loop of the service or of the load generator. It listens on every host in
 // `workerData.hosts` (127.0.0.x) and answers each request once its body is read:
 //   ?sleep=MS   answer after MS
+//   ?failFirst=1   answer 503 to the first request of each webhook-id
 // It counts requests and keeps, per webhook-id, how long it held the request by its
 // own clock (headers in → response flushed) and when it arrived (epoch ms), and since
 // the last reset when the first and the last request arrived and the last left. Records
@@ -23,6 +24,8 @@ let ids = [];
 let arrived = [];
 let handled = [];
 let watchers = [];
+/** Webhook-ids that got their one 503 (failFirst). */
+const failed = new Set();
 
 function onRequest(req, res) {
   const at = now();
@@ -34,9 +37,11 @@ function onRequest(req, res) {
   const sleep = q === -1 ? 0 : Number.parseInt(req.url.slice(q + 6), 10) || 0;
   req.on('data', () => undefined);
   req.on('end', () => {
+    const id = String(req.headers['webhook-id'] ?? '');
+    const fail = req.url.includes('failFirst=1') && !failed.has(id) && failed.add(id);
     const answer = () => {
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
-      res.end('ok');
+      res.writeHead(fail ? 503 : 200, { 'content-type': 'text/plain', 'content-length': '2' });
+      res.end(fail ? 'no' : 'ok');
     };
     if (sleep > 0) setTimeout(answer, sleep);
     else answer();

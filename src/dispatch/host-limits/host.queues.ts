@@ -1,14 +1,33 @@
+interface Waiting<T> {
+  item: T;
+  since: number;
+}
+
+/** One key's waiting items, one queue per destination, and its turn among them. */
+interface KeyQueues<T> {
+  hosts: Map<string, Array<Waiting<T>>>;
+  ring: string[];
+  cursor: number;
+}
+
+/** An item with no key of its own waits as this one. */
+const NO_KEY = '';
+
 /**
- * Claimed callbacks waiting in memory for a free slot, one queue per destination
- * (higher priority first, then first come first served), with the count in flight
- * per destination. `take` hands out work round-robin over destinations below their
- * cap, so one busy or slow host cannot fill the window.
+ * Claimed callbacks waiting in memory for a free slot: per key, one queue per
+ * destination (higher priority first, then first come first served), with the count
+ * in flight per destination. `take` goes round-robin over keys, and within a key
+ * round-robin over its destinations below their cap: a key with a few callbacks is
+ * not queued behind another key's hundreds (each key gets its turn of the sending),
+ * and one busy or slow host cannot fill the window.
  */
-export class HostQueues<T extends { host: string; priority?: number }> {
-  private readonly queues = new Map<string, Array<{ item: T; since: number }>>();
+export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: string }> {
+  private readonly keys = new Map<string, KeyQueues<T>>();
+  private keyRing: string[] = [];
+  private keyCursor = 0;
+  /** Waiting items per host, over all keys. */
+  private readonly waitingByHost = new Map<string, number>();
   private readonly active = new Map<string, number>();
-  private ring: string[] = [];
-  private cursor = 0;
   private queuedCount = 0;
   private inFlightCount = 0;
 
@@ -29,15 +48,22 @@ export class HostQueues<T extends { host: string; priority?: number }> {
 
   /** Items of `host` waiting for a slot. */
   queuedFor(host: string): number {
-    return this.queues.get(host)?.length ?? 0;
+    return this.waitingByHost.get(host) ?? 0;
   }
 
   push(item: T, now = Date.now()): void {
-    let q = this.queues.get(item.host);
+    const keyId = item.apiKeyId ?? NO_KEY;
+    let key = this.keys.get(keyId);
+    if (!key) {
+      key = { hosts: new Map(), ring: [], cursor: 0 };
+      this.keys.set(keyId, key);
+      this.keyRing.push(keyId);
+    }
+    let q = key.hosts.get(item.host);
     if (!q) {
       q = [];
-      this.queues.set(item.host, q);
-      this.ring.push(item.host);
+      key.hosts.set(item.host, q);
+      key.ring.push(item.host);
     }
     // Behind every item of its priority or higher (0 is highest): a short scan from the
     // end, as a host's queue holds at most its cap and most items share one priority.
@@ -45,22 +71,38 @@ export class HostQueues<T extends { host: string; priority?: number }> {
     const rank = item.priority ?? 0;
     while (at > 0 && (q[at - 1].item.priority ?? 0) > rank) at--;
     q.splice(at, 0, { item, since: now });
+    this.addWaiting(item.host, 1);
     this.queuedCount++;
   }
 
   /** The next item whose host has a free slot (and counts it in flight), or undefined. */
   take(): T | undefined {
-    for (let i = 0; i < this.ring.length; i++) {
-      const idx = (this.cursor + i) % this.ring.length;
-      const host = this.ring[idx];
+    for (let k = 0; k < this.keyRing.length; k++) {
+      const keyIdx = (this.keyCursor + k) % this.keyRing.length;
+      const keyId = this.keyRing[keyIdx];
+      const key = this.keys.get(keyId)!;
+      const item = this.takeFrom(key);
+      if (!item) continue;
+      if (key.ring.length === 0) this.dropKey(keyId, keyIdx);
+      else this.keyCursor = (keyIdx + 1) % this.keyRing.length;
+      return item;
+    }
+    return undefined;
+  }
+
+  private takeFrom(key: KeyQueues<T>): T | undefined {
+    for (let i = 0; i < key.ring.length; i++) {
+      const idx = (key.cursor + i) % key.ring.length;
+      const host = key.ring[idx];
       if (this.inFlight(host) >= this.capFor(host)) continue;
-      const q = this.queues.get(host)!;
+      const q = key.hosts.get(host)!;
       const { item } = q.shift()!;
       this.queuedCount--;
       this.inFlightCount++;
+      this.addWaiting(host, -1);
       this.active.set(host, this.inFlight(host) + 1);
-      if (q.length === 0) this.dropHost(host, idx);
-      else this.cursor = (idx + 1) % this.ring.length;
+      if (q.length === 0) dropHost(key, host, idx);
+      else key.cursor = (idx + 1) % key.ring.length;
       return item;
     }
     return undefined;
@@ -77,29 +119,47 @@ export class HostQueues<T extends { host: string; priority?: number }> {
   /** Hosts with no room for more claimed work: in flight plus waiting reaches the cap. */
   fullHosts(): string[] {
     const hosts = new Set<string>();
-    for (const [host, n] of this.active) if (n + (this.queues.get(host)?.length ?? 0) >= this.capFor(host)) hosts.add(host);
-    for (const [host, q] of this.queues) if (q.length + this.inFlight(host) >= this.capFor(host)) hosts.add(host);
+    for (const [host, n] of this.active) if (n + this.queuedFor(host) >= this.capFor(host)) hosts.add(host);
+    for (const [host, n] of this.waitingByHost) if (n + this.inFlight(host) >= this.capFor(host)) hosts.add(host);
     return [...hosts];
   }
 
   /** Removes and returns waiting items queued before `before` (or all). */
   removeWaiting(before = Number.POSITIVE_INFINITY): T[] {
     const out: T[] = [];
-    for (const host of [...this.ring]) {
-      const q = this.queues.get(host)!;
-      const kept = q.filter((w) => (w.since < before ? (out.push(w.item), false) : true));
-      if (kept.length === q.length) continue;
-      if (kept.length === 0) this.dropHost(host, this.ring.indexOf(host));
-      else this.queues.set(host, kept);
+    for (const keyId of [...this.keyRing]) {
+      const key = this.keys.get(keyId)!;
+      for (const host of [...key.ring]) {
+        const q = key.hosts.get(host)!;
+        const kept = q.filter((w) => (w.since < before ? (out.push(w.item), false) : true));
+        if (kept.length === q.length) continue;
+        this.addWaiting(host, kept.length - q.length);
+        if (kept.length === 0) dropHost(key, host, key.ring.indexOf(host));
+        else key.hosts.set(host, kept);
+      }
+      if (key.ring.length === 0) this.dropKey(keyId, this.keyRing.indexOf(keyId));
     }
     this.queuedCount -= out.length;
     return out;
   }
 
-  private dropHost(host: string, idx: number): void {
-    this.queues.delete(host);
-    this.ring.splice(idx, 1);
-    if (this.cursor > idx) this.cursor--;
-    if (this.cursor >= this.ring.length) this.cursor = 0;
+  private addWaiting(host: string, delta: number): void {
+    const n = this.queuedFor(host) + delta;
+    if (n > 0) this.waitingByHost.set(host, n);
+    else this.waitingByHost.delete(host);
   }
+
+  private dropKey(keyId: string, idx: number): void {
+    this.keys.delete(keyId);
+    this.keyRing.splice(idx, 1);
+    if (this.keyCursor > idx) this.keyCursor--;
+    if (this.keyCursor >= this.keyRing.length) this.keyCursor = 0;
+  }
+}
+
+function dropHost<T>(key: KeyQueues<T>, host: string, idx: number): void {
+  key.hosts.delete(host);
+  key.ring.splice(idx, 1);
+  if (key.cursor > idx) key.cursor--;
+  if (key.cursor >= key.ring.length) key.cursor = 0;
 }
