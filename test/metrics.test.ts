@@ -96,6 +96,10 @@ describe(`${MetricsController.name} (API role)`, () => {
       const text = await (await service.api('/metrics', { key: null })).text();
       expect(sample(text, 'callback_due_backlog')).toBe(3);
       expect(sample(text, 'dispatcher_window{state="in_flight"}')).toBe(0);
+      // Per key: the busiest keys by due backlog (here the one key, with its 3 due callbacks).
+      const [key] = (await service.apiJson('/v1/keys')).items;
+      expect(sample(text, `callback_key_due_backlog{key_id="${key.id}",key_name="${key.name}"}`)).toBe(3);
+      expect(sample(text, `callback_key_in_flight{key_id="${key.id}",key_name="${key.name}"}`)).toBe(0);
     } finally {
       await service.dispose();
     }

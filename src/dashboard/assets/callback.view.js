@@ -12,6 +12,8 @@ export async function callbackView(main, { id, current }) {
     h('table', h('tbody', ...[
       ['url', `${c.method} ${c.url}`], ['external id', c.externalId ?? '–'],
       ['status', h('span', { class: `status ${c.status}` }, c.status)],
+      ...(c.waiting ? [['waiting', h('span#waiting', { title: c.waiting.reason }, c.waiting.detail)]] : []),
+      ['priority', c.priority ?? 'normal'], ...(c.orderingKey ? [['ordering key', c.orderingKey]] : []),
       ['attempts', `${c.attemptCount} of ${c.maxAttempts}`], ['timeout', formatMs(c.timeoutMs)],
       ['next attempt', when(c.nextAttemptAt)], ['last error', c.lastError ?? '–'], ['created', when(c.createdAt)], ['completed', when(c.completedAt)],
     ].map(([k, v]) => h('tr', h('th', k), h('td', v))))),
