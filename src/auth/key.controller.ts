@@ -1,32 +1,32 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsString, Length } from 'class-validator';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { notFound } from '../common/app.error.js';
+import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
-import { NoNul } from '../common/validators.js';
 import { AdminOnly } from './api-key.guard.js';
 import { ApiKeyService } from './api-key.service.js';
-
-export class CreateKeyDto {
-  @ApiProperty() @NoNul() @Length(1, 100) @IsString() name: string;
-  @ApiPropertyOptional() @IsOptional() @IsBoolean() admin?: boolean;
-}
+import { CreatedKeyDto, CreateKeyDto, KeyListDto, RevokedKeyDto } from './dto/key.dto.js';
 
 /** Key management, for admin keys only. A new key is shown once, in the 201 response. */
 @ApiTags('keys')
 @ApiBearerAuth()
+@ApiAuthErrors()
+@ApiErrors(403)
 @AdminOnly()
 @Controller('v1/keys')
 export class KeyController {
   constructor(private readonly keys: ApiKeyService) {}
 
   @Post()
-  create(@Body() dto: CreateKeyDto) {
+  @ApiCreatedResponse({ type: CreatedKeyDto })
+  @ApiErrors(415)
+  create(@Body() dto: CreateKeyDto): Promise<CreatedKeyDto> {
     return this.keys.createKey(dto.name, { isAdmin: dto.admin ?? false });
   }
 
   @Get()
-  async list() {
+  @ApiOkResponse({ type: KeyListDto })
+  async list(): Promise<KeyListDto> {
     const rows = await this.keys.listKeys();
     return {
       items: rows.map((k) => ({
@@ -38,7 +38,9 @@ export class KeyController {
 
   @Delete(':id')
   @HttpCode(200)
-  async revoke(@Param('id', UuidParam) id: string) {
+  @ApiOkResponse({ type: RevokedKeyDto })
+  @ApiErrors(404)
+  async revoke(@Param('id', UuidParam) id: string): Promise<RevokedKeyDto> {
     if (!(await this.keys.revokeKey(id))) throw notFound('active key');
     return { id, revoked: true };
   }
