@@ -1,5 +1,9 @@
 import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { AppModule } from './app.module.js';
+import { loadConfig } from './config/app.config.js';
 
 /**
  * The API document served at /docs/openapi.json. Built from the controllers' and
@@ -16,4 +20,22 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       .addBearerAuth()
       .build(),
   );
+}
+
+/**
+ * The document without a database or a port: the app in Nest's preview mode
+ * (modules and routes scanned, no provider instantiated), for `npm run client:generate`.
+ */
+export async function previewOpenApiDocument(): Promise<OpenAPIObject> {
+  const config = loadConfig({});
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, 'postgresql://preview.invalid/none'), new FastifyAdapter(), {
+    preview: true,
+    logger: false,
+    abortOnError: false,
+  });
+  try {
+    return buildOpenApiDocument(app);
+  } finally {
+    await app.close();
+  }
 }

@@ -2,7 +2,9 @@ import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { ModulesContainer } from '@nestjs/core';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientSchemaSource, documentSource } from '../src/client/schema.generator.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** @nestjs/swagger's metadata keys (its constants module is not exported). */
@@ -84,6 +86,14 @@ describe('OpenAPI document', () => {
     const { schemas } = doc.components;
     expect(Object.keys(schemas.LatencyHistoryDto.properties!).sort()).toEqual(['bucket', 'from', 'items', 'to']);
     expect(Object.keys(schemas.LatencyBucketDto.properties!).sort()).toEqual(['count', 'failed', 'max', 'ok', 'p50', 'p90', 'p99', 'start']);
+  });
+
+  it('should be the document the client in src/client/ was generated from (else: npm run client:generate)', async () => {
+    const committed = (name: string) => readFileSync(new URL(`../src/client/${name}`, import.meta.url), 'utf8');
+    expect(documentSource(doc), 'src/client/openapi.json differs from the served document').toBe(committed('openapi.json'));
+    expect(await clientSchemaSource(doc), 'src/client/api.schema.ts differs from what openapi-typescript makes of the served document').toBe(
+      committed('api.schema.ts'),
+    );
   });
 
   it('should give every operation a 2xx response with a schema', () => {
