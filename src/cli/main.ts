@@ -33,6 +33,6 @@ const io: Output = {
   tty: Boolean(process.stderr.isTTY),
 };
 
-run(process.argv.slice(2), process.env, io).then((code) => {
+void run(process.argv.slice(2), process.env, io).then((code) => {
   process.exitCode = code;
 });
