@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
 import type { CallbackStatus } from '../common/states.js';
+import type { AttemptDto, CallbackDetailDto, CallbackDto, CallbackPageDto } from './dto/callback.dto.js';
 
 type CallbackRow = CallbackWithAttempts;
 
@@ -9,13 +10,13 @@ type CallbackRow = CallbackWithAttempts;
 export class CallbackService {
   constructor(private readonly callbacks: CallbackRepository) {}
 
-  async getCallback(apiKeyId: string, id: string) {
+  async getCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const row = await this.callbacks.findCallback(apiKeyId, id);
     if (!row) throw notFound('callback');
     return { ...toCallbackView(row), attempts: row.attemptRows.map(toAttemptView) };
   }
 
-  async listCallbacks(apiKeyId: string, filter: CallbackFilter) {
+  async listCallbacks(apiKeyId: string, filter: CallbackFilter): Promise<CallbackPageDto> {
     const rows = await this.callbacks.listCallbacks(apiKeyId, filter);
     return {
       items: rows.map(toCallbackView),
@@ -23,19 +24,19 @@ export class CallbackService {
     };
   }
 
-  async cancelCallback(apiKeyId: string, id: string) {
+  async cancelCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const done = await this.callbacks.cancelCallbacks(apiKeyId, [id]);
     if (done.length === 0) await this.explainNoChange(apiKeyId, id, 'cancelled', ['pending', 'in_flight']);
     return this.getCallback(apiKeyId, id);
   }
 
-  async retryCallback(apiKeyId: string, id: string) {
+  async retryCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const n = await this.callbacks.retryCallbacks(apiKeyId, { ids: [id] }, ['failed', 'cancelled']);
     if (n === 0) await this.explainNoChange(apiKeyId, id, 'retried', ['failed', 'cancelled']);
     return this.getCallback(apiKeyId, id);
   }
 
-  async retryBatch(apiKeyId: string, batchId: string, statuses: CallbackStatus[]) {
+  async retryBatch(apiKeyId: string, batchId: string, statuses: CallbackStatus[]): Promise<{ batchId: string; retried: number }> {
     return { batchId, retried: await this.callbacks.retryCallbacks(apiKeyId, { batchId }, statuses) };
   }
 
@@ -46,7 +47,7 @@ export class CallbackService {
   }
 }
 
-export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
+export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>): CallbackDto {
   return {
     id: c.id,
     batchId: c.batchId,
@@ -66,7 +67,7 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
   };
 }
 
-export function toAttemptView(a: AttemptRow) {
+export function toAttemptView(a: AttemptRow): AttemptDto {
   return {
     number: a.number,
     startedAt: new Date(a.startedAt).toISOString(), // the API's one time format (milliseconds, Z)
