@@ -21,7 +21,6 @@ const config = loadConfig({}, {
 const service = await startService(config);
 const db = new pg.Client({ connectionString: service.databaseUrl });
 await db.connect();
-const now = Date.now();
 
 try {
   const { rows: [{ id: keyId }] } = await db.query('SELECT id FROM api_key ORDER BY created_at LIMIT 1');

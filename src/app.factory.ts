@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import { AppModule } from './app.module.js';
 import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
@@ -16,6 +16,7 @@ import { AppLogger } from './logging/app.logger.js';
 import { registerRequestLogging } from './logging/request.logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerRequestMetrics } from './metrics/request.metrics.js';
+import { buildOpenApiDocument } from './openapi.document.js';
 
 export interface RunningService {
   app: NestFastifyApplication;
@@ -59,16 +60,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Callback dispatch service')
-      .setDescription('Batches of HTTP callbacks, delivered concurrently with timeouts, retries and per-host limits.')
-      .setVersion('1')
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
 
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();

@@ -2,14 +2,29 @@ import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { ModulesContainer } from '@nestjs/core';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientSchemaSource, documentSource } from '../src/client/schema.generator.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** @nestjs/swagger's metadata keys (its constants module is not exported). */
 const EXCLUDE_CONTROLLER = 'swagger/apiExcludeController';
 const EXCLUDE_ENDPOINT = 'swagger/apiExcludeEndpoint';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, unknown>> };
+type Schema = { $ref?: string; type?: string; properties?: Record<string, unknown> };
+type Operation = { responses?: Record<string, { content?: Record<string, { schema?: Schema }> }> };
+type Doc = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } };
+
+/** Every operation as `METHOD /path` with its responses. */
+const operations = (doc: Doc) =>
+  Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })));
+
+/** The schemas of the operation's answers with a status matching `status` (e.g. /^2/). */
+const schemasOf = (op: Operation, status: RegExp) =>
+  Object.entries(op.responses ?? {})
+    .filter(([code]) => status.test(code))
+    .flatMap(([, r]) => Object.values(r.content ?? {}).map((c) => c.schema))
+    .filter((s): s is Schema => s !== undefined);
 
 /** Every route the Nest app registered, as `METHOD /path/{param}`, minus those excluded from the docs on purpose. */
 function registeredRoutes(service: TestService): { documented: string[]; excluded: string[] } {
@@ -68,8 +83,46 @@ describe('OpenAPI document', () => {
     for (const path of ['/v1/history/latency', '/metrics', '/health/live', '/health/ready', '/v1/batches/{id}/sequence']) {
       expect(Object.keys(doc.paths)).toContain(path);
     }
-    const schemas = (doc as unknown as { components: { schemas: Record<string, { properties: Record<string, unknown> }> } }).components.schemas;
-    expect(Object.keys(schemas.LatencyHistoryDto.properties).sort()).toEqual(['bucket', 'from', 'items', 'to']);
-    expect(Object.keys(schemas.LatencyBucketDto.properties).sort()).toEqual(['count', 'failed', 'max', 'ok', 'p50', 'p90', 'p99', 'start']);
+    const { schemas } = doc.components;
+    expect(Object.keys(schemas.LatencyHistoryDto.properties!).sort()).toEqual(['bucket', 'from', 'items', 'to']);
+    expect(Object.keys(schemas.LatencyBucketDto.properties!).sort()).toEqual(['count', 'failed', 'max', 'ok', 'p50', 'p90', 'p99', 'start']);
+  });
+
+  it('should be the document the client in src/client/ was generated from (else: npm run client:generate)', async () => {
+    const committed = (name: string) => readFileSync(new URL(`../src/client/${name}`, import.meta.url), 'utf8');
+    expect(documentSource(doc), 'src/client/openapi.json differs from the served document').toBe(committed('openapi.json'));
+    expect(await clientSchemaSource(doc), 'src/client/api.schema.ts differs from what openapi-typescript makes of the served document').toBe(
+      committed('api.schema.ts'),
+    );
+  });
+
+  it('should give every operation a 2xx response with a schema', () => {
+    const ops = operations(doc);
+    expect(ops.length).toBeGreaterThan(15);
+    expect(ops.filter(({ op }) => schemasOf(op, /^2\d\d$/).length === 0).map((o) => o.name)).toEqual([]);
+  });
+
+  it('should give every operation error responses with the error body {code, message, details?, requestId}', () => {
+    expect(Object.keys(doc.components.schemas.ErrorDto.properties!).sort()).toEqual(['code', 'details', 'message', 'requestId']);
+    const withoutErrors = operations(doc).filter(({ op }) => {
+      const errors = schemasOf(op, /^[45]\d\d$/);
+      return errors.length === 0 || errors.some((s) => s.$ref !== '#/components/schemas/ErrorDto');
+    });
+    expect(withoutErrors.map((o) => o.name)).toEqual([]);
+  });
+
+  it('should document 401 on every route that takes a key, and 404 on every route with an id', () => {
+    const ops = operations(doc).filter(({ name }) => name.includes(' /v1/'));
+    expect(ops.filter(({ op }) => !op.responses?.['401']).map((o) => o.name)).toEqual([]);
+    expect(ops.filter(({ name, op }) => name.includes('{id}') && !op.responses?.['404']).map((o) => o.name)).toEqual([]);
+  });
+
+  it('should document query parameters of the listing routes', () => {
+    const names = (path: string, method = 'get') =>
+      ((doc.paths[path][method] as { parameters?: Array<{ name: string; in: string }> }).parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name).sort();
+    expect(names('/v1/callbacks')).toEqual(['cursor', 'host', 'limit', 'since', 'status']);
+    expect(names('/v1/batches/{id}/callbacks')).toEqual(['cursor', 'limit', 'status']);
+    expect(names('/v1/hosts')).toEqual(['cursor', 'limit', 'since']);
+    expect(names('/v1/batches/{id}/retry', 'post')).toEqual(['status']);
   });
 });

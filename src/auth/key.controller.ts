@@ -1,37 +1,32 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsBoolean, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { notFound } from '../common/app.error.js';
+import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
-import { NoNul } from '../common/validators.js';
 import { AdminOnly } from './api-key.guard.js';
 import { ApiKeyService } from './api-key.service.js';
-
-export class CreateKeyDto {
-  @ApiProperty() @NoNul() @Length(1, 100) @IsString() name: string;
-  @ApiPropertyOptional() @IsOptional() @IsBoolean() admin?: boolean;
-}
-
-export class UpdateKeyDto {
-  @ApiProperty({ minimum: 1, maximum: 1000, description: "The key's weight in the fair share of every claim while several keys have due callbacks (default 1)" })
-  @Max(1000) @Min(1) @IsInt() weight: number;
-}
+import { CreatedKeyDto, CreateKeyDto, KeyDto, KeyListDto, RevokedKeyDto, UpdateKeyDto } from './dto/key.dto.js';
 
 /** Key management, for admin keys only. A new key is shown once, in the 201 response. */
 @ApiTags('keys')
 @ApiBearerAuth()
+@ApiAuthErrors()
+@ApiErrors(403)
 @AdminOnly()
 @Controller('v1/keys')
 export class KeyController {
   constructor(private readonly keys: ApiKeyService) {}
 
   @Post()
-  create(@Body() dto: CreateKeyDto) {
+  @ApiCreatedResponse({ type: CreatedKeyDto })
+  @ApiErrors(415)
+  create(@Body() dto: CreateKeyDto): Promise<CreatedKeyDto> {
     return this.keys.createKey(dto.name, { isAdmin: dto.admin ?? false });
   }
 
   @Get()
-  async list() {
+  @ApiOkResponse({ type: KeyListDto })
+  async list(): Promise<KeyListDto> {
     const rows = await this.keys.listKeys();
     return {
       items: rows.map((k) => ({
@@ -43,7 +38,9 @@ export class KeyController {
 
   /** Sets a key's weight: its share of the workers while several keys have due callbacks. */
   @Patch(':id')
-  async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto) {
+  @ApiOkResponse({ type: KeyDto })
+  @ApiErrors(404, 415)
+  async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto): Promise<KeyDto> {
     const k = await this.keys.setWeight(id, dto.weight);
     if (!k) throw notFound('key');
     return { id: k.id, name: k.name, prefix: k.prefix, isAdmin: k.isAdmin, weight: k.weight, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
@@ -51,7 +48,9 @@ export class KeyController {
 
   @Delete(':id')
   @HttpCode(200)
-  async revoke(@Param('id', UuidParam) id: string) {
+  @ApiOkResponse({ type: RevokedKeyDto })
+  @ApiErrors(404)
+  async revoke(@Param('id', UuidParam) id: string): Promise<RevokedKeyDto> {
     if (!(await this.keys.revokeKey(id))) throw notFound('active key');
     return { id, revoked: true };
   }

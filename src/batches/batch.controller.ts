@@ -1,19 +1,19 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { CallbackService } from '../callbacks/callback.service.js';
-import { CALLBACK_STATUSES, type CallbackStatus } from '../common/states.js';
-
-/** States a retry can send again. */
-const RETRYABLE: readonly CallbackStatus[] = ['failed', 'cancelled'];
-import { cursorParam, pageLimit, statusParam, UuidParam } from '../common/params.js';
+import { CallbackPageDto } from '../callbacks/dto/callback.dto.js';
+import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
+import { UuidParam } from '../common/params.js';
 import { BatchService } from './batch.service.js';
+import { AcceptedBatchDto, BatchCallbacksQueryDto, BatchDto, BatchListQueryDto, BatchPageDto, BatchRetryDto, BatchRetryQueryDto } from './dto/batch.dto.js';
 import { CreateBatchDto } from './dto/create-batch.dto.js';
 
 @ApiTags('batches')
 @ApiBearerAuth()
+@ApiAuthErrors()
 @Controller('v1/batches')
 export class BatchController {
   constructor(
@@ -24,46 +24,48 @@ export class BatchController {
   /** Stores the batch durably (one transaction) and answers 202; sending starts at once. */
   @Post()
   @HttpCode(202)
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A replay with the same key and body answers the batch stored first' })
+  @ApiAcceptedResponse({ type: AcceptedBatchDto, headers: { 'idempotent-replayed': { description: '`true` on a replay', schema: { type: 'string' } } } })
+  @ApiErrors(409, 413, 415)
   async create(
     @CurrentKey() key: AuthenticatedKey,
     @Body() dto: CreateBatchDto,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ) {
+  ): Promise<AcceptedBatchDto> {
     const { replayed, ...batch } = await this.batches.acceptBatch(key.id, dto, idempotencyKey);
     if (replayed) void reply.header('idempotent-replayed', 'true');
     return batch;
   }
 
   @Get()
-  @ApiQuery({ name: 'cursor', required: false })
-  @ApiQuery({ name: 'limit', required: false })
-  list(@CurrentKey() key: AuthenticatedKey, @Query('cursor') cursor?: string, @Query('limit') limit?: string) {
-    return this.batches.listBatches(key.id, pageLimit(limit, 50, 500), cursorParam(cursor));
+  @ApiOkResponse({ type: BatchPageDto })
+  list(@CurrentKey() key: AuthenticatedKey, @Query() q: BatchListQueryDto): Promise<BatchPageDto> {
+    return this.batches.listBatches(key.id, q.limit, q.cursor);
   }
 
   @Get(':id')
-  get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+  @ApiOkResponse({ type: BatchDto })
+  @ApiErrors(404)
+  get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<BatchDto> {
     return this.batches.getBatch(key.id, id);
   }
 
   @Get(':id/callbacks')
-  @ApiQuery({ name: 'status', required: false, enum: CALLBACK_STATUSES })
-  @ApiQuery({ name: 'cursor', required: false })
-  @ApiQuery({ name: 'limit', required: false })
-  async listCallbacks(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string, @Query() q: Record<string, string>) {
+  @ApiOkResponse({ type: CallbackPageDto })
+  @ApiErrors(404)
+  async listCallbacks(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string, @Query() q: BatchCallbacksQueryDto): Promise<CallbackPageDto> {
     await this.batches.requireBatch(key.id, id);
-    return this.callbacks.listCallbacks(key.id, { batchId: id, status: statusParam(q.status), after: cursorParam(q.cursor), limit: pageLimit(q.limit) });
+    return this.callbacks.listCallbacks(key.id, { batchId: id, status: q.status, after: q.cursor, limit: q.limit });
   }
 
   /** Sends the batch's failed (or `?status=cancelled`) callbacks again. */
   @Post(':id/retry')
   @HttpCode(202)
-  @ApiQuery({ name: 'status', required: false, enum: RETRYABLE, description: 'failed (default), cancelled, or both comma-separated' })
-  async retry(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string, @Query('status') status?: string) {
+  @ApiAcceptedResponse({ type: BatchRetryDto })
+  @ApiErrors(404)
+  async retry(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string, @Query() q: BatchRetryQueryDto): Promise<BatchRetryDto> {
     await this.batches.requireBatch(key.id, id);
-    const statuses = (status || 'failed').split(',').map((s) => statusParam(s, RETRYABLE)!);
-    return this.callbacks.retryBatch(key.id, id, statuses);
+    return this.callbacks.retryBatch(key.id, id, q.status);
   }
 }

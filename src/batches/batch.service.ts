@@ -6,6 +6,7 @@ import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
 import { BatchRepository, type BatchRow, type NewCallback } from './batch.repository.js';
+import type { BatchDto, BatchPageDto, BatchStatus, BatchSummaryDto } from './dto/batch.dto.js';
 import type { CallbackInputDto, CreateBatchDto } from './dto/create-batch.dto.js';
 
 export interface AcceptedBatch {
@@ -130,13 +131,18 @@ export class BatchService {
     return batch;
   }
 
-  async getBatch(apiKeyId: string, id: string) {
+  async getBatch(apiKeyId: string, id: string): Promise<BatchDto> {
     const batch = await this.requireBatch(apiKeyId, id);
     const [counts, span] = await Promise.all([this.countsOf([id]), this.batches.attemptSpan(id)]);
-    return toBatchView(batch, counts.get(id)!, span);
+    return {
+      ...toBatchView(batch, counts.get(id)!),
+      firstAttemptAt: span.firstStartAt?.toISOString() ?? null,
+      lastAttemptEndAt: span.lastEndAt?.toISOString() ?? null,
+      makespanMs: span.firstStartAt && span.lastEndAt ? span.lastEndAt.getTime() - span.firstStartAt.getTime() : null,
+    };
   }
 
-  async listBatches(apiKeyId: string, limit: number, cursor?: string) {
+  async listBatches(apiKeyId: string, limit: number, cursor?: string): Promise<BatchPageDto> {
     const rows = await this.batches.listBatches(apiKeyId, limit, cursor);
     const counts = await this.countsOf(rows.map((r) => r.id));
     return {
@@ -153,27 +159,21 @@ export class BatchService {
   }
 }
 
-export function batchStatus(counts: Counts, completedAt: Date | null): 'pending' | 'running' | 'completed' {
+export function batchStatus(counts: Counts, completedAt: Date | null): BatchStatus {
   const open = counts.pending + counts.in_flight;
   if (open === 0 || completedAt) return 'completed';
   const started = counts.in_flight + counts.succeeded + counts.failed + counts.cancelled;
   return started === 0 ? 'pending' : 'running';
 }
 
-function toBatchView(b: BatchRow, counts: Counts, span?: { firstStartAt: Date | null; lastEndAt: Date | null }) {
-  const status = batchStatus(counts, b.completedAt);
+function toBatchView(b: BatchRow, counts: Counts): BatchSummaryDto {
   return {
     id: b.id,
     label: b.label,
-    status,
+    status: batchStatus(counts, b.completedAt),
     total: b.total,
     counts,
     createdAt: b.createdAt.toISOString(),
     completedAt: b.completedAt?.toISOString() ?? null,
-    ...(span && {
-      firstAttemptAt: span.firstStartAt?.toISOString() ?? null,
-      lastAttemptEndAt: span.lastEndAt?.toISOString() ?? null,
-      makespanMs: span.firstStartAt && span.lastEndAt ? span.lastEndAt.getTime() - span.firstStartAt.getTime() : null,
-    }),
   };
 }

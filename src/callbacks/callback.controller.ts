@@ -1,44 +1,47 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
-import { cursorParam, dateParam, optionalDestinationParam, pageLimit, statusParam, UuidParam } from '../common/params.js';
+import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
+import { UuidParam } from '../common/params.js';
 import { CallbackService } from './callback.service.js';
-import { CALLBACK_STATUSES } from '../common/states.js';
+import { CallbackDetailDto, CallbackListQueryDto, CallbackPageDto } from './dto/callback.dto.js';
 
 @ApiTags('callbacks')
 @ApiBearerAuth()
+@ApiAuthErrors()
 @Controller('v1/callbacks')
 export class CallbackController {
   constructor(private readonly callbacks: CallbackService) {}
 
   @Get()
-  @ApiQuery({ name: 'status', required: false, enum: CALLBACK_STATUSES })
-  @ApiQuery({ name: 'host', required: false, description: 'scheme://host:port' })
-  @ApiQuery({ name: 'since', required: false })
-  @ApiQuery({ name: 'cursor', required: false })
-  @ApiQuery({ name: 'limit', required: false })
-  list(@CurrentKey() key: AuthenticatedKey, @Query() q: Record<string, string>) {
-    return this.callbacks.listCallbacks(key.id, {
-      status: statusParam(q.status), host: optionalDestinationParam('host', q.host), since: dateParam('since', q.since),
-      after: cursorParam(q.cursor), limit: pageLimit(q.limit),
-    });
+  @ApiOkResponse({ type: CallbackPageDto })
+  list(@CurrentKey() key: AuthenticatedKey, @Query() q: CallbackListQueryDto): Promise<CallbackPageDto> {
+    return this.callbacks.listCallbacks(key.id, { status: q.status, host: q.host, since: q.since, after: q.cursor, limit: q.limit });
   }
 
   @Get(':id')
-  get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+  @ApiOkResponse({ type: CallbackDetailDto })
+  @ApiErrors(404)
+  get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<CallbackDetailDto> {
     return this.callbacks.getCallback(key.id, id);
   }
 
+  /** Sends a failed or cancelled callback again (409 in any other state). */
   @Post(':id/retry')
   @HttpCode(202)
-  retry(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+  @ApiAcceptedResponse({ type: CallbackDetailDto })
+  @ApiErrors(404, 409)
+  retry(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<CallbackDetailDto> {
     return this.callbacks.retryCallback(key.id, id);
   }
 
+  /** Cancels a pending or in-flight callback (409 in any other state). */
   @Post(':id/cancel')
   @HttpCode(200)
-  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string) {
+  @ApiOkResponse({ type: CallbackDetailDto })
+  @ApiErrors(404, 409)
+  cancel(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<CallbackDetailDto> {
     return this.callbacks.cancelCallback(key.id, id);
   }
 }

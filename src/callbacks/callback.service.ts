@@ -3,6 +3,7 @@ import { AppError, notFound } from '../common/app.error.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
 import { PRIORITIES, type CallbackStatus, type Priority } from '../common/states.js';
 import { waitingReason } from './callback.policy.js';
+import type { AttemptDto, CallbackDetailDto, CallbackDto, CallbackPageDto } from './dto/callback.dto.js';
 
 type CallbackRow = CallbackWithAttempts;
 
@@ -10,7 +11,7 @@ type CallbackRow = CallbackWithAttempts;
 export class CallbackService {
   constructor(private readonly callbacks: CallbackRepository) {}
 
-  async getCallback(apiKeyId: string, id: string) {
+  async getCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const row = await this.callbacks.findCallback(apiKeyId, id);
     if (!row) throw notFound('callback');
     const view = { ...toCallbackView(row), attempts: row.attemptRows.map(toAttemptView) };
@@ -19,7 +20,7 @@ export class CallbackService {
     return state ? { ...view, waiting: waitingReason(state) } : view;
   }
 
-  async listCallbacks(apiKeyId: string, filter: CallbackFilter) {
+  async listCallbacks(apiKeyId: string, filter: CallbackFilter): Promise<CallbackPageDto> {
     const rows = await this.callbacks.listCallbacks(apiKeyId, filter);
     return {
       items: rows.map(toCallbackView),
@@ -27,19 +28,19 @@ export class CallbackService {
     };
   }
 
-  async cancelCallback(apiKeyId: string, id: string) {
+  async cancelCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const done = await this.callbacks.cancelCallbacks(apiKeyId, [id]);
     if (done.length === 0) await this.explainNoChange(apiKeyId, id, 'cancelled', ['pending', 'in_flight']);
     return this.getCallback(apiKeyId, id);
   }
 
-  async retryCallback(apiKeyId: string, id: string) {
+  async retryCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const n = await this.callbacks.retryCallbacks(apiKeyId, { ids: [id] }, ['failed', 'cancelled']);
     if (n === 0) await this.explainNoChange(apiKeyId, id, 'retried', ['failed', 'cancelled']);
     return this.getCallback(apiKeyId, id);
   }
 
-  async retryBatch(apiKeyId: string, batchId: string, statuses: CallbackStatus[]) {
+  async retryBatch(apiKeyId: string, batchId: string, statuses: CallbackStatus[]): Promise<{ batchId: string; retried: number }> {
     return { batchId, retried: await this.callbacks.retryCallbacks(apiKeyId, { batchId }, statuses) };
   }
 
@@ -50,7 +51,7 @@ export class CallbackService {
   }
 }
 
-export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
+export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>): CallbackDto {
   return {
     id: c.id,
     batchId: c.batchId,
@@ -72,7 +73,7 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
   };
 }
 
-export function toAttemptView(a: AttemptRow) {
+export function toAttemptView(a: AttemptRow): AttemptDto {
   return {
     number: a.number,
     startedAt: new Date(a.startedAt).toISOString(), // the API's one time format (milliseconds, Z)

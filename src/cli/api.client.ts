@@ -1,45 +1,36 @@
-/** An API answer that was not 2xx, with the service's stable error code. */
-export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message);
-  }
+import { ApiError, createApiClient, unwrap, type ApiClient } from '../client/api.client.js';
+
+export { ApiError } from '../client/api.client.js';
+
+/** The CLI's view of the API: the generated client, with errors worded for a terminal. */
+export interface CliApi {
+  client: ApiClient;
+  /** The data of a 2xx answer; otherwise an ApiError (with a hint when a key is missing). */
+  call<T>(request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T>;
 }
 
-/** The few calls the CLI makes, over fetch, with the key as a Bearer token. */
-export class ApiClient {
-  constructor(private readonly baseUrl: string, private readonly key: string | undefined) {}
-
-  get<T>(path: string, accept = 'application/json'): Promise<T> {
-    return this.request<T>('GET', path, undefined, accept);
-  }
-
-  post<T>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('POST', path, body);
-  }
-
-  delete<T>(path: string): Promise<T> {
-    return this.request<T>('DELETE', path);
-  }
-
-  private async request<T>(method: string, path: string, body?: unknown, accept = 'application/json'): Promise<T> {
-    const headers: Record<string, string> = { accept };
-    if (this.key) headers.authorization = `Bearer ${this.key}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
+export function connect(baseUrl: string, key: string | undefined): CliApi {
+  const reach: typeof fetch = async (input, init) => {
     try {
-      res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      return await fetch(input, init);
     } catch (error) {
       const { cause } = error as { cause?: { code?: string; message?: string } };
       const reason = cause?.code ?? cause?.message ?? (error as Error).message;
-      throw new ApiError(0, 'unreachable', `cannot reach ${this.baseUrl} (${reason}); is the service running? (--url / CALLBACKS_URL)`);
+      throw new ApiError(0, 'unreachable', `cannot reach ${baseUrl} (${reason}); is the service running? (--url / CALLBACKS_URL)`);
     }
-    const text = await res.text();
-    if (!res.ok) {
-      let parsed: { code?: string; message?: string } = {};
-      try { parsed = JSON.parse(text); } catch { /* not JSON: keep the status line */ }
-      const hint = res.status === 401 && !this.key ? ' (pass --key or set CALLBACKS_API_KEY)' : '';
-      throw new ApiError(res.status, parsed.code ?? 'http_error', `${parsed.message ?? `HTTP ${res.status}`}${hint}`);
-    }
-    return (accept === 'application/json' ? JSON.parse(text) : text) as T;
-  }
+  };
+  const client = createApiClient({ baseUrl, key, fetch: reach });
+  return {
+    client,
+    async call(request) {
+      try {
+        return await unwrap(request);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401 && !key) {
+          throw new ApiError(error.status, error.code, `${error.message} (pass --key or set CALLBACKS_API_KEY)`, error.body);
+        }
+        throw error;
+      }
+    },
+  };
 }

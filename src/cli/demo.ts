@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { ApiClient } from './api.client.js';
-import { waitForBatch, type Output } from './cli.commands.js';
+import { connect, type CliApi } from './api.client.js';
+import { sequenceText, waitForBatch, type Output } from './cli.commands.js';
 
 const SLEEPS_S = [3, 2, 5, 4, 7, 2, 1, 0];
 const DEMO_PORT = 3900;
@@ -63,13 +63,13 @@ async function startService(url: string): Promise<ChildProcess> {
   return child;
 }
 
-async function runBatch(api: ApiClient, receiver: string, title: string, extra: Record<string, unknown>): Promise<number> {
+async function runBatch(api: CliApi, receiver: string, title: string, extra: { timeoutMs: number }): Promise<number> {
   io.out(`\n== ${title}`);
   const callbacks = SLEEPS_S.map((s, i) => ({ url: `${receiver}/?sleep=${s}`, externalId: `call-${i}`, maxAttempts: 1, ...extra }));
-  const { id } = await api.post<{ id: string }>('/v1/batches', { label: `demo: ${title}`, callbacks });
+  const { id } = await api.call(api.client.POST('/v1/batches', { body: { label: `demo: ${title}`, callbacks } }));
   io.out(`batch ${id}`);
   const done = await waitForBatch(api, id, 60_000, io);
-  io.out(await api.get<string>(`/v1/batches/${id}/sequence`, 'text/plain'));
+  io.out(await sequenceText(api, id));
   return done?.makespanMs ?? Number.NaN;
 }
 
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       io.out(`starting the service on ${url} (embedded Postgres under .data/demo)…`);
       service = await startService(url);
     }
-    const api = new ApiClient(url, key);
+    const api = connect(url, key);
     const serial = SLEEPS_S.reduce((a, b) => a + b, 0);
     io.out(`receiver ${receiver.url}: each call sleeps ?sleep= seconds (${SLEEPS_S.join(', ')}); one after another they take ${serial} s`);
     const a = await runBatch(api, receiver.url, '8 calls, all at once', { timeoutMs: 10_000 });

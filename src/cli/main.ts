@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npx callbacks …`: the command-line client of the service's HTTP API.
-import { ApiClient, ApiError } from './api.client.js';
+import { ApiError, connect } from './api.client.js';
 import { parseCliArgs, USAGE, UsageError } from './cli.args.js';
 import { history, keys, send, status, type Output } from './cli.commands.js';
 
@@ -13,7 +13,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
     if (args.help || args.command === '' || args.command === 'help') return io.out(USAGE.trimEnd()), 0;
     const command = COMMANDS[args.command as keyof typeof COMMANDS];
     if (!command) throw new UsageError(`unknown command: ${args.command}`);
-    return await command(new ApiClient(args.url, args.key), args, io);
+    return await command(connect(args.url, args.key), args, io);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err(`${error.message}\n\n${USAGE}`);
@@ -33,6 +33,6 @@ const io: Output = {
   tty: Boolean(process.stderr.isTTY),
 };
 
-run(process.argv.slice(2), process.env, io).then((code) => {
+void run(process.argv.slice(2), process.env, io).then((code) => {
   process.exitCode = code;
 });

@@ -83,6 +83,7 @@ describe('isPlainJson', () => {
     ['a "__proto__" key', JSON.parse('{"a":{"__proto__":{"x":1}}}')],
     ['a "prototype" key', { a: [{ prototype: 1 }] }],
     ['a "constructor" key', { constructor: 'x' }],
+    // eslint-disable-next-line no-sparse-arrays -- the hole is the case under test
     ['a sparse array', { a: [1, , 3] }],
     ['a binary value', { a: Buffer.from('x') }],
     ['a class instance', { a: new Date() }],

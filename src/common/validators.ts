@@ -49,6 +49,7 @@ export function httpUrlProblem(value: unknown): string | undefined {
   if (!url.hostname) return 'must name a host';
   // The transport would drop them silently, and they would be stored and shown in clear.
   if (url.username || url.password) return 'must not contain credentials (user:password@); send an Authorization header instead';
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   if (/[\s\x00-\x1f]/.test(value)) return 'must not contain whitespace or control characters';
   return undefined;
 }
@@ -71,6 +72,7 @@ export const IsHttpUrl = (options?: ValidationOptions) => fromProblem('isHttpUrl
 export const IsHeaderMap = (options?: ValidationOptions) => fromProblem('isHeaderMap', headerMapProblem, options);
 
 /** Postgres text cannot hold NUL: strings that reach a text column are refused at the door instead of failing the insert. */
+// eslint-disable-next-line no-control-regex -- NUL is what this refuses
 export const NoNul = () => Matches(/^[^\u0000]*$/, { message: '$property must not contain NUL characters' });
 
 /** Why `value` is not a list of CIDRs (ALLOW_PRIVATE_NETWORKS), naming every bad entry, or undefined. */

@@ -16,18 +16,18 @@ export class DashboardController {
   private readonly assets = loadAssets();
 
   @Get()
-  index(@Res() reply: FastifyReply) {
+  index(@Res() reply: FastifyReply): FastifyReply {
     return this.send(reply, this.assets.get('index.html')!);
   }
 
   @Get(':file')
-  file(@Param('file') file: string, @Res() reply: FastifyReply) {
+  file(@Param('file') file: string, @Res() reply: FastifyReply): FastifyReply {
     const asset = this.assets.get(file);
     if (!asset) throw notFound('dashboard file');
     return this.send(reply, asset);
   }
 
-  private send(reply: FastifyReply, asset: DashboardAsset) {
+  private send(reply: FastifyReply, asset: DashboardAsset): FastifyReply {
     return reply.headers(SECURITY_HEADERS).header('content-type', asset.contentType).send(asset.body);
   }
 }

@@ -1,11 +1,14 @@
 import { Controller, Get, HttpCode } from '@nestjs/common';
-import { ApiOkResponse, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/api-key.guard.js';
 import { AppError } from '../common/app.error.js';
+import { ApiCommonErrors, ApiErrors } from '../common/error.dto.js';
+import { CheckDto, LiveDto, ReadyDto } from './dto/health.dto.js';
 import { HealthService } from './health.service.js';
 
 @ApiTags('health')
 @Public()
+@ApiCommonErrors()
 @Controller('health')
 export class HealthController {
   constructor(private readonly health: HealthService) {}
@@ -13,15 +16,17 @@ export class HealthController {
   /** The process is up. */
   @Get('live')
   @HttpCode(200)
-  live() {
+  @ApiOkResponse({ type: LiveDto })
+  live(): LiveDto {
     return { status: 'ok' };
   }
 
   /** Database reachable, migrations applied, worker loop alive: 200, else 503 with the failing checks. */
   @Get('ready')
-  @ApiOkResponse({ description: '`{status: "ok", checks: {database, migrations, worker?}}`, each `{ok: true}`' })
-  @ApiServiceUnavailableResponse({ description: 'code `not_ready`; `details` holds every check, the failing ones with `ok: false` and a `detail`' })
-  async ready() {
+  @ApiExtraModels(CheckDto)
+  @ApiOkResponse({ type: ReadyDto, description: 'every check `{ok: true}`' })
+  @ApiErrors(503)
+  async ready(): Promise<ReadyDto> {
     const checks = await this.health.checks();
     if (Object.values(checks).some((c) => !c.ok)) throw new AppError('not_ready', 'not ready', checks);
     return { status: 'ok', checks };

@@ -1,5 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiAuthErrors } from '../common/error.dto.js';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { LatencyHistoryDto, LatencyQueryDto } from './dto/latency.dto.js';
@@ -7,6 +8,7 @@ import { LatencyService } from './latency.service.js';
 
 @ApiTags('history')
 @ApiBearerAuth()
+@ApiAuthErrors()
 @Controller('v1/history')
 export class LatencyController {
   constructor(private readonly latency: LatencyService) {}

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { AppError } from '../common/app.error.js';
 import { AppConfig } from '../config/app.config.js';
+import type { ClearedGoneDto, HostDto, HostPageDto } from './dto/host.dto.js';
 import type { HostLimitsDto } from './dto/host-limits.dto.js';
 import { HostRepository, type GoneEndpointRow, type HostPage, type HostRow, type HostStatsRow } from './host.repository.js';
 import { errorRate } from './host.policy.js';
@@ -23,7 +24,7 @@ export class HostService {
   ) {}
 
   /** One page of hosts in name order; `nextCursor` is the last one when the page is full. */
-  async listHosts(key: AuthenticatedKey, page: HostPage, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
+  async listHosts(key: AuthenticatedKey, page: HostPage, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostPageDto> {
     const names = key.isAdmin ? await this.hosts.hostsInUse(key.id, since, page) : await this.hosts.hostsOfKey(key.id, since, page);
     const rows = names.length > 0 ? await this.hosts.findHosts(names) : [];
     return {
@@ -33,7 +34,7 @@ export class HostService {
     };
   }
 
-  async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)) {
+  async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostDto> {
     const [row] = await this.hosts.findHosts([host]);
     if (!row) throw new AppError('not_found', `no callbacks or limits for ${host} yet`);
     const [item] = await this.describe([row], key, since);
@@ -41,7 +42,7 @@ export class HostService {
   }
 
   /** Admin keys only (the controller says so): a host's limits bind every tenant. */
-  async setLimits(key: AuthenticatedKey, host: string, dto: HostLimitsDto) {
+  async setLimits(key: AuthenticatedKey, host: string, dto: HostLimitsDto): Promise<HostDto> {
     if (dto.maxInFlight === undefined && dto.ratePerSec === undefined) {
       throw new AppError('validation_failed', 'give maxInFlight and/or ratePerSec (null restores the default)');
     }
@@ -49,12 +50,12 @@ export class HostService {
     return this.getHost(key, host);
   }
 
-  async clearGone(host: string) {
+  async clearGone(host: string): Promise<ClearedGoneDto> {
     const { count } = await this.hosts.deleteGoneEndpoints(host);
     return { host, cleared: count };
   }
 
-  private async describe(rows: HostRow[], key: AuthenticatedKey, since: Date) {
+  private async describe(rows: HostRow[], key: AuthenticatedKey, since: Date): Promise<HostDto[]> {
     if (rows.length === 0) return [];
     const names = rows.map((r) => r.host);
     const [stats, depths, gone] = await Promise.all([
@@ -66,7 +67,7 @@ export class HostService {
     return rows.map((r) => this.view(r, statsBy.get(r.host), depths.get(r.host) ?? 0, gone.filter((g) => g.host === r.host)));
   }
 
-  private view(r: HostRow, s: HostStatsRow | undefined, queueDepth: number, gone: GoneEndpointRow[]) {
+  private view(r: HostRow, s: HostStatsRow | undefined, queueDepth: number, gone: GoneEndpointRow[]): HostDto {
     const round = (v: number | null | undefined) => (v === null || v === undefined ? null : Math.round(v * 10) / 10);
     return {
       host: r.host,

@@ -4,12 +4,14 @@ import type { FastifyReply } from 'fastify';
 import { Public } from '../auth/api-key.guard.js';
 import { bearerToken, sameSecret } from '../auth/bearer.js';
 import { AppError } from '../common/app.error.js';
+import { ApiCommonErrors, ApiErrors } from '../common/error.dto.js';
 import { AppConfig } from '../config/app.config.js';
 import { MetricsCollector } from './metrics.collector.js';
 import { MetricsService } from './metrics.service.js';
 
 @ApiTags('health')
 @Public()
+@ApiCommonErrors()
 @Controller('metrics')
 export class MetricsController {
   constructor(
@@ -22,7 +24,8 @@ export class MetricsController {
   @Get()
   @Header('cache-control', 'no-store')
   @ApiProduces('text/plain')
-  @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
+  @ApiOkResponse({ description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } })
+  @ApiErrors(401)
   async get(@Headers('authorization') authorization: string | undefined, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     this.checkToken(authorization);
     await this.collector.collect();

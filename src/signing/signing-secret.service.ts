@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { uuidv7 } from '../common/uuid.js';
+import type { SigningSecretsDto } from './dto/signing-secret.dto.js';
 import { newSigningSecret } from './signature.js';
 import { SigningSecretRepository, type SecretRow } from './signing-secret.repository.js';
 
@@ -42,7 +43,7 @@ export class SigningSecretService {
     return this.secrets.insertFirstSecrets(apiKeyIds.map((apiKeyId) => ({ apiKeyId, id: uuidv7(), secret: newSigningSecret() })));
   }
 
-  async describe(apiKeyId: string) {
+  async describe(apiKeyId: string): Promise<SigningSecretsDto> {
     let rows = await this.secrets.findLiveSecrets([apiKeyId]);
     if (rows.length === 0) rows = await this.ensureSecrets([apiKeyId]);
     return {
@@ -50,7 +51,7 @@ export class SigningSecretService {
     };
   }
 
-  async rotate(apiKeyId: string) {
+  async rotate(apiKeyId: string): Promise<SigningSecretsDto> {
     await this.secrets.rotateSecret(apiKeyId, { id: uuidv7(), secret: newSigningSecret() }, ROTATION_OVERLAP_MS);
     this.cache.delete(apiKeyId);
     return this.describe(apiKeyId);

@@ -25,7 +25,7 @@ function admit(run) {
   parentPort.postMessage({ type: 'queued', depth: queue.length });
 }
 
-function handle(req, res, body, record) {
+function handle(req, res) {
   const q = new URL(req.url, 'http://x').searchParams;
   if (q.get('hang')) return;
   const id = String(req.headers['webhook-id'] ?? '');

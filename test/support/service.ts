@@ -1,14 +1,19 @@
 import { startService, type RunningService } from '../../src/app.factory.js';
+import { createApiClient, type ApiClient } from '../../src/client/api.client.js';
 import { loadConfig, type AppConfig } from '../../src/config/app.config.js';
 import { createTestDatabase } from './database.js';
 
 export interface TestService extends RunningService {
   /** The admin key created at start. */
   key: string;
+  /** The generated, typed API client (src/client/), with the admin key. */
+  client: ApiClient;
+  /** The same client with another key, or none (`null`). */
+  clientWith: (key: string | null) => ApiClient;
   /** fetch against the API with the admin key (or `key` in init). */
   api: (path: string, init?: RequestInit & { json?: unknown; key?: string | null }) => Promise<Response>;
-  /** `api` then the parsed JSON body (typed loosely: tests assert on shape). */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  /** `api` then the parsed JSON body, typed loosely: for the tests of hostile and malformed requests, which the typed client would not send. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests assert on the shape at run time
   apiJson: (path: string, init?: RequestInit & { json?: unknown; key?: string | null }) => Promise<any>;
   stop: () => Promise<void>;
   /** Drops the database the service was started on, if this made it (not one passed in). */
@@ -46,7 +51,8 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
     await service.close();
     await db.drop();
   };
-  return { ...service, key: TEST_KEY, api, apiJson, stop: service.close, dropDatabase: db.drop, dispose };
+  const clientWith = (key: string | null) => createApiClient({ baseUrl: service.url, ...(key !== null && { key }) });
+  return { ...service, key: TEST_KEY, client: clientWith(TEST_KEY), clientWith, api, apiJson, stop: service.close, dropDatabase: db.drop, dispose };
 }
 
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
@@ -68,12 +74,12 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
  * hold durations to a tolerance warm it first.
  */
 export async function warmSendPath(service: TestService, url: string): Promise<void> {
-  const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: Array.from({ length: 8 }, () => ({ url })) } });
-  if (res.status !== 202) throw new Error(`warm-up batch refused: ${res.status} ${await res.text()}`);
-  const { id } = (await res.json()) as { id: string };
-  await waitFor(async () => (await service.apiJson(`/v1/batches/${id}`)).status === 'completed');
+  const { data, error, response } = await service.client.POST('/v1/batches', { body: { callbacks: Array.from({ length: 8 }, () => ({ url })) } });
+  if (!data) throw new Error(`warm-up batch refused: ${response.status} ${JSON.stringify(error)}`);
+  const { id } = data;
+  await waitFor(async () => (await service.client.GET('/v1/batches/{id}', { params: { path: { id } } })).data?.status === 'completed');
 }
 
 /** A response's JSON, typed loosely: tests assert on its shape. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests assert on the shape at run time
 export const jsonOf = async (res: Response): Promise<any> => res.json();

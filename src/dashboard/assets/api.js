@@ -2,6 +2,11 @@
 // The key lives in sessionStorage (gone with the tab) and leaves only in the
 // Authorization header of same-origin requests.
 
+// Answers are typed by the client generated from the OpenAPI document
+// (src/client/api.schema.ts, JSDoc types only: this file is served as it is).
+/** @typedef {import('../../client/api.schema.js').components['schemas']} Schemas */
+/** @typedef {Schemas['ErrorDto']} ErrorBody */
+
 const STORAGE = 'callbacks.apiKey';
 
 export const session = {
@@ -11,6 +16,7 @@ export const session = {
 };
 
 export class ApiError extends Error {
+  /** @param {number} status @param {ErrorBody | undefined} body */
   constructor(status, body) {
     super(body?.message ?? `HTTP ${status}`);
     this.status = status;
@@ -18,7 +24,13 @@ export class ApiError extends Error {
   }
 }
 
-/** GET a /v1 path and parse the JSON; throws ApiError on a non-2xx answer. */
+/**
+ * GET a /v1 path and parse the JSON; throws ApiError on a non-2xx answer. Callers
+ * name the answer's type from Schemas (`@type {Schemas['BatchDto']}`).
+ * @param {string} path
+ * @param {Record<string, string | number | undefined | null>} [params]
+ * @returns {Promise<any>}
+ */
 export async function get(path, params = {}) {
   const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ''));
   const url = query.size ? `${path}?${query}` : path;

@@ -7,11 +7,14 @@ import { colourOf, formatMs, orderCalls, ORDERS, outcomeCounts, PHASE_COLOURS, p
 import { tooltip } from './tooltip.js';
 import { waterfall } from './waterfall.js';
 
+/** @typedef {import('./api.js').Schemas} Schemas */
+
 const REFRESH_MS = 2000;
 
 /** Renders the batch; while it is still running, renders it again every REFRESH_MS as long as it is on screen. */
 export async function batchView(main, context) {
   const { id, current } = context;
+  /** @type {[Schemas['BatchDto'], Schemas['SequenceDto'], Schemas['CallbackPageDto']]} */
   const [batch, timeline, failed] = await Promise.all([
     get(`/v1/batches/${id}`),
     get(`/v1/batches/${id}/sequence`, { format: 'json' }),

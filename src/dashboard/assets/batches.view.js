@@ -19,6 +19,7 @@ export async function batchesView(main, { current }) {
   const more = h('button.secondary', { type: 'button', hidden: true }, 'More');
   let cursor;
   const load = async () => {
+    /** @type {import('./api.js').Schemas['BatchPageDto']} */
     const page = await get('/v1/batches', { limit: 50, cursor });
     if (!current()) return;
     for (const b of page.items) body.append(batchRow(b));

@@ -4,6 +4,7 @@ import { h, mount, when } from './dom.js';
 import { colourOf, formatMs, phaseSegments } from './timeline.js';
 
 export async function callbackView(main, { id, current }) {
+  /** @type {import('./api.js').Schemas['CallbackDetailDto']} */
   const c = await get(`/v1/callbacks/${id}`);
   if (!current()) return;
   mount(main,

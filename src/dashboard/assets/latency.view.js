@@ -22,6 +22,7 @@ export async function latencyView(main, { query, current }) {
       : [chart(history.items), table(history.items)]);
 }
 
+/** @returns {Promise<import('./api.js').Schemas['LatencyHistoryDto'] | { error: string }>} */
 async function latency(host, range, bucket, batch) {
   const to = new Date();
   const from = new Date(to.getTime() - RANGES[range]);
@@ -37,9 +38,9 @@ async function latency(host, range, bucket, batch) {
 /** Destinations for the picker, from GET /v1/hosts when the service has it. */
 async function knownHosts() {
   try {
-    const r = await get('/v1/hosts?limit=1000'); // the first 1,000 for the picker; any host can be typed
-    const items = Array.isArray(r) ? r : (r.items ?? []);
-    return items.map((x) => (typeof x === 'string' ? x : (x.host ?? x.destination ?? x.origin))).filter(Boolean);
+    /** @type {import('./api.js').Schemas['HostPageDto']} */
+    const page = await get('/v1/hosts', { limit: 1000 }); // the first 1,000 for the picker; any host can be typed
+    return page.items.map((x) => x.host);
   } catch {
     return [];
   }

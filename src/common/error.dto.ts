@@ -1,0 +1,39 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, ApiPropertyOptional, ApiResponse } from '@nestjs/swagger';
+import { ERROR_STATUS, type ErrorCode } from './app.error.js';
+
+/** The one error body of the API (see ErrorFilter): clients branch on `code`, never on `message`. */
+export class ErrorDto {
+  @ApiProperty({ enum: Object.keys(ERROR_STATUS), description: 'Stable error code' }) code: ErrorCode;
+  @ApiProperty({ description: 'What went wrong, for people' }) message: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Machine-readable detail, e.g. `problems` of a validation error' })
+  details?: unknown;
+  @ApiProperty({ description: 'The request id (also the `x-request-id` response header)' }) requestId: string;
+}
+
+/** When each status is answered, as the OpenAPI document says it. */
+const WHEN = {
+  400: 'validation_failed (query, path or body) or malformed_json',
+  401: 'unauthorized: no key, or an unknown or revoked key',
+  403: 'forbidden: the route needs an admin key',
+  404: 'not_found',
+  409: 'idempotency_conflict or conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type: the API takes JSON bodies only',
+  429: 'rate_limited; `retry-after` says when to try again',
+  500: 'internal_error, logged with the request id',
+  503: 'not_ready: the database is unavailable; `retry-after` says when to try again',
+} as const;
+
+export type ErrorStatus = keyof typeof WHEN;
+
+/** Documents the error answers of a route (or of every route of a controller) with the error body. */
+export function ApiErrors(...statuses: ErrorStatus[]): MethodDecorator & ClassDecorator {
+  return applyDecorators(...statuses.map((status) => ApiResponse({ status, description: WHEN[status], type: ErrorDto })));
+}
+
+/** The answers every route of the API can give: a repeated query parameter or a NUL (400), a failure (500). */
+export const ApiCommonErrors = () => ApiErrors(400, 500);
+
+/** The answers of every authenticated /v1 route besides its own: no key, rate limit, database down. */
+export const ApiAuthErrors = () => ApiErrors(400, 401, 429, 500, 503);
