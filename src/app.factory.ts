@@ -70,11 +70,15 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   );
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
 
+  // Ready means ready: migrations are applied (above) and the first key exists before
+  // the port answers at all, so whoever waits for /health/ready (an orchestrator, a
+  // script holding BOOTSTRAP_API_KEY) can use the key on its very next request.
+  await app.init();
+  const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
 
   let closing: Promise<void> | undefined;
   const close = () =>
