@@ -1,4 +1,4 @@
-import { IsArray, IsIn, IsInt, IsOptional, IsString, Max, Min, MinLength, validateSync } from 'class-validator';
+import { IsArray, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 import { IsCidrList } from '../common/validators.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -62,6 +62,9 @@ export class AppConfig {
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
   @IsArray() @IsString({ each: true }) @IsCidrList() allowPrivateNetworks: string[] = [];
+  /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */
+  @IsOptional() @Matches(/^https?:\/\/([^/@\s]+@)?[^/@\s]+\/?$/, { message: 'must be http://[user:password@]host[:port] or https://…; socks5 is not supported' })
+  egressProxyUrl?: string;
 
   /** DEFAULT_MAX_ATTEMPTS: attempts per callback unless the batch says otherwise (8). */
   @IsInt() @Min(1) @Max(100) defaultMaxAttempts = 8;
@@ -133,6 +136,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],
   METRICS_TOKEN: ['metricsToken', str],
   ALLOW_PRIVATE_NETWORKS: ['allowPrivateNetworks', list],
+  EGRESS_PROXY_URL: ['egressProxyUrl', str],
   DEFAULT_MAX_ATTEMPTS: ['defaultMaxAttempts', int],
   RETRY_DELAYS_MS: ['retryDelaysMs', intList],
   RETRY_JITTER_PERMILLE: ['retryJitterPermille', int],

@@ -46,6 +46,7 @@ export function toRecordedOutcome(row: ClaimedCallback, result: CallResult, conf
     dnsMs: t.dnsMs ?? null,
     connectMs: t.connectMs ?? null,
     tlsMs: t.tlsMs ?? null,
+    tunnelMs: t.tunnelMs ?? null,
     firstByteMs: t.firstByteMs ?? null,
     statusCode: result.statusCode ?? null,
     outcome: result.outcome,

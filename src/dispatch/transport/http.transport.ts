@@ -9,6 +9,8 @@ import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
 import { buildGuardedConnector } from './connector.js';
 import { NetworkPolicy } from './network.policy.js';
+import { buildProxiedConnector } from './proxy.connector.js';
+import { parseEgressProxy } from './proxy.tunnel.js';
 import { undiciAdapter, type CallTrace, type TracedRequestConfig } from './undici.adapter.js';
 
 export interface OutgoingCall {
@@ -73,7 +75,11 @@ export class HttpTransport implements OnApplicationShutdown {
   ) {
     const policy = new NetworkPolicy(config.allowPrivateNetworks);
     this.agent = new Agent({
-      connect: buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
+      // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
+      // an address our policy checked (proxy.connector.ts).
+      connect: config.egressProxyUrl
+        ? buildProxiedConnector(policy, parseEgressProxy(config.egressProxyUrl), CONNECT_TIMEOUT_MS)
+        : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
       // Per-destination limits are the dispatcher's job; the pool never queues.
       connections: null,
       pipelining: 1,
