@@ -16,6 +16,8 @@ import { AppLogger } from './logging/app.logger.js';
 import { registerRequestLogging } from './logging/request.logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerRequestMetrics } from './metrics/request.metrics.js';
+import { registerRequestTracing } from './tracing/request.tracing.js';
+import { startTracing, tracing } from './tracing/tracing.setup.js';
 
 export interface RunningService {
   app: NestFastifyApplication;
@@ -44,6 +46,9 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   const applied = await migrate(databaseUrl);
   if (applied.length > 0) logger.log(`applied migrations: ${applied.join(', ')}`);
 
+  // Before anything is served: the first request is traced too. Off (nothing
+  // loaded) unless the OTEL_* variables ask for traces.
+  await startTracing(config);
   const adapter = new FastifyAdapter({
     bodyLimit: config.maxRequestBytes,
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
@@ -58,6 +63,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   app.useGlobalPipes(buildValidationPipe());
   registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
+  registerRequestTracing(app.getHttpAdapter().getInstance());
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
   const document = SwaggerModule.createDocument(
     app,
@@ -84,6 +90,8 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   const close = () =>
     (closing ??= (async () => {
       await app.close();
+      // After the last write-back: its spans are exported too.
+      await tracing.shutdown();
       await stopDatabase();
     })());
   return { app, url, databaseUrl, firstKey, close };

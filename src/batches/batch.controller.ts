@@ -7,6 +7,7 @@ import { statusParam } from '../callbacks/callback.controller.js';
 import { CallbackService } from '../callbacks/callback.service.js';
 import { CALLBACK_STATUSES } from '../callbacks/callback.status.js';
 import { cursorParam, pageLimit, UuidParam } from '../common/params.js';
+import { traceparentOf } from '../tracing/request.tracing.js';
 import { BatchService } from './batch.service.js';
 import { CreateBatchDto } from './dto/create-batch.dto.js';
 
@@ -29,7 +30,7 @@ export class BatchController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const { replayed, ...batch } = await this.batches.acceptBatch(key.id, dto, idempotencyKey);
+    const { replayed, ...batch } = await this.batches.acceptBatch(key.id, dto, idempotencyKey, traceparentOf(reply.request));
     if (replayed) void reply.header('idempotent-replayed', 'true');
     return batch;
   }

@@ -29,6 +29,8 @@ export interface NewCallback {
   /** Postgres int[] literal, or null for the configured schedule. */
   retryDelaysMs: string | null;
   runAt: Date | null;
+  /** The accepting request's trace context (tracing on), so attempts join the caller's trace. */
+  traceparent: string | null;
 }
 
 export interface BatchRow {
@@ -117,13 +119,13 @@ export class BatchRepository {
         RETURNING id, api_key_id
       ), c AS (
         INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
-                              max_attempts, retry_delays_ms, status, next_attempt_at)
+                              max_attempts, retry_delays_ms, status, next_attempt_at, traceparent)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
-               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], 'pending', COALESCE(u.run_at, now())
+               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], 'pending', COALESCE(u.run_at, now()), u.traceparent
         FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
                     ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
-                    ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[])
-             AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at)
+                    ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[], ${c('traceparent')}::text[])
+             AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at, traceparent)
         JOIN b ON b.id = u.batch_id
       )
       SELECT id FROM b`);

@@ -48,6 +48,8 @@ export interface ClaimedCallback {
   retryDelaysMs: number[] | null;
   /** Attempts finished before this one; this attempt is number `attempts + 1`. */
   attempts: number;
+  /** Trace context of the API request that accepted it (only while tracing was on). */
+  traceparent?: string | null;
 }
 
 @Injectable()
@@ -230,7 +232,7 @@ export class ClaimRepository {
         FROM pick p
         WHERE c.id = p.id
         RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                  c.max_attempts, c.retry_delays_ms, c.attempts, p.gone
+                  c.max_attempts, c.retry_delays_ms, c.attempts, c.traceparent, p.gone
       ), spent AS (
         UPDATE host h
         SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -243,7 +245,7 @@ export class ClaimRepository {
         WHERE h.host = m.host
       )
       SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
-             timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts
+             timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, traceparent
       FROM moved WHERE NOT gone`;
   }
 

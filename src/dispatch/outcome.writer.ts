@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { traceWriteBack } from '../tracing/dispatch.tracing.js';
 import { OutcomeRepository, type RecordedOutcome } from './outcome.repository.js';
 
 /**
@@ -84,7 +85,7 @@ export class OutcomeWriter {
 
   private async write(rows: Array<RecordedOutcome & { batchId: string }>): Promise<void> {
     try {
-      await this.repo.recordOutcomes(this.owner, rows);
+      await traceWriteBack(rows, () => this.repo.recordOutcomes(this.owner, rows));
       this.failures = 0;
       for (const r of rows) {
         const n = this.pendingFor(r.host) - 1;

@@ -7,6 +7,8 @@ import { Agent } from 'undici';
 import type { Outcome } from '../../callbacks/callback.status.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
+import { traceAttempt } from '../../tracing/dispatch.tracing.js';
+import { tracing } from '../../tracing/tracing.setup.js';
 import { buildGuardedConnector } from './connector.js';
 import { NetworkPolicy } from './network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
@@ -19,6 +21,8 @@ export interface OutgoingCall {
   headers: Record<string, string>;
   body: string | null;
   timeoutMs: number;
+  /** Trace context the attempt's span continues (the accepting request's), if any. */
+  traceparent?: string | null;
 }
 
 export interface CallResult {
@@ -128,7 +132,13 @@ export class HttpTransport implements OnApplicationShutdown {
     };
   }
 
-  async send(call: OutgoingCall): Promise<CallResult> {
+  /** Sends one call; while tracing is on, as a client span whose traceparent the receiver gets. */
+  send(call: OutgoingCall): Promise<CallResult> {
+    const tracer = tracing.tracer;
+    return tracer ? traceAttempt(tracer, call, (c) => this.sendCall(c)) : this.sendCall(call);
+  }
+
+  private async sendCall(call: OutgoingCall): Promise<CallResult> {
     try {
       const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
