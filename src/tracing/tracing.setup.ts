@@ -69,5 +69,6 @@ export function formatTraceparent(sc: SpanContext): string {
  */
 export function contextFromTraceparent(value: string | null | undefined): Context {
   const sc = value ? parseTraceParent(value) : null;
-  return sc ? trace.setSpanContext(ROOT_CONTEXT, sc) : ROOT_CONTEXT;
+  // Remote: it came from another process (the caller, or the API process that stored it).
+  return sc ? trace.setSpanContext(ROOT_CONTEXT, { ...sc, isRemote: true }) : ROOT_CONTEXT;
 }
