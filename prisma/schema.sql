@@ -28,7 +28,8 @@ CREATE TABLE attempt (
   error text,
   response_headers jsonb,
   response_body text,
-  worker text
+  worker text,
+  tunnel_ms double precision
 );
 
 CREATE TABLE batch (
@@ -65,7 +66,8 @@ CREATE TABLE callback (
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   completed_at timestamp(3) with time zone,
   priority smallint NOT NULL DEFAULT 1,
-  ordering_key text
+  ordering_key text,
+  traceparent text
 );
 
 CREATE TABLE gone_endpoint (

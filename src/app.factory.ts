@@ -17,6 +17,8 @@ import { registerRequestLogging } from './logging/request.logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerRequestMetrics } from './metrics/request.metrics.js';
 import { buildOpenApiDocument } from './openapi.document.js';
+import { registerRequestTracing } from './tracing/request.tracing.js';
+import { startTracing, tracing } from './tracing/tracing.setup.js';
 
 export interface RunningService {
   app: NestFastifyApplication;
@@ -45,6 +47,9 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   const applied = await migrate(databaseUrl);
   if (applied.length > 0) logger.log(`applied migrations: ${applied.join(', ')}`);
 
+  // Before anything is served: the first request is traced too. Off (nothing
+  // loaded) unless the OTEL_* variables ask for traces.
+  await startTracing(config);
   const adapter = new FastifyAdapter({
     bodyLimit: config.maxRequestBytes,
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
@@ -59,19 +64,26 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   app.useGlobalPipes(buildValidationPipe());
   registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
+  registerRequestTracing(app.getHttpAdapter().getInstance());
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
 
+  // Ready means ready: migrations are applied (above) and the first key exists before
+  // the port answers at all, so whoever waits for /health/ready (an orchestrator, a
+  // script holding BOOTSTRAP_API_KEY) can use the key on its very next request.
+  await app.init();
+  const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       await app.close();
+      // After the last write-back: its spans are exported too.
+      await tracing.shutdown();
       await stopDatabase();
     })());
   return { app, url, databaseUrl, firstKey, close };

@@ -73,7 +73,7 @@ describe(ClaimRepository.name, () => {
 
   const outcome = (id: string, row: { apiKeyId: string; host: string; attempts: number }): RecordedOutcome => ({
     callbackId: id, apiKeyId: row.apiKeyId, host: row.host, number: row.attempts + 1, status: 'succeeded', nextAttemptAt: null,
-    completedAt: new Date(), startedAt: new Date(), durationMs: 5, dnsMs: 0, connectMs: 0, tlsMs: null, firstByteMs: 4,
+    completedAt: new Date(), startedAt: new Date(), durationMs: 5, dnsMs: 0, connectMs: 0, tlsMs: null, tunnelMs: null, firstByteMs: 4,
     statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok',
   });
 

@@ -7,6 +7,7 @@ import { CallbackService } from '../callbacks/callback.service.js';
 import { CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
+import { traceparentOf } from '../tracing/request.tracing.js';
 import { BatchService } from './batch.service.js';
 import { AcceptedBatchDto, BatchCallbacksQueryDto, BatchDto, BatchListQueryDto, BatchPageDto, BatchRetryDto, BatchRetryQueryDto } from './dto/batch.dto.js';
 import { CreateBatchDto } from './dto/create-batch.dto.js';
@@ -33,7 +34,7 @@ export class BatchController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<AcceptedBatchDto> {
-    const { replayed, ...batch } = await this.batches.acceptBatch(key.id, dto, idempotencyKey);
+    const { replayed, ...batch } = await this.batches.acceptBatch(key.id, dto, idempotencyKey, traceparentOf(reply.request));
     if (replayed) void reply.header('idempotent-replayed', 'true');
     return batch;
   }

@@ -32,6 +32,8 @@ export interface NewCallback {
   /** 0 high, 1 normal, 2 low. */
   priority: number;
   orderingKey: string | null;
+  /** The accepting request's trace context (tracing on), so attempts join the caller's trace. */
+  traceparent: string | null;
 }
 
 export interface BatchRow {
@@ -120,16 +122,16 @@ export class BatchRepository {
         RETURNING id, api_key_id
       ), c AS (
         INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
-                              max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key)
+                              max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
                u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending}, COALESCE(u.run_at, now()),
-               u.priority, u.ordering_key
+               u.priority, u.ordering_key, u.traceparent
         FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
                     ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
                     ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[],
-                    ${c('priority')}::smallint[], ${c('orderingKey')}::text[])
+                    ${c('priority')}::smallint[], ${c('orderingKey')}::text[], ${c('traceparent')}::text[])
              AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at,
-                  priority, ordering_key)
+                  priority, ordering_key, traceparent)
         JOIN b ON b.id = u.batch_id
       )
       SELECT id FROM b`);

@@ -32,7 +32,7 @@ export class BatchService {
   ) {}
 
   /** Validates limits, stores the batch and its callbacks atomically, and wakes the workers. */
-  async acceptBatch(apiKeyId: string, dto: CreateBatchDto, idempotencyKey?: string): Promise<AcceptedBatch> {
+  async acceptBatch(apiKeyId: string, dto: CreateBatchDto, idempotencyKey?: string, traceparent: string | null = null): Promise<AcceptedBatch> {
     if (dto.callbacks.length > this.config.maxCallbacksPerBatch) {
       throw new AppError('payload_too_large', `a batch holds at most ${this.config.maxCallbacksPerBatch} callbacks (got ${dto.callbacks.length})`);
     }
@@ -40,7 +40,7 @@ export class BatchService {
       throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 characters');
     }
     const now = Date.now();
-    const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i));
+    const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i, traceparent));
     const batch = {
       id: uuidv7(),
       apiKeyId,
@@ -79,7 +79,7 @@ export class BatchService {
     };
   }
 
-  private toRow(c: CallbackInputDto, dto: CreateBatchDto, index: number): NewCallback {
+  private toRow(c: CallbackInputDto, dto: CreateBatchDto, index: number, traceparent: string | null): NewCallback {
     const d = dto.defaults ?? {};
     const timeoutMs = c.timeoutMs ?? d.timeoutMs ?? this.config.httpTimeoutMs;
     if (timeoutMs > this.config.httpMaxTimeoutMs) {
@@ -121,6 +121,7 @@ export class BatchService {
       runAt: c.runAt ? new Date(c.runAt) : null,
       priority: priorityRank(c.priority ?? d.priority ?? 'normal'),
       orderingKey: c.orderingKey?.toWellFormed() ?? null,
+      traceparent,
     };
   }
 

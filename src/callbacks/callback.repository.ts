@@ -26,7 +26,7 @@ const READ_MAX_ROWS = 200;
 
 /** An attempt as the status API shows it; `startedAt` as Postgres writes a timestamptz in JSON (ISO-8601, microseconds). */
 export type AttemptRow = Pick<Attempt,
-  'number' | 'durationMs' | 'dnsMs' | 'connectMs' | 'tlsMs' | 'firstByteMs' | 'statusCode' | 'outcome' |
+  'number' | 'durationMs' | 'dnsMs' | 'connectMs' | 'tlsMs' | 'tunnelMs' | 'firstByteMs' | 'statusCode' | 'outcome' |
   'error' | 'responseHeaders' | 'responseBody'> & { startedAt: string };
 /** The columns of a callback the status API shows (not its headers, body or lease). */
 export type CallbackStatusRow = Pick<Callback,
@@ -93,7 +93,7 @@ export class CallbackRepository {
              COALESCE((
                SELECT json_agg(json_build_object(
                         'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
-                        'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'firstByteMs', a.first_byte_ms,
+                        'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'tunnelMs', a.tunnel_ms, 'firstByteMs', a.first_byte_ms,
                         'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
                         'responseHeaders', a.response_headers, 'responseBody', a.response_body) ORDER BY a.number)
                FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"

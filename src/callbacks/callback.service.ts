@@ -81,7 +81,8 @@ export function toAttemptView(a: AttemptRow): AttemptDto {
     statusCode: a.statusCode,
     outcome: a.outcome,
     error: a.error,
-    phases: { dnsMs: a.dnsMs, connectMs: a.connectMs, tlsMs: a.tlsMs, firstByteMs: a.firstByteMs },
+    // tunnelMs only on attempts that opened a tunnel through EGRESS_PROXY_URL (connectMs is then the proxy's).
+    phases: { dnsMs: a.dnsMs, connectMs: a.connectMs, tlsMs: a.tlsMs, firstByteMs: a.firstByteMs, ...(a.tunnelMs !== null && a.tunnelMs !== undefined && { tunnelMs: a.tunnelMs }) },
     responseHeaders: a.responseHeaders,
     responseBody: a.responseBody,
   };

@@ -577,6 +577,8 @@ export interface components {
             dnsMs: number | null;
             connectMs: number | null;
             tlsMs: number | null;
+            /** @description Through EGRESS_PROXY_URL only: the CONNECT tunnel (connectMs is then the connection to the proxy) */
+            tunnelMs?: number;
             firstByteMs: number | null;
         };
         AttemptDto: {

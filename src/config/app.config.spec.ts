@@ -26,4 +26,12 @@ describe(AppConfig.name, () => {
     expect(message).toContain('ROLE="boss"');
     expect(message).toContain('DISPATCH_CONCURRENCY="0"');
   });
+
+  it('should take an http or https EGRESS_PROXY_URL and refuse other schemes naming the variable', () => {
+    expect(loadConfig({ EGRESS_PROXY_URL: 'http://u:p@10.1.2.3:3128' }).egressProxyUrl).toBe('http://u:p@10.1.2.3:3128');
+    expect(loadConfig({ EGRESS_PROXY_URL: 'https://proxy.internal/' }).egressProxyUrl).toBe('https://proxy.internal/');
+    for (const bad of ['socks5://127.0.0.1:1080', 'proxy:3128', 'http://proxy:3128/path']) {
+      expect(() => loadConfig({ EGRESS_PROXY_URL: bad }), bad).toThrow(/EGRESS_PROXY_URL=.*socks5 is not supported/);
+    }
+  });
 });

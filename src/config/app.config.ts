@@ -1,4 +1,4 @@
-import { IsArray, IsIn, IsInt, IsOptional, IsString, Max, Min, MinLength, validateSync } from 'class-validator';
+import { IsArray, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 import { IsCidrList } from '../common/validators.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -62,6 +62,31 @@ export class AppConfig {
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
   @IsArray() @IsString({ each: true }) @IsCidrList() allowPrivateNetworks: string[] = [];
+  /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */
+  @IsOptional() @Matches(/^https?:\/\/([^/@\s]+@)?[^/@\s]+\/?$/, { message: 'must be http://[user:password@]host[:port] or https://…; socks5 is not supported' })
+  egressProxyUrl?: string;
+
+  /*
+   * OpenTelemetry (tracing.setup.ts). These decide whether traces are exported, and
+   * how; the SDK itself reads its other standard variables from the environment
+   * (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
+   * OTEL_EXPORTER_OTLP_(TRACES_)HEADERS/TIMEOUT/COMPRESSION, OTEL_BSP_*): the one
+   * place besides this module that reads process.env, by the SDK's design.
+   */
+  /** OTEL_SDK_DISABLED: true turns tracing off whatever else is set (false). */
+  @IsIn(['true', 'false']) otelSdkDisabled: 'true' | 'false' = 'false';
+  /** OTEL_TRACES_EXPORTER: otlp, console or none (unset: otlp when an OTLP endpoint is set, else tracing is off). */
+  @IsOptional() @IsArray() @IsIn(['otlp', 'console', 'none'], { each: true }) otelTracesExporter?: string[];
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: OTLP/HTTP base URL; traces go to <it>/v1/traces (unset). */
+  @IsOptional() @Matches(/^https?:\/\/\S+$/, { message: 'must be an http:// or https:// URL' }) otelExporterOtlpEndpoint?: string;
+  /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: full URL for traces, used as is (unset). */
+  @IsOptional() @Matches(/^https?:\/\/\S+$/, { message: 'must be an http:// or https:// URL' }) otelExporterOtlpTracesEndpoint?: string;
+  /** OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf or http/json (http/protobuf); grpc is not supported. */
+  @IsOptional() @IsIn(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
+  otelExporterOtlpProtocol?: string;
+  /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: overrides OTEL_EXPORTER_OTLP_PROTOCOL for traces. */
+  @IsOptional() @IsIn(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
+  otelExporterOtlpTracesProtocol?: string;
 
   /** DEFAULT_MAX_ATTEMPTS: attempts per callback unless the batch says otherwise (8). */
   @IsInt() @Min(1) @Max(100) defaultMaxAttempts = 8;
@@ -133,6 +158,13 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],
   METRICS_TOKEN: ['metricsToken', str],
   ALLOW_PRIVATE_NETWORKS: ['allowPrivateNetworks', list],
+  EGRESS_PROXY_URL: ['egressProxyUrl', str],
+  OTEL_SDK_DISABLED: ['otelSdkDisabled', (raw) => raw.trim().toLowerCase()],
+  OTEL_TRACES_EXPORTER: ['otelTracesExporter', (raw) => (list(raw) as string[]).map((s) => s.toLowerCase())],
+  OTEL_EXPORTER_OTLP_ENDPOINT: ['otelExporterOtlpEndpoint', str],
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ['otelExporterOtlpTracesEndpoint', str],
+  OTEL_EXPORTER_OTLP_PROTOCOL: ['otelExporterOtlpProtocol', str],
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ['otelExporterOtlpTracesProtocol', str],
   DEFAULT_MAX_ATTEMPTS: ['defaultMaxAttempts', int],
   RETRY_DELAYS_MS: ['retryDelaysMs', intList],
   RETRY_JITTER_PERMILLE: ['retryJitterPermille', int],

@@ -23,6 +23,8 @@ export interface ClaimedCallback {
   attempts: number;
   /** 0 high, 1 normal, 2 low: the waiting queue of its host sends higher ones first. */
   priority: number;
+  /** Trace context of the API request that accepted it (only while tracing was on). */
+  traceparent?: string | null;
 }
 
 export interface ClaimOptions {

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { traceWriteBack } from '../tracing/dispatch.tracing.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import type { ClaimedCallback } from './claim.repository.js';
 import { OutcomeRepository, type RecordedOutcome } from './outcome.repository.js';
@@ -127,7 +128,7 @@ export class CompleterService {
   private async write(rows: Outcome[]): Promise<void> {
     try {
       const started = performance.now();
-      await this.repo.recordOutcomes(this.status.owner, rows);
+      await traceWriteBack(rows, () => this.repo.recordOutcomes(this.status.owner, rows));
       this.metrics.writeBackDone(rows.length, performance.now() - started);
       this.failures = 0;
       for (const r of rows) {

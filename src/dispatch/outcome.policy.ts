@@ -3,6 +3,8 @@ import type { Outcome } from '../common/states.js';
 /** Error codes raised by our connector for destinations the network policy refuses. */
 export const BLOCKED_CODE = 'ERR_DESTINATION_BLOCKED';
 export const TIMEOUT_CODE = 'ETIMEDOUT';
+/** The egress proxy refused or broke the CONNECT tunnel to a destination. */
+export const PROXY_TUNNEL_CODE = 'ERR_PROXY_TUNNEL';
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA']);
 const CONNECT_CODES = new Set([
@@ -13,6 +15,7 @@ const CONNECT_CODES = new Set([
   'ENETDOWN',
   'EADDRNOTAVAIL',
   'UND_ERR_CONNECT_TIMEOUT',
+  PROXY_TUNNEL_CODE,
 ]);
 const TIMEOUT_CODES = new Set([TIMEOUT_CODE, 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ECONNABORTED']);
 

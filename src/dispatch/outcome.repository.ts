@@ -18,6 +18,7 @@ export interface RecordedOutcome {
   dnsMs: number | null;
   connectMs: number | null;
   tlsMs: number | null;
+  tunnelMs: number | null;
   firstByteMs: number | null;
   statusCode: number | null;
   outcome: Outcome;

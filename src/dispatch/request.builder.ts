@@ -19,7 +19,7 @@ export function buildRequest(row: ClaimedCallback, secrets: readonly string[], d
   headers['webhook-id'] = row.id;
   headers['webhook-timestamp'] = String(timestamp);
   if (secrets.length > 0) headers['webhook-signature'] = signWebhook(row.id, timestamp, body, secrets);
-  return { url: row.url, method: row.method, headers, body: row.body, timeoutMs: row.timeoutMs || defaultTimeoutMs };
+  return { url: row.url, method: row.method, headers, body: row.body, timeoutMs: row.timeoutMs || defaultTimeoutMs, traceparent: row.traceparent };
 }
 
 /** The row to write back for a finished call: the attempt and the callback's next state. */
@@ -46,6 +46,7 @@ export function toRecordedOutcome(row: ClaimedCallback, result: CallResult, conf
     dnsMs: t.dnsMs ?? null,
     connectMs: t.connectMs ?? null,
     tlsMs: t.tlsMs ?? null,
+    tunnelMs: t.tunnelMs ?? null,
     firstByteMs: t.firstByteMs ?? null,
     statusCode: result.statusCode ?? null,
     outcome: result.outcome,

@@ -37,6 +37,8 @@ export class PhasesDto {
   @ApiProperty({ type: Number, nullable: true }) dnsMs: number | null;
   @ApiProperty({ type: Number, nullable: true }) connectMs: number | null;
   @ApiProperty({ type: Number, nullable: true }) tlsMs: number | null;
+  @ApiPropertyOptional({ type: Number, description: 'Through EGRESS_PROXY_URL only: the CONNECT tunnel (connectMs is then the connection to the proxy)' })
+  tunnelMs?: number;
   @ApiProperty({ type: Number, nullable: true }) firstByteMs: number | null;
 }
 

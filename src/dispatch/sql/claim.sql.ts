@@ -254,7 +254,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM pick p
       WHERE c.id = p.id
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, p.gone
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, p.gone
     ), spent AS (
       UPDATE host h
       SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -267,6 +267,6 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       WHERE h.host = m.host
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
-           timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority
+           timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent
     FROM moved WHERE NOT gone`;
 }

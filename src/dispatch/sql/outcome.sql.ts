@@ -29,11 +29,11 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
         ${col('callbackId')}::uuid[], ${col('apiKeyId')}::uuid[], ${col('host')}::text[], ${col('number')}::int[],
         ${col('status')}::text[], ${col('nextAttemptAt')}::timestamptz[], ${col('completedAt')}::timestamptz[],
         ${col('startedAt')}::timestamptz[], ${col('durationMs')}::float8[], ${col('dnsMs')}::float8[],
-        ${col('connectMs')}::float8[], ${col('tlsMs')}::float8[], ${col('firstByteMs')}::float8[],
+        ${col('connectMs')}::float8[], ${col('tlsMs')}::float8[], ${col('tunnelMs')}::float8[], ${col('firstByteMs')}::float8[],
         ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('error')}::text[],
         ${headers}::jsonb[], ${col('responseBody')}::text[]
       ) AS o(callback_id, api_key_id, host, number, status, next_attempt_at, completed_at, started_at,
-             duration_ms, dns_ms, connect_ms, tls_ms, first_byte_ms, status_code, outcome, error,
+             duration_ms, dns_ms, connect_ms, tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error,
              response_headers, response_body)
     ), moved AS (
       UPDATE callback c
@@ -46,9 +46,9 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
       RETURNING c.id
     )
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
-                         tls_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker)
+                         tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker)
     SELECT o.callback_id, o.api_key_id, o.host, o.number, o.started_at, o.duration_ms, o.dns_ms, o.connect_ms,
-           o.tls_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner}
+           o.tls_ms, o.tunnel_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner}
     FROM o JOIN moved ON moved.id = o.callback_id
     RETURNING callback_id AS id`;
 }

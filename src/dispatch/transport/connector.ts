@@ -10,6 +10,8 @@ export interface ConnectTimings {
   dnsMs: number;
   connectMs: number;
   tlsMs?: number;
+  /** Through EGRESS_PROXY_URL: the CONNECT exchange, after `connectMs` (the proxy's TCP, and TLS for an https proxy). */
+  tunnelMs?: number;
   /** True until the first request on this socket has taken these timings. */
   unclaimed: boolean;
 }
@@ -21,16 +23,14 @@ export class BlockedDestinationError extends Error {
   readonly code = BLOCKED_CODE;
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+export type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
- * The undici connector of every outgoing call. It resolves names itself, so the
- * SSRF check runs on the very addresses the socket will connect to (no second
- * lookup that DNS rebinding could answer differently), and it records DNS, TCP and
- * TLS durations on the new socket for the first request that uses it.
+ * A `lookup` that answers only addresses the policy allows (a name with none is
+ * BlockedDestinationError), so what is checked is what gets connected to.
  */
-export function buildGuardedConnector(policy: NetworkPolicy, connectTimeoutMs: number): buildConnector.connector {
-  const guardedLookup = (hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
+export function checkedLookup(policy: NetworkPolicy) {
+  return (hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
     dnsLookup(hostname, { all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       const allowed = addresses.filter((a) => policy.refusal(a.address) === undefined);
@@ -42,12 +42,24 @@ export function buildGuardedConnector(policy: NetworkPolicy, connectTimeoutMs: n
       else callback(null, allowed[0].address, allowed[0].family);
     });
   };
+}
+
+/** The hostname undici passes, without the brackets URL parsing leaves on IPv6 literals. */
+export const unbracket = (hostname: string) => hostname.replace(/^\[(.*)\]$/, '$1');
+
+/**
+ * The undici connector of every outgoing call. It resolves names itself, so the
+ * SSRF check runs on the very addresses the socket will connect to (no second
+ * lookup that DNS rebinding could answer differently), and it records DNS, TCP and
+ * TLS durations on the new socket for the first request that uses it.
+ */
+export function buildGuardedConnector(policy: NetworkPolicy, connectTimeoutMs: number): buildConnector.connector {
+  const guardedLookup = checkedLookup(policy);
 
   const base = buildConnector({ lookup: guardedLookup, timeout: connectTimeoutMs } as buildConnector.BuildOptions);
 
   return (options, callback) => {
-    // Bracketed IPv6 hostnames arrive with brackets from URL parsing.
-    const literal = options.hostname.replace(/^\[(.*)\]$/, '$1');
+    const literal = unbracket(options.hostname);
     if (isIP(literal)) {
       const reason = policy.refusal(literal);
       if (reason) {

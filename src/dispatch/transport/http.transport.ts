@@ -7,8 +7,12 @@ import { Agent } from 'undici';
 import type { Outcome } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
+import { traceAttempt } from '../../tracing/dispatch.tracing.js';
+import { tracing } from '../../tracing/tracing.setup.js';
 import { buildGuardedConnector } from './connector.js';
 import { NetworkPolicy } from './network.policy.js';
+import { buildProxiedConnector } from './proxy.connector.js';
+import { parseEgressProxy } from './proxy.tunnel.js';
 import { undiciAdapter, type CallTrace, type TracedRequestConfig } from './undici.adapter.js';
 
 export interface OutgoingCall {
@@ -17,6 +21,8 @@ export interface OutgoingCall {
   headers: Record<string, string>;
   body: string | null;
   timeoutMs: number;
+  /** Trace context the attempt's span continues (the accepting request's), if any. */
+  traceparent?: string | null;
 }
 
 export interface CallResult {
@@ -73,7 +79,11 @@ export class HttpTransport implements OnApplicationShutdown {
   ) {
     const policy = new NetworkPolicy(config.allowPrivateNetworks);
     this.agent = new Agent({
-      connect: buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
+      // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
+      // an address our policy checked (proxy.connector.ts).
+      connect: config.egressProxyUrl
+        ? buildProxiedConnector(policy, parseEgressProxy(config.egressProxyUrl), CONNECT_TIMEOUT_MS)
+        : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
       // Per-destination limits are the dispatcher's job; the pool never queues.
       connections: null,
       pipelining: 1,
@@ -122,7 +132,13 @@ export class HttpTransport implements OnApplicationShutdown {
     };
   }
 
-  async send(call: OutgoingCall): Promise<CallResult> {
+  /** Sends one call; while tracing is on, as a client span whose traceparent the receiver gets. */
+  send(call: OutgoingCall): Promise<CallResult> {
+    const tracer = tracing.tracer;
+    return tracer ? traceAttempt(tracer, call, (c) => this.sendCall(c)) : this.sendCall(call);
+  }
+
+  private async sendCall(call: OutgoingCall): Promise<CallResult> {
     try {
       const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
       const headers = keepHeaders(res.headers as Record<string, unknown>);

@@ -13,6 +13,8 @@ export interface CallTrace {
   dnsMs?: number;
   connectMs?: number;
   tlsMs?: number;
+  /** Through EGRESS_PROXY_URL, on a call that opened its tunnel: the CONNECT exchange. */
+  tunnelMs?: number;
   firstByteMs?: number;
 }
 
@@ -66,7 +68,7 @@ diagnostics.subscribe('undici:client:sendHeaders', (message) => {
  */
 function toTrace(clock: CallClock, headersAt: number | undefined, end: number, timedOutMs = 0): CallTrace {
   const c = clock.connect;
-  const connectTotal = c ? c.dnsMs + c.connectMs + (c.tlsMs ?? 0) : 0;
+  const connectTotal = c ? c.dnsMs + c.connectMs + (c.tunnelMs ?? 0) + (c.tlsMs ?? 0) : 0;
   // A call cut off by its timeout records exactly that timeout, counted from when it
   // was armed, on ask: if the timer fired late (the event loop was busy), the rest is ours.
   const start = clock.sent !== undefined && !timedOutMs ? clock.sent - connectTotal : clock.asked;
@@ -76,6 +78,7 @@ function toTrace(clock: CallClock, headersAt: number | undefined, end: number, t
     trace.dnsMs = c ? round(c.dnsMs) : 0;
     trace.connectMs = c ? round(c.connectMs) : 0;
     if (c?.tlsMs !== undefined) trace.tlsMs = round(c.tlsMs);
+    if (c?.tunnelMs !== undefined) trace.tunnelMs = round(c.tunnelMs);
   }
   if (headersAt !== undefined) trace.firstByteMs = round(headersAt - start);
   return trace;
