@@ -28,13 +28,19 @@ const POOL_SIZE = 6;
  *   with a bitmap scan, then sorts them, instead of walking `callback_due_idx` in
  *   order and stopping at the claim's LIMIT: 28 ms instead of 0.5 ms for 200 rows
  *   out of 20,000. The worker's statements all want index walks.
+ * - `enable_sort = off`: makes a sort the plan of last resort (it still runs where
+ *   nothing else gives the order). The claim reads each key's due rows oldest first
+ *   from `callback_key_due_idx`, which gives that order; with the queue's stale
+ *   statistics (a million finished rows, "no row pending") the planner instead read
+ *   all of `callback_due_idx` and sorted it, for every key and priority: 1.46 s a
+ *   claim instead of a few ms (`npm run bench:claim`, 1M finished rows).
  * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
  *   of 4, which models spinning disks): the write-back finds its rows by primary key
  *   instead of reading the whole table, which with 4 looked cheaper below a few
  *   hundred thousand rows (5 ms instead of 1 ms for 200 rows out of 20,000).
  */
 export const dispatchSessionOptions = (config: Pick<AppConfig, 'dispatchSynchronousCommit'>): string =>
-  `-c enable_bitmapscan=off -c random_page_cost=1.1 -c synchronous_commit=${config.dispatchSynchronousCommit}`;
+  `-c enable_bitmapscan=off -c enable_sort=off -c random_page_cost=1.1 -c synchronous_commit=${config.dispatchSynchronousCommit}`;
 
 @Injectable()
 export class DispatchDatabase extends PgStatements implements OnApplicationShutdown {

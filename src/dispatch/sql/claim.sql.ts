@@ -116,7 +116,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
         AND EXISTS (SELECT 1 FROM (VALUES (0), (1), (2)) p(p), LATERAL (
               SELECT 1 FROM callback c WHERE ${dueOfKey(Prisma.sql`k.id`, Prisma.sql`p.p::smallint`)} ${inKeyOrder} LIMIT 1) d)
     ), cand AS MATERIALIZED (
-      SELECT x.id, x.api_key_id, x.host, x.url, s.share,
+      SELECT x.id, x.api_key_id, x.host, x.url, x.status, s.share,
              row_number() OVER (PARTITION BY x.api_key_id, x.priority ORDER BY x.next_attempt_at) * ${PRIORITY_STEP} AS place,
              x.priority, x.next_attempt_at
       FROM shares s
@@ -134,15 +134,19 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
           LIMIT least(${FRONT_SCAN_ROWS}, ${a.limit}::int * ${CONCURRENT_CLAIMS})
         ) e
         CROSS JOIN LATERAL (
-          SELECT c.id, c.api_key_id, c.host, c.url, c.priority, c.next_attempt_at FROM callback c
-          WHERE c.id = e.id AND c.status = ${STATUS.pending}
+          -- By primary key only: naming the status here (or anywhere the planner can
+          -- push it down to) let it, with the queue's statistics always stale, read
+          -- callback_due_idx for each row (20,000 entries a lookup). The status of the
+          -- row as locked is checked in the ranked step.
+          SELECT c.id, c.api_key_id, c.host, c.url, c.priority, c.next_attempt_at, c.status FROM callback c
+          WHERE c.id = e.id
           FOR UPDATE OF c SKIP LOCKED
         ) l
         LIMIT ${a.limit}
       ) x
     ), ranked AS MATERIALIZED (
       SELECT id, host, url, row_number() OVER (PARTITION BY api_key_id ORDER BY place, priority, next_attempt_at) / share AS ord
-      FROM cand
+      FROM cand WHERE status = ${STATUS.pending} -- claimed and committed by another worker meanwhile: not ours
     ), due AS MATERIALIZED (
       SELECT id, host, url, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
     )`);
