@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { traceAttempt } from '../src/tracing/dispatch.tracing.js';
+import { traceAttempt } from '../src/dispatch/dispatch.tracing.js';
 import { connect, createTestDatabase } from './support/database.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';

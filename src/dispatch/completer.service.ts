@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { traceWriteBack } from '../tracing/dispatch.tracing.js';
+import { traceWriteBack } from './dispatch.tracing.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import type { ClaimedCallback } from './claim.repository.js';
 import { OutcomeRepository, type RecordedOutcome } from './outcome.repository.js';

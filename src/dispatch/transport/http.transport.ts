@@ -7,7 +7,7 @@ import { Agent } from 'undici';
 import type { Outcome } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
-import { traceAttempt } from '../../tracing/dispatch.tracing.js';
+import { traceAttempt } from '../dispatch.tracing.js';
 import { tracing } from '../../tracing/tracing.setup.js';
 import { buildGuardedConnector } from './connector.js';
 import { NetworkPolicy } from './network.policy.js';

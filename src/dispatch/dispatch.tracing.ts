@@ -1,6 +1,6 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type Link, type SpanContext, type Tracer } from '@opentelemetry/api';
-import type { CallResult, OutgoingCall } from '../dispatch/transport/http.transport.js';
-import { contextFromTraceparent, formatTraceparent, tracing } from './tracing.setup.js';
+import type { CallResult, OutgoingCall } from './transport/http.transport.js';
+import { contextFromTraceparent, formatTraceparent, tracing } from '../tracing/tracing.setup.js';
 
 /**
  * Attempt spans not yet linked from a write-back, by callback id. An outcome is
