@@ -21,6 +21,8 @@ export interface ClaimedCallback {
   retryDelaysMs: number[] | null;
   /** Attempts finished before this one; this attempt is number `attempts + 1`. */
   attempts: number;
+  /** Its receiver, whose secrets sign it; null: signed with its key's secret for its destination. */
+  receiverId: string | null;
 }
 
 export interface ClaimOptions {

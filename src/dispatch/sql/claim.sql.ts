@@ -10,6 +10,10 @@ import { hostRoom, LIMITED_HOST } from './host-limits.sql.js';
  *
  * Locks: the chosen callback rows `FOR UPDATE SKIP LOCKED` (concurrent claimers take
  * disjoint rows), then their hosts' rows `FOR UPDATE` in name order.
+ *
+ * Held rows (`held`: their receiver is disabled) are passed over by both walks with
+ * `NOT c.held`, a filter on the row the walk reads anyway: the index walks stay as
+ * they are, and no receiver row is read per callback.
  */
 
 /**
@@ -60,6 +64,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
       WHERE c.status = ${STATUS.pending} AND c.next_attempt_at <= ${a.now}
         AND c.next_attempt_at < coalesce((SELECT at FROM front_end), 'infinity')
         AND c.host <> ALL(${a.skipHosts}::text[]) AND c.host NOT IN (SELECT host FROM blocked)
+        AND NOT c.held
       ORDER BY c.next_attempt_at
       LIMIT ${a.limit}
       FOR UPDATE OF c SKIP LOCKED
@@ -82,7 +87,7 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
   // callback_due_idx oldest first and filter by host, through other hosts'
   // backlogs: the very walk this statement is for avoiding.
   const dueOf = (host: Prisma.Sql) => Prisma.sql`
-    c.status = ${STATUS.pending}
+    c.status = ${STATUS.pending} AND NOT c.held
     AND (c.host, c.next_attempt_at) > (${host}, '-infinity'::timestamptz)
     AND (c.host, c.next_attempt_at) <= (${host}, ${a.now})`;
   const nextDueHost = (after: Prisma.Sql) => Prisma.sql`
@@ -170,7 +175,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM pick p
       WHERE c.id = p.id
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, p.gone
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.receiver_id, p.gone
     ), spent AS (
       UPDATE host h
       SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -183,6 +188,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       WHERE h.host = m.host
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
-           timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts
+           timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts,
+           receiver_id AS "receiverId"
     FROM moved WHERE NOT gone`;
 }
