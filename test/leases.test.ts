@@ -74,7 +74,7 @@ describe(ClaimRepository.name, () => {
   const outcome = (id: string, row: { apiKeyId: string; host: string; attempts: number }): RecordedOutcome => ({
     callbackId: id, apiKeyId: row.apiKeyId, host: row.host, number: row.attempts + 1, status: 'succeeded', nextAttemptAt: null,
     completedAt: new Date(), startedAt: new Date(), durationMs: 5, dnsMs: 0, connectMs: 0, tlsMs: null, firstByteMs: 4,
-    statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok',
+    statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok', receiverId: null,
   });
 
   it('should never give one row to two concurrent claimers, and leave other states untouched', async () => {
