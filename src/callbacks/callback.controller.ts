@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { cursorParam, dateParam, optionalDestinationParam, pageLimit, statusParam, UuidParam } from '../common/params.js';
+import { ReceiverService } from '../receivers/receiver.service.js';
 import { CallbackService } from './callback.service.js';
 import { CALLBACK_STATUSES } from '../common/states.js';
 
@@ -10,18 +11,23 @@ import { CALLBACK_STATUSES } from '../common/states.js';
 @ApiBearerAuth()
 @Controller('v1/callbacks')
 export class CallbackController {
-  constructor(private readonly callbacks: CallbackService) {}
+  constructor(
+    private readonly callbacks: CallbackService,
+    private readonly receivers: ReceiverService,
+  ) {}
 
   @Get()
   @ApiQuery({ name: 'status', required: false, enum: CALLBACK_STATUSES })
   @ApiQuery({ name: 'host', required: false, description: 'scheme://host:port' })
   @ApiQuery({ name: 'since', required: false })
+  @ApiQuery({ name: 'receiver', required: false, description: 'a receiver name of your key' })
   @ApiQuery({ name: 'cursor', required: false })
   @ApiQuery({ name: 'limit', required: false })
-  list(@CurrentKey() key: AuthenticatedKey, @Query() q: Record<string, string>) {
+  async list(@CurrentKey() key: AuthenticatedKey, @Query() q: Record<string, string>) {
+    const receiver = q.receiver ? await this.receivers.require(key.id, q.receiver) : undefined;
     return this.callbacks.listCallbacks(key.id, {
       status: statusParam(q.status), host: optionalDestinationParam('host', q.host), since: dateParam('since', q.since),
-      after: cursorParam(q.cursor), limit: pageLimit(q.limit),
+      receiverId: receiver?.id, after: cursorParam(q.cursor), limit: pageLimit(q.limit),
     });
   }
 

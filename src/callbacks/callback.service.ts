@@ -61,9 +61,18 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
     nextAttemptAt: c.status === 'pending' ? c.nextAttemptAt.toISOString() : null,
     lastStatusCode: c.lastStatusCode,
     lastError: c.lastError,
+    receiver: c.receiver?.name ?? null,
+    /** Why a pending callback is not being sent now (null: nothing holds it). */
+    waiting: waitingOf(c),
     createdAt: c.createdAt.toISOString(),
     completedAt: c.completedAt?.toISOString() ?? null,
   };
+}
+
+/** `{reason, detail?}` when something holds a pending callback back. */
+function waitingOf(c: Pick<CallbackRow, 'status' | 'held' | 'receiver'>): { reason: string; detail?: string } | null {
+  if (c.status !== 'pending' || !c.held) return null;
+  return { reason: 'receiver_disabled', ...(c.receiver?.disabledReason && { detail: `receiver ${c.receiver.name}: ${c.receiver.disabledReason}` }) };
 }
 
 export function toAttemptView(a: AttemptRow) {

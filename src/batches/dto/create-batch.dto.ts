@@ -33,11 +33,14 @@ export class CallbackDefaultsDto {
   @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
   @IsOptional() @Max(MAX_RETRY_DELAY_MS, { each: true }) @Min(0, { each: true }) @IsInt({ each: true }) @ArrayMaxSize(50) @IsArray()
   retryDelaysMs?: number[];
+
+  @ApiPropertyOptional({ example: 'merchant-42', description: 'A receiver of your key (PUT /v1/receivers/{name}): signed with its secrets, its settings below these' })
+  @IsOptional() @MaxLength(128) @IsString() receiver?: string;
 }
 
 export class CallbackInputDto extends CallbackDefaultsDto {
-  @ApiProperty({ example: 'https://example.com/hooks/order' })
-  @IsHttpUrl() url: string;
+  @ApiPropertyOptional({ example: 'https://example.com/hooks/order', description: 'Required unless the callback\'s receiver has a url' })
+  @IsOptional() @IsHttpUrl() url?: string;
 
   @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json' })
   @Allow() @Verbatim() body?: unknown;
