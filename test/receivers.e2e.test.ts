@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiverService } from '../src/receivers/receiver.service.js';
 import { Receiver, type ReceivedRequest } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
 
 /** What the `standardwebhooks` package (an independent implementation) says about a received request. */
 function verifies(secret: string, r: ReceivedRequest): boolean {
@@ -59,7 +59,7 @@ describe(ReceiverService.name, () => {
       put('merchant-c', { url: `${shopB.url}/c/hooks` }),
     ]);
     expect(created.map((r) => r.status)).toEqual([201, 201, 201]);
-    const [a, b, c] = await Promise.all(created.map((r) => r.json()));
+    const [a, b, c] = await Promise.all(created.map(jsonOf));
     for (const r of [a, b, c]) {
       expect(r.secrets).toHaveLength(1);
       expect(r.secrets[0]).toEqual({ secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/), createdAt: expect.any(String), expiresAt: null });
@@ -103,7 +103,7 @@ describe(ReceiverService.name, () => {
   it('should answer a secret per destination, 400 without one, and keep another destination\'s when one rotates', async () => {
     const res = await service.api('/v1/signing-secret');
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toMatch(/destination/);
+    expect((await jsonOf(res)).message).toMatch(/destination/);
     expect((await service.api('/v1/signing-secret?destination=https://shop.example/path')).status).toBe(400);
     const q = (d: string) => `?destination=${encodeURIComponent(d)}`;
     const first = await service.apiJson(`/v1/signing-secret${q('https://shop.example')}`);
@@ -163,7 +163,7 @@ describe(ReceiverService.name, () => {
   it('should refuse bad receivers and unknown receiver names with a 400 that stores nothing', async () => {
     const short = await put('merchant-x', { secret: `whsec_${randomBytes(16).toString('base64')}` });
     expect(short.status).toBe(400);
-    expect((await short.json()).message).toMatch(/24 bytes/);
+    expect((await jsonOf(short)).message).toMatch(/24 bytes/);
     expect((await put('merchant-x', { secret: 'not-a-secret' })).status).toBe(400);
     expect((await put('merchant-x', { url: 'ftp://x.example' })).status).toBe(400);
     expect((await put('merchant-x', { nope: 1 })).status).toBe(400);
@@ -176,7 +176,7 @@ describe(ReceiverService.name, () => {
       json: { callbacks: [{ receiver: 'merchant-a', body: 1 }, { receiver: 'merchant-nope', body: 2 }, { receiver: 'merchant-zz' }] },
     });
     expect(res.status).toBe(400);
-    const error = await res.json();
+    const error = await jsonOf(res);
     expect(error.message).toMatch(/merchant-nope/);
     expect(error.details.receivers).toEqual(['merchant-nope', 'merchant-zz']);
     const noUrl = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ body: 1 }] } });
@@ -193,7 +193,7 @@ describe(ReceiverService.name, () => {
     const res = await service.api('/v1/batches', { method: 'POST', key: other, json: { callbacks: [{ receiver: 'merchant-a', body: 1 }] } });
     expect(res.status).toBe(400);
     // the same name under the other key is its own receiver with its own secret
-    const mine = await (await put('merchant-a', { url: `${shopA.url}/two` }, other)).json();
+    const mine = await jsonOf(await put('merchant-a', { url: `${shopA.url}/two` }, other));
     expect(secretOf(mine)).not.toBe(secretOf(await service.apiJson('/v1/receivers/merchant-a')));
     const [id] = await deliver({ callbacks: [{ receiver: 'merchant-a', body: { t: 2 } }] }, other);
     const [r] = received(id);
