@@ -170,11 +170,12 @@ describe(BatchController.name, () => {
   it('should answer hostile ids and query strings on the read routes with 2xx or 4xx only', async () => {
     const segment = fc.oneof(hostileText, fc.uuid(), fc.constantFrom('..', '%00', '%2e%2e', '00000000-0000-0000-0000-000000000000'));
     // Pairs, not a dictionary: repeated keys (?status=a&status=b) arrive as arrays.
-    const name = fc.constantFrom('status', 'cursor', 'limit', 'host', 'since', 'format', 'from', 'to', 'bucket', 'batch', 'status[]', 'limit[0]');
+    const name = fc.constantFrom('status', 'cursor', 'limit', 'host', 'since', 'format', 'from', 'to', 'bucket', 'batch', 'status[]', 'limit[0]',
+      'receiver', 'destination');
     const query = fc.array(fc.tuple(name, fc.oneof(hostileText, fc.integer().map(String), fc.constantFrom('failed', 'json', '1m', '2026-01-01T00:00:00Z'))), { maxLength: 5 });
     const route = fc.constantFrom(
       '/v1/batches/%s', '/v1/batches/%s/callbacks', '/v1/batches/%s/sequence', '/v1/callbacks/%s', '/v1/callbacks', '/v1/batches',
-      '/v1/history/latency', '/v1/hosts', '/v1/hosts/%s', '/v1/signing-secret', '/v1/keys',
+      '/v1/history/latency', '/v1/hosts', '/v1/hosts/%s', '/v1/signing-secret', '/v1/keys', '/v1/receivers', '/v1/receivers/%s',
     );
     await fc.assert(
       fc.asyncProperty(route, segment, query, async (r, id, q) => {

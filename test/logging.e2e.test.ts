@@ -44,9 +44,9 @@ describe(`${AppLogger.name} in the running service`, () => {
     });
     expect(res.status).toBe(202);
     const batch = (await res.json()) as { id: string };
-    const secret = ((await (await api('/v1/signing-secret')).json()) as { secrets?: Array<{ secret: string }> });
+    const secret = ((await (await api(`/v1/signing-secret?destination=${encodeURIComponent(receiver.url)}`)).json()) as { secrets?: Array<{ secret: string }> });
     await waitFor(() => jsonLines().some((l) => String(l.msg).includes('completed') && JSON.stringify(l).includes(batch.id)), 10_000);
-    await waitFor(() => jsonLines().some((l) => l.msg === 'request' && l.url === '/v1/signing-secret'), 5000);
+    await waitFor(() => jsonLines().some((l) => l.msg === 'request' && String(l.url).startsWith('/v1/signing-secret')), 5000);
 
     const lines = jsonLines();
     for (const l of lines) expect(l).toMatchObject({ level: expect.any(String), time: expect.any(String) });

@@ -14,8 +14,8 @@ const MIN_SECRET_BYTES = 24;
 /** Figures look back this far by default (15 minutes). */
 const FIGURES_WINDOW_MS = 15 * 60_000;
 
-export function receiverNameProblem(name: string): string | undefined {
-  return NAME.test(name) ? undefined : 'a receiver name is 1 to 128 characters: letters, digits and . _ ~ : @ -, starting with a letter or digit';
+export function receiverNameProblem(name: unknown): string | undefined {
+  return typeof name === 'string' && NAME.test(name) ? undefined : 'a receiver name is 1 to 128 characters: letters, digits and . _ ~ : @ -, starting with a letter or digit';
 }
 
 function checkSecret(secret: string | undefined): void {
@@ -121,7 +121,7 @@ export class ReceiverService {
     return { ...toReceiverView(row), secrets: await this.signing.secretsOfReceiver(row.id) };
   }
 
-  private checkName(name: string): void {
+  private checkName(name: unknown): asserts name is string {
     const problem = receiverNameProblem(name);
     if (problem) throw new AppError('validation_failed', problem);
   }
