@@ -245,4 +245,39 @@ describe(ClaimRepository.name, () => {
     expect(writePlan).toMatch(/Index Scan using callback_pkey on callback/);
     expect(writePlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
   });
+
+  it('should pass over held rows (a disabled receiver\'s) in the front walk and past it, keeping the due index walks', async () => {
+    await db.query('DELETE FROM batch');
+    const ids = await batchOf(40);
+    const held = ids.filter((_, i) => i % 2 === 0); // every other row, the oldest first
+    await db.query('UPDATE callback SET held = true WHERE id = ANY($1::uuid[])', [held]);
+    const free = ids.filter((id) => !held.includes(id)).sort();
+    const seen = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
+    const frontPlan = await planOf(seen[0]);
+    expect(frontPlan).toMatch(/Index Scan using callback_due_idx on callback/);
+    expect(frontPlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback/);
+    expect((await db.query(`SELECT status, count(*)::int AS n FROM callback WHERE held GROUP BY status`)).rows).toEqual([{ status: 'pending', n: 20 }]);
+
+    // Past the front: a host at its cap with more due rows than the front reads, then these 40 again, half held.
+    await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE status = 'in_flight'`);
+    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    await db.query(
+      `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
+       SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.2:9/a', 'http://127.0.0.2:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 hour' + i * interval '1 ms'
+       FROM generate_series(1, $3::int) AS i`,
+      [batchId, keyId, FRONT_SCAN_ROWS + 100],
+    );
+    await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'http://127.0.0.2:9'`);
+    try {
+      let past: Prisma.Sql[] = [];
+      past = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
+      expect(past).toHaveLength(2);
+      const plan = await planOf(past[1]);
+      expect(plan).toMatch(/callback_pending_host_idx/);
+      expect(plan).not.toMatch(/Seq Scan on callback/);
+    } finally {
+      await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);
+      await db.query('DELETE FROM batch');
+    }
+  });
 });
