@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { completeBatches } from '../batches/batch-completion.sql.js';
 import type { CallbackStatus, Outcome } from '../common/states.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
-import { recordOutcomes, recordReceiverHealth, releaseClaims, type ReceiverHealth } from './sql/outcome.sql.js';
+import { receiverHealth } from './receiver-health.policy.js';
+import { recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -54,25 +55,3 @@ export class OutcomeRepository {
   }
 }
 
-/** Per receiver, what the attempts that landed say of its health (none: no attempt of a receiver). */
-export function receiverHealth(rows: readonly RecordedOutcome[], landed: ReadonlySet<string>): ReceiverHealth[] {
-  const byReceiver = new Map<string, RecordedOutcome[]>();
-  for (const r of rows) {
-    if (!r.receiverId || !landed.has(r.callbackId)) continue;
-    const list = byReceiver.get(r.receiverId);
-    if (list) list.push(r);
-    else byReceiver.set(r.receiverId, [r]);
-  }
-  return [...byReceiver].map(([receiverId, attempts]) => {
-    attempts.sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
-    const lastSuccess = attempts.findLastIndex((a) => a.outcome === 'success');
-    const failures = attempts.slice(lastSuccess + 1);
-    return {
-      receiverId,
-      succeededLast: failures.length === 0,
-      hadSuccess: lastSuccess >= 0,
-      failingSince: failures[0]?.startedAt ?? null,
-      lastFailureAt: attempts.findLast((a) => a.outcome !== 'success')?.startedAt ?? null,
-    };
-  });
-}
