@@ -7,6 +7,7 @@ import { MaintenanceRepository } from '../src/dispatch/maintenance.repository.js
 import { FRONT_SCAN_ROWS } from '../src/dispatch/sql/claim.sql.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
+import { holdReceiverCallbacks } from '../src/receivers/receiver-hold.sql.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService, jsonOf } from './support/service.js';
 
@@ -250,13 +251,29 @@ describe(ClaimRepository.name, () => {
     await db.query('DELETE FROM batch');
     const ids = await batchOf(40);
     const held = ids.filter((_, i) => i % 2 === 0); // every other row, the oldest first
-    await db.query('UPDATE callback SET held = true WHERE id = ANY($1::uuid[])', [held]);
+    const { rows: [{ api_key_id: key }] } = await db.query('SELECT api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    const { rows: [{ id: receiverId }] } = await db.query(
+      `INSERT INTO receiver (id, api_key_id, name, disabled, disabled_at) VALUES (gen_random_uuid(), $1, 'held-test', true, now()) RETURNING id`, [key]);
+    await db.query('UPDATE callback SET receiver_id = $2 WHERE id = ANY($1::uuid[])', [held, receiverId]);
+    const run = (st: Prisma.Sql) => db.query(st.text, st.values);
+    const before = (await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows;
+    await run(holdReceiverCallbacks([receiverId], true));
     const free = ids.filter((id) => !held.includes(id)).sort();
     const seen = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
-    const frontPlan = await planOf(seen[0]);
+    const frontPlan = await planOf(seen[0], '(ANALYZE, COSTS OFF, TIMING OFF)');
     expect(frontPlan).toMatch(/Index Scan using callback_due_idx on callback/);
     expect(frontPlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback/);
+    // Held rows are due HELD_SHIFT later: the due walk does not even read them.
+    const dueWalk = /CTE due\n([\s\S]*?)\n {2}CTE /.exec(frontPlan)![1];
+    expect(dueWalk).toMatch(/callback_due_idx/);
+    expect(dueWalk).not.toMatch(/Rows Removed by Filter/);
     expect((await db.query(`SELECT status, count(*)::int AS n FROM callback WHERE held GROUP BY status`)).rows).toEqual([{ status: 'pending', n: 20 }]);
+    // Released, they are due exactly as before, and claimed.
+    await run(holdReceiverCallbacks([receiverId], false));
+    expect((await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows).toEqual(before);
+    expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual([...held].sort());
+    await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE id = ANY($1::uuid[])`, [held]);
+    await run(holdReceiverCallbacks([receiverId], true));
 
     // Past the front: a host at its cap with more due rows than the front reads, then these 40 again, half held.
     await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE status = 'in_flight'`);

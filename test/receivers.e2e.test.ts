@@ -211,7 +211,7 @@ describe(ReceiverService.name, () => {
     for (const { id } of batch.callbacks) {
       expect(received(id)).toEqual([]);
       expect(await service.apiJson(`/v1/callbacks/${id}`)).toMatchObject({
-        status: 'pending', attemptCount: 0, attempts: [], receiver: 'merchant-e', waiting: { reason: 'receiver_disabled' },
+        status: 'pending', attemptCount: 0, attempts: [], receiver: 'merchant-e', waiting: { reason: 'receiver_disabled' }, nextAttemptAt: null,
       });
     }
     const shown = await service.apiJson('/v1/receivers/merchant-e');

@@ -6,6 +6,7 @@ import { PrismaService } from '../database/prisma.service.js';
 import { pgArray } from '../database/pg-array.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
+import { dueAt } from '../receivers/receiver-hold.sql.js';
 
 export interface NewBatch {
   id: string;
@@ -103,7 +104,8 @@ export class BatchRepository {
    * round trips and most of the ingest CPU. Runs past Prisma (ApiDatabase), as a
    * hot-path statement.
    *
-   * Callbacks of a receiver are stored `held` when it is disabled. Its row is read
+   * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT
+   * later, see receiver-hold.sql.ts). Its row is read
    * `FOR SHARE` (`r`), so a concurrent disable or enable (which locks it, then flips
    * `held` on its unfinished callbacks) either waits for this statement to commit and
    * then sees its rows, or commits first and is read here as it then is.
@@ -129,7 +131,8 @@ export class BatchRepository {
         INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
                               max_attempts, retry_delays_ms, status, next_attempt_at, receiver_id, held)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
-               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending}, COALESCE(u.run_at, now()),
+               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending},
+               ${dueAt(Prisma.sql`COALESCE(u.run_at, now())`, Prisma.sql`COALESCE(r.disabled, false)`)},
                u.receiver_id, COALESCE(r.disabled, false)
         FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
                     ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],

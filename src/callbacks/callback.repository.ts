@@ -6,6 +6,10 @@ import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
+import { dueAt } from '../receivers/receiver-hold.sql.js';
+
+/** Whether the callback's receiver (if any) is disabled, inside an UPDATE of callback. */
+const receiverDisabled = Prisma.sql`(callback.receiver_id IS NOT NULL AND COALESCE((SELECT r.disabled FROM receiver r WHERE r.id = callback.receiver_id), false))`;
 
 export interface CallbackFilter {
   batchId?: string;
@@ -160,10 +164,10 @@ export class CallbackRepository {
     const retried = await this.db.transaction(async (tx) => {
       const rows = await tx.query<{ batch_id: string }>(Prisma.sql`
         UPDATE callback
-        SET status = ${STATUS.pending}, next_attempt_at = now(), completed_at = NULL,
+        SET status = ${STATUS.pending}, next_attempt_at = ${dueAt(Prisma.sql`now()`, receiverDisabled)}, completed_at = NULL,
             max_attempts = GREATEST(max_attempts, attempts + 1),
             -- pending again: held while its receiver is disabled
-            held = receiver_id IS NOT NULL AND COALESCE((SELECT r.disabled FROM receiver r WHERE r.id = callback.receiver_id), false)
+            held = ${receiverDisabled}
         WHERE api_key_id = ${apiKeyId}::uuid AND status = ANY(${statuses}::text[])
           AND (${where.ids ?? null}::uuid[] IS NULL OR id = ANY(${where.ids ?? null}::uuid[]))
           AND (${where.batchId ?? null}::uuid IS NULL OR batch_id = ${where.batchId ?? null}::uuid)

@@ -58,7 +58,8 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>) {
     attemptCount: c.attempts,
     maxAttempts: c.maxAttempts,
     timeoutMs: c.timeoutMs,
-    nextAttemptAt: c.status === 'pending' ? c.nextAttemptAt.toISOString() : null,
+    // A held callback waits for its receiver, not for a time (its stored due time is moved out: receiver-hold.sql.ts).
+    nextAttemptAt: c.status === 'pending' && !c.held ? c.nextAttemptAt.toISOString() : null,
     lastStatusCode: c.lastStatusCode,
     lastError: c.lastError,
     receiver: c.receiver?.name ?? null,

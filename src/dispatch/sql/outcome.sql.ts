@@ -1,5 +1,6 @@
 import { STATUS } from '../../common/states.js';
 import { Prisma } from '../../generated/prisma/client.js';
+import { dueAt } from '../../receivers/receiver-hold.sql.js';
 import type { RecordedOutcome } from '../outcome.repository.js';
 
 /**
@@ -18,7 +19,9 @@ import type { RecordedOutcome } from '../outcome.repository.js';
  * column: Postgres reads them several times faster than the same rows as one JSON
  * document (jsonb_to_recordset: 3 ms against 0.4 for 200 rows). Locks the callback
  * rows it updates. Returns the callback ids that landed. The text is the same for
- * any number of rows (none included), so it is prepared once per connection.
+ * any number of rows (none included), so it is prepared once per connection. A
+ * retry of a row held meanwhile (its receiver disabled while the call ran) is due
+ * HELD_SHIFT later (receivers/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
   const col = <K extends keyof RecordedOutcome>(k: K) => rows.map((r) => r[k]);
@@ -38,7 +41,8 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
     ), moved AS (
       UPDATE callback c
       SET status = o.status, attempts = o.number,
-          next_attempt_at = COALESCE(o.next_attempt_at, c.next_attempt_at),
+          next_attempt_at = CASE WHEN o.next_attempt_at IS NULL THEN c.next_attempt_at
+                                 ELSE ${dueAt(Prisma.sql`o.next_attempt_at`, Prisma.sql`c.held`)} END,
           completed_at = o.completed_at, last_status_code = o.status_code, last_error = o.error,
           lease_owner = NULL, lease_expires_at = NULL
       FROM o
