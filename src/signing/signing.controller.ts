@@ -1,9 +1,10 @@
 import { Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { AppError } from '../common/app.error.js';
 import { destinationParam } from '../common/params.js';
+import { DestinationSecretsDto } from './dto/secrets.dto.js';
 import { SigningSecretService } from './signing-secret.service.js';
 
 /** `?destination=` is required: a key has one secret per destination, none of its own. */
@@ -23,7 +24,8 @@ export class SigningController {
   /** The secrets a destination verifies `webhook-signature` of callbacks without a receiver with (newest first; made on first use). */
   @Get()
   @ApiQuery({ name: 'destination', required: true, description: 'scheme://host:port' })
-  get(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string) {
+  @ApiOkResponse({ type: DestinationSecretsDto })
+  get(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string): Promise<DestinationSecretsDto> {
     return this.secrets.describeDestination(key.id, destinationOf(destination));
   }
 
@@ -31,7 +33,8 @@ export class SigningController {
   @Post('rotate')
   @HttpCode(200)
   @ApiQuery({ name: 'destination', required: true, description: 'scheme://host:port' })
-  rotate(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string) {
+  @ApiOkResponse({ type: DestinationSecretsDto })
+  rotate(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string): Promise<DestinationSecretsDto> {
     return this.secrets.rotateDestination(key.id, destinationOf(destination));
   }
 }
