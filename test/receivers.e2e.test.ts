@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiverService } from '../src/receivers/receiver.service.js';
+import { connect } from './support/database.js';
 import { Receiver, type ReceivedRequest } from './support/receiver.js';
 import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -49,7 +50,7 @@ describe(ReceiverService.name, () => {
   }
 
   const received = (id: string) => [...shopA.byId(id), ...shopB.byId(id)];
-  const callbackCount = async () => Number((await service.apiJson('/v1/batches?limit=500')).items.length);
+  const batchCount = async () => Number((await service.apiJson('/v1/batches?limit=500')).items.length);
 
   it('should sign each receiver\'s callbacks with its own secret only, never another receiver\'s or a destination\'s', async () => {
     const created = await Promise.all([
@@ -170,7 +171,7 @@ describe(ReceiverService.name, () => {
     expect((await put('bad name!', {})).status).toBe(400);
     expect((await service.api('/v1/receivers/merchant-x')).status).toBe(404);
 
-    const before = await callbackCount();
+    const before = await batchCount();
     const res = await service.api('/v1/batches', {
       method: 'POST',
       json: { callbacks: [{ receiver: 'merchant-a', body: 1 }, { receiver: 'merchant-nope', body: 2 }, { receiver: 'merchant-zz' }] },
@@ -181,7 +182,7 @@ describe(ReceiverService.name, () => {
     expect(error.details.receivers).toEqual(['merchant-nope', 'merchant-zz']);
     const noUrl = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ body: 1 }] } });
     expect(noUrl.status).toBe(400);
-    expect(await callbackCount()).toBe(before);
+    expect(await batchCount()).toBe(before);
   });
 
   it('should keep one key\'s receivers from another key (404, and a 400 for its name in a batch)', async () => {
@@ -260,6 +261,25 @@ describe(ReceiverService.name, () => {
     expect(await deleted.json()).toEqual({ name: 'merchant-f', deleted: true, cancelledCallbacks: 2 });
     expect((await service.api('/v1/receivers/merchant-f')).status).toBe(404);
     for (const { id } of batch.callbacks) expect((await service.apiJson(`/v1/callbacks/${id}`)).status).toBe('cancelled');
+  });
+
+  it('should refuse a batch whose receiver is deleted while it is stored, and store nothing of it (regression: a 500)', async () => {
+    await put('merchant-gone', { url: `${shopA.url}/gone` });
+    const db = await connect(service.databaseUrl);
+    try {
+      await db.query('BEGIN');
+      await db.query(`DELETE FROM receiver WHERE name = 'merchant-gone'`); // row locked, not yet committed
+      const before = await batchCount();
+      const pending = service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ receiver: 'merchant-gone', body: 1 }] } });
+      await sleep(300); // the batch found the receiver and now waits on its row lock
+      await db.query('COMMIT');
+      const res = await pending;
+      expect(res.status).toBe(400);
+      expect((await jsonOf(res)).message).toMatch(/deleted while the batch was being stored/);
+      expect(await batchCount()).toBe(before);
+    } finally {
+      await db.end();
+    }
   });
 
   it('should list receivers in name order, paged, without their secrets', async () => {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { isForeignKeyViolation } from '../database/database.errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
@@ -57,7 +58,11 @@ export class BatchService {
     const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
     // Destinations are given their secret before the batch is stored, so the worker never writes one.
     await this.signing.ensureDestinationSecrets(apiKeyId, destinationsWithoutReceiver(rows));
-    const result = await this.batches.insertBatch(batch, rows, dueNow);
+    const result = await this.batches.insertBatch(batch, rows, dueNow).catch((error: unknown) => {
+      // A receiver deleted between the name lookup and the insert (the insert reads it FOR SHARE, so only then).
+      if (!isForeignKeyViolation(error, 'callback_receiver_id_fkey')) throw error;
+      throw new AppError('validation_failed', 'a receiver this batch names was deleted while the batch was being stored; nothing was stored');
+    });
     if (!result.inserted) return this.replay(result.existing, batch.requestHash!);
     this.logger.log({ msg: `batch ${batch.id} accepted: ${rows.length} callbacks`, event: 'batch_accepted', batchId: batch.id, callbacks: rows.length, label: batch.label ?? null });
     return {
