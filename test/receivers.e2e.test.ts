@@ -159,6 +159,10 @@ describe(ReceiverService.name, () => {
     const updated = await put('merchant-d', { description: 'shop D, moved' });
     expect(updated.status).toBe(200);
     expect(await updated.json()).toMatchObject({ description: 'shop D, moved', url: `${shopA.url}/d`, timeoutMs: 4000, secrets: [{ secret: brought }] });
+    // null clears a setting; for disabled and secret it leaves them as they are
+    const cleared = await jsonOf(await put('merchant-d', { timeoutMs: null, headers: null, retryDelaysMs: null, disabled: null, secret: null }));
+    expect(cleared).toMatchObject({ timeoutMs: null, headers: {}, retryDelaysMs: [], maxAttempts: 3, disabled: false, secrets: [{ secret: brought }] });
+    expect(cleared.secrets).toHaveLength(1);
   });
 
   it('should refuse bad receivers and unknown receiver names with a 400 that stores nothing', async () => {

@@ -9,11 +9,11 @@ export type ReceiverRow = Receiver;
 
 /** The settings a PUT writes; undefined leaves a column as it is. */
 export interface ReceiverSettings {
-  url?: string;
-  description?: string;
+  url?: string | null;
+  description?: string | null;
   headers?: Record<string, string>;
-  timeoutMs?: number;
-  maxAttempts?: number;
+  timeoutMs?: number | null;
+  maxAttempts?: number | null;
   retryDelaysMs?: number[];
 }
 

@@ -53,8 +53,16 @@ export class ReceiverService {
   /** Creates (created: true) or updates the receiver; answers it with its secrets. */
   async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
     this.checkName(name);
-    checkSecret(dto.secret);
-    const { secret, disabled, ...settings } = dto;
+    // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
+    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, ...rest } = dto;
+    const secret = givenSecret ?? undefined;
+    const disabled = givenDisabled ?? undefined;
+    const settings = {
+      ...rest,
+      ...(headers !== undefined && { headers: headers ?? {} }),
+      ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
+    };
+    checkSecret(secret);
     const created = await this.receivers.insertReceiver(
       { id: uuidv7(), apiKeyId, name, disabled: disabled ?? false, ...settings },
       { id: uuidv7(), secret: secret ?? newSigningSecret() },

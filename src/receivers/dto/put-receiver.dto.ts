@@ -11,7 +11,8 @@ export const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 
 /**
  * `PUT /v1/receivers/{name}`: the receiver's settings. On an update, what is left out
- * stays as it was. The settings apply to its callbacks below the callback's own and
+ * stays as it was, and `null` clears a setting (`disabled: null` and `secret: null`
+ * leave them as they are). The settings apply to its callbacks below the callback's own and
  * the batch's `defaults`, above the service's configuration.
  */
 export class PutReceiverDto {
