@@ -7,6 +7,8 @@ import { SigningSecretRepository, type SecretOwner, type SecretRow } from './sig
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 /** The worker re-reads secrets this often, so a rotation shows within seconds. */
 const CACHE_MS = 5_000;
+/** Cached secret sets past which expired ones are dropped (one per receiver or destination in use). */
+const CACHE_MAX = 50_000;
 /** (key, destination) pairs an API process remembers as having a secret; past it the set starts afresh. */
 const KNOWN_DESTINATIONS_MAX = 100_000;
 
@@ -68,6 +70,7 @@ export class SigningSecretService {
       }
       for (const key of missing.keys()) byKey.set(key, []);
       for (const row of rows) byKey.get(rowKey(row))?.push(row.secret);
+      if (this.cache.size + missing.size > CACHE_MAX) for (const [key, hit] of this.cache) if (hit.until <= now) this.cache.delete(key);
       for (const key of missing.keys()) this.cache.set(key, { secrets: byKey.get(key)!, until: now + CACHE_MS });
     }
     return new SecretLookup(byKey);
