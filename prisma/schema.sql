@@ -29,7 +29,8 @@ CREATE TABLE attempt (
   response_headers jsonb,
   response_body text,
   worker text,
-  tunnel_ms double precision
+  tunnel_ms double precision,
+  receiver_id uuid
 );
 
 CREATE TABLE batch (
@@ -67,7 +68,9 @@ CREATE TABLE callback (
   completed_at timestamp(3) with time zone,
   priority smallint NOT NULL DEFAULT 1,
   ordering_key text,
-  traceparent text
+  traceparent text,
+  receiver_id uuid,
+  held boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE gone_endpoint (
@@ -94,12 +97,33 @@ CREATE TABLE host (
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
+CREATE TABLE receiver (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  name text NOT NULL,
+  url text,
+  description text,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  timeout_ms integer,
+  max_attempts integer,
+  retry_delays_ms integer[],
+  disabled boolean NOT NULL DEFAULT false,
+  disabled_reason text,
+  disabled_at timestamp(3) with time zone,
+  failing_since timestamp(3) with time zone,
+  last_failure_at timestamp(3) with time zone,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
 CREATE TABLE signing_secret (
   id uuid NOT NULL,
   api_key_id uuid NOT NULL,
   secret text NOT NULL,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  expires_at timestamp(3) with time zone
+  expires_at timestamp(3) with time zone,
+  receiver_id uuid,
+  destination text
 );
 
 ALTER TABLE api_key ADD CONSTRAINT api_key_created_at_not_null NOT NULL created_at;
@@ -133,6 +157,7 @@ ALTER TABLE callback ADD CONSTRAINT callback_batch_id_fkey FOREIGN KEY (batch_id
 ALTER TABLE callback ADD CONSTRAINT callback_batch_id_not_null NOT NULL batch_id;
 ALTER TABLE callback ADD CONSTRAINT callback_created_at_not_null NOT NULL created_at;
 ALTER TABLE callback ADD CONSTRAINT callback_headers_not_null NOT NULL headers;
+ALTER TABLE callback ADD CONSTRAINT callback_held_not_null NOT NULL held;
 ALTER TABLE callback ADD CONSTRAINT callback_host_not_null NOT NULL host;
 ALTER TABLE callback ADD CONSTRAINT callback_id_not_null NOT NULL id;
 ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lease_owner IS NOT NULL) = (status = 'in_flight'::text)) AND ((lease_owner IS NULL) = (lease_expires_at IS NULL))));
@@ -143,6 +168,7 @@ ALTER TABLE callback ADD CONSTRAINT callback_ordering_key_check CHECK (((char_le
 ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
 ALTER TABLE callback ADD CONSTRAINT callback_priority_not_null NOT NULL priority;
+ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
 ALTER TABLE callback ADD CONSTRAINT callback_status_not_null NOT NULL status;
 ALTER TABLE callback ADD CONSTRAINT callback_timeout_ms_not_null NOT NULL timeout_ms;
@@ -161,11 +187,23 @@ ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
 ALTER TABLE host ADD CONSTRAINT host_in_flight_not_null NOT NULL in_flight;
 ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
 ALTER TABLE host ADD CONSTRAINT host_tokens_not_null NOT NULL tokens;
+ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_not_null NOT NULL api_key_id;
+ALTER TABLE receiver ADD CONSTRAINT receiver_created_at_not_null NOT NULL created_at;
+ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_check CHECK ((disabled = (disabled_at IS NOT NULL)));
+ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_not_null NOT NULL disabled;
+ALTER TABLE receiver ADD CONSTRAINT receiver_headers_not_null NOT NULL headers;
+ALTER TABLE receiver ADD CONSTRAINT receiver_id_not_null NOT NULL id;
+ALTER TABLE receiver ADD CONSTRAINT receiver_name_not_null NOT NULL name;
+ALTER TABLE receiver ADD CONSTRAINT receiver_pkey PRIMARY KEY (id);
+ALTER TABLE receiver ADD CONSTRAINT receiver_updated_at_not_null NOT NULL updated_at;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_not_null NOT NULL api_key_id;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_created_at_not_null NOT NULL created_at;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_id_not_null NOT NULL id;
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_owner_check CHECK ((num_nonnulls(receiver_id, destination) = 1));
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_pkey PRIMARY KEY (id);
+ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_secret_not_null NOT NULL secret;
 
 CREATE UNIQUE INDEX api_key_hash_key ON public.api_key USING btree (hash);
@@ -173,6 +211,7 @@ CREATE UNIQUE INDEX api_key_pkey ON public.api_key USING btree (id);
 CREATE INDEX attempt_api_key_id_started_at_idx ON public.attempt USING btree (api_key_id, started_at) INCLUDE (host, outcome, duration_ms);
 CREATE INDEX attempt_callback_id_number_idx ON public.attempt USING btree (callback_id, number);
 CREATE UNIQUE INDEX attempt_pkey ON public.attempt USING btree (id);
+CREATE INDEX attempt_receiver_idx ON public.attempt USING btree (receiver_id, started_at) INCLUDE (outcome, duration_ms) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX batch_api_key_id_created_at_idx ON public.batch USING btree (api_key_id, created_at);
 CREATE UNIQUE INDEX batch_api_key_id_idempotency_key_key ON public.batch USING btree (api_key_id, idempotency_key);
 CREATE INDEX batch_completed_idx ON public.batch USING btree (completed_at) WHERE (completed_at IS NOT NULL);
@@ -187,13 +226,20 @@ CREATE INDEX callback_lease_idx ON public.callback USING btree (lease_expires_at
 CREATE INDEX callback_ordering_idx ON public.callback USING btree (api_key_id, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
 CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, next_attempt_at) WHERE (status = 'pending'::text);
 CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
+CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
 CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
-CREATE INDEX signing_secret_api_key_id_idx ON public.signing_secret USING btree (api_key_id);
+CREATE UNIQUE INDEX receiver_api_key_id_name_key ON public.receiver USING btree (api_key_id, name);
+CREATE INDEX receiver_failing_idx ON public.receiver USING btree (failing_since) WHERE ((failing_since IS NOT NULL) AND (NOT disabled));
+CREATE UNIQUE INDEX receiver_pkey ON public.receiver USING btree (id);
+CREATE UNIQUE INDEX signing_secret_destination_current_key ON public.signing_secret USING btree (api_key_id, destination) WHERE ((expires_at IS NULL) AND (destination IS NOT NULL));
+CREATE INDEX signing_secret_destination_idx ON public.signing_secret USING btree (api_key_id, destination) WHERE (destination IS NOT NULL);
 CREATE UNIQUE INDEX signing_secret_pkey ON public.signing_secret USING btree (id);
+CREATE UNIQUE INDEX signing_secret_receiver_current_key ON public.signing_secret USING btree (receiver_id) WHERE ((expires_at IS NULL) AND (receiver_id IS NOT NULL));
+CREATE INDEX signing_secret_receiver_id_idx ON public.signing_secret USING btree (receiver_id) WHERE (receiver_id IS NOT NULL);
 
 CREATE TRIGGER callback_host_in_flight_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_delete();
 CREATE TRIGGER callback_host_in_flight_update AFTER UPDATE ON public.callback REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_update();

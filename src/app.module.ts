@@ -13,6 +13,7 @@ import { HistoryModule } from './history/history.module.js';
 import { HostsModule } from './hosts/hosts.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RetentionModule } from './retention/retention.module.js';
+import { ReceiversModule } from './receivers/receivers.module.js';
 import { SigningModule } from './signing/signing.module.js';
 
 @Module({})
@@ -30,6 +31,7 @@ export class AppModule {
         HistoryModule,
         HostsModule,
         SigningModule,
+        ReceiversModule,
         DispatchModule,
         HealthModule,
         MetricsModule,

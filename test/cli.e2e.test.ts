@@ -161,4 +161,40 @@ describe('callbacks CLI', () => {
     expect(invalid.stderr).toMatch(/\(400 validation_failed\)/);
     expect((await cli(['--help'])).stdout).toMatch(/^callbacks — /);
   });
+
+  it('should put, list, show, rotate and delete a receiver', async () => {
+    const settings = await batchFile('receiver.json', { headers: { 'x-shop': '42' }, retryDelaysMs: [0] });
+    const put = await cli(['receivers', 'put', 'merchant-42', '--endpoint', `${receiver.url}/m42`, '--description', 'shop 42',
+      '--timeout-ms', '3000', '--file', settings]);
+    expect(put.stderr).toBe('');
+    expect(put.code).toBe(0);
+    expect(put.stdout).toMatch(/^receiver {2}merchant-42 {2}\(shop 42\)$/m);
+    expect(put.stdout).toMatch(/timeout 3000 ms/);
+    expect(put.stdout).toMatch(/x-shop: 42/);
+    const [secret] = /whsec_[A-Za-z0-9+/=]+/.exec(put.stdout)!;
+
+    const list = await cli(['receivers', 'list']);
+    expect(list.stdout).toMatch(/merchant-42\s+http:\/\/127\.0\.0\.1:\d+\/m42\s+enabled\s+shop 42/);
+
+    const disabled = await cli(['receivers', 'put', 'merchant-42', '--disable', '--json']);
+    expect(JSON.parse(disabled.stdout)).toMatchObject({ disabled: true, secrets: [{ secret }] });
+
+    const show = await cli(['receivers', 'show', 'merchant-42', '--since', '1h']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/state {5}disabled: /);
+    expect(show.stdout).toMatch(/0 pending, 0 in flight, 0 held; 0 attempts \(none\)/);
+
+    const rotated = await cli(['receivers', 'rotate', 'merchant-42', '--json']);
+    const secrets = JSON.parse(rotated.stdout).secrets.map((s: { secret: string }) => s.secret);
+    expect(secrets).toHaveLength(2);
+    expect(secrets[1]).toBe(secret);
+
+    const deleted = await cli(['receivers', 'delete', 'merchant-42']);
+    expect(deleted.stdout).toMatch(/deleted receiver merchant-42; 0 pending callback\(s\) cancelled/);
+    const gone = await cli(['receivers', 'show', 'merchant-42']);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/receiver not found/);
+    expect((await cli(['receivers', 'put'])).code).toBe(2);
+    expect((await cli(['receivers', 'put', 'x', '--disable', '--enable'])).code).toBe(2);
+  });
 });

@@ -216,4 +216,83 @@ describe(DashboardController.name, () => {
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-latency.png`, fullPage: true });
     expect(errors).toEqual([]);
   });
+
+  it('should run the actions of someone fixing an endpoint, each after confirmation: retry, batch retry, disable, cancel, enable', async () => {
+    const { page, errors } = browser;
+    const receiverPath = '/v1/receivers/shop-ui';
+    expect((await service.api(receiverPath, { method: 'PUT', json: { url: `${receiver.url}/ui`, description: 'UI shop' } })).status).toBe(201);
+    const { secrets: [{ secret }] } = await service.apiJson(receiverPath);
+    const { id: batchId } = await sendAndWait([
+      { receiver: 'shop-ui', body: { ok: true } },
+      { receiver: 'shop-ui', url: `${receiver.url}/ui-broken?code=500`, maxAttempts: 1, externalId: 'broken-ui' },
+    ], 'fixing');
+    const [failed] = (await service.apiJson(`/v1/callbacks?receiver=shop-ui&status=failed`)).items;
+    const confirm = async (answer: 'yes' | 'no') => {
+      await page.waitForSelector('dialog.confirm[open]');
+      await page.click(`dialog.confirm [data-confirm=${answer}]`);
+      await page.waitForSelector('dialog.confirm', { state: 'detached' });
+    };
+    const attemptsOf = async (id: string) => (await service.apiJson(`/v1/callbacks/${id}`)).attemptCount;
+
+    // A whole batch row is clickable, not only its id.
+    await openLoggedIn('#/');
+    await page.click(`tr[data-batch="${batchId}"] td:nth-child(2)`);
+    await page.waitForSelector('.summary .status.completed');
+    expect(page.url()).toContain(`#/batch/${batchId}`);
+
+    // Retry one failed callback: "Cancel" in the dialog changes nothing, "Retry" sends it again.
+    await openLoggedIn(`#/callback/${failed.id}`);
+    await page.click('[data-action=retry]');
+    await confirm('no');
+    expect(await attemptsOf(failed.id)).toBe(1);
+    await page.click('[data-action=retry]');
+    await confirm('yes');
+    await waitFor(async () => (await attemptsOf(failed.id)) === 2 && (await service.apiJson(`/v1/callbacks/${failed.id}`)).status === 'failed', 10_000);
+
+    // Retry the batch's failed callbacks.
+    await openLoggedIn(`#/batch/${batchId}`);
+    await page.click('[data-action=retry-batch]');
+    await confirm('yes');
+    await page.waitForSelector('text=1 queued again.');
+    await waitFor(async () => (await attemptsOf(failed.id)) === 3, 10_000);
+
+    // The receivers list and page: settings, a masked secret and its reveal button, figures, latency chart.
+    await openLoggedIn('#/receivers');
+    await page.click('tr[data-receiver="shop-ui"] td:nth-child(4)');
+    await page.waitForSelector('#secrets');
+    expect(page.url()).toContain('#/receiver/shop-ui');
+    expect(await page.textContent('#settings')).toContain(`${receiver.url}/ui`);
+    expect(await page.textContent('#secrets code.secret')).not.toContain(secret);
+    expect(await page.content()).not.toContain(secret);
+    await page.click('#secrets [data-action=reveal]');
+    expect(await page.textContent('#secrets code.secret')).toBe(secret);
+    expect(await page.textContent('#figures')).toMatch(/attempts4.*success1.*http_error3/);
+    expect(await page.locator('main svg.chart path').count()).toBe(3);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-receiver.png`, fullPage: true });
+
+    // Disable it: what it gets is held, shown as such, and can be cancelled.
+    await page.click('[data-action=disable]');
+    await confirm('yes');
+    await page.waitForSelector('[data-action=enable]');
+    expect((await service.apiJson(receiverPath)).disabled).toBe(true);
+    const held = await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ receiver: 'shop-ui', body: { n: 1 } }, { receiver: 'shop-ui', body: { n: 2 } }] } });
+    const [first, second] = held.callbacks.map((c: { id: string }) => c.id);
+    await openLoggedIn(`#/callback/${first}`);
+    expect(await page.textContent('#waiting')).toMatch(/receiver shop-ui: disabled/);
+    await page.click('[data-action=cancel]');
+    await confirm('yes');
+    await page.waitForSelector('text=Cancelled.');
+    expect((await service.apiJson(`/v1/callbacks/${first}`)).status).toBe('cancelled');
+
+    // Enable it: the held one goes out.
+    await openLoggedIn('#/receiver/shop-ui');
+    expect(await page.textContent(`tr[data-callback="${second}"]`)).toMatch(/held/);
+    await page.click('[data-action=enable]');
+    await confirm('yes');
+    await page.waitForSelector('[data-action=disable]');
+    await waitFor(async () => (await service.apiJson(`/v1/callbacks/${second}`)).status === 'succeeded', 10_000);
+    expect(receiver.byId(first)).toEqual([]);
+    expect(receiver.byId(second)).toHaveLength(1);
+    expect(errors).toEqual([]);
+  });
 });

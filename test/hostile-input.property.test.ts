@@ -167,14 +167,43 @@ describe(BatchController.name, () => {
     expect([...statuses.keys()].filter((s) => s >= 400).length).toBeGreaterThanOrEqual(3);
   }, TIME_LIMIT_MS + 60_000);
 
+  it('should answer hostile receiver PUTs with 2xx or 4xx only, and store a receiver only when answered 2xx', async () => {
+    const secret = fc.oneof(
+      fc.uint8Array({ minLength: 0, maxLength: 40 }).map((b) => `whsec_${Buffer.from(b).toString('base64')}`),
+      hostileText, fc.constantFrom('whsec_', 'whsec_===', null, 5),
+    );
+    const settings = fc.record({
+      url: fc.oneof(url, fc.constant(null)), description: fc.oneof(printable, hostileText, fc.constant(null), fc.integer()),
+      headers: fc.oneof(headers, fc.constant(null)), timeoutMs: fc.oneof(number, fc.constant(null)), maxAttempts: fc.oneof(number, fc.constant(null)),
+      retryDelaysMs: fc.oneof(fc.array(number, { maxLength: 4 }), number, fc.constant(null)),
+      disabled: fc.oneof(fc.boolean(), fc.constant(null), printable), secret, extra: unknownField,
+    }, { requiredKeys: [] }).map(({ extra, ...r }) => ({ ...r, ...extra }));
+    const name = fc.oneof(fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/), hostileText, fc.constantFrom('..', '%2e%2e', 'a/b', 'x'.repeat(200)));
+    const body = fc.oneof({ weight: 5, arbitrary: settings.map((x) => JSON.stringify(x)) }, { weight: 1, arbitrary: fc.oneof(fc.json(), fc.string({ maxLength: 50 })) });
+    const created = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(name, body, async (n, b) => {
+        const res = await service.api(`/v1/receivers/${encodeURIComponent(n)}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: b });
+        const text = await res.text();
+        expect(res.status < 300 || (res.status >= 400 && res.status < 500), `${res.status} ${text}`).toBe(true);
+        if (res.status === 201) created.add(n);
+      }),
+      { numRuns: 500, interruptAfterTimeLimit: 20_000 },
+    );
+    const { rows } = await db.query('SELECT name FROM receiver');
+    expect(new Set(rows.map((r) => r.name))).toEqual(created);
+    expect(created.size).toBeGreaterThan(0);
+  }, 60_000);
+
   it('should answer hostile ids and query strings on the read routes with 2xx or 4xx only', async () => {
     const segment = fc.oneof(hostileText, fc.uuid(), fc.constantFrom('..', '%00', '%2e%2e', '00000000-0000-0000-0000-000000000000'));
     // Pairs, not a dictionary: repeated keys (?status=a&status=b) arrive as arrays.
-    const name = fc.constantFrom('status', 'cursor', 'limit', 'host', 'since', 'format', 'from', 'to', 'bucket', 'batch', 'status[]', 'limit[0]');
+    const name = fc.constantFrom('status', 'cursor', 'limit', 'host', 'since', 'format', 'from', 'to', 'bucket', 'batch', 'status[]', 'limit[0]',
+      'receiver', 'destination');
     const query = fc.array(fc.tuple(name, fc.oneof(hostileText, fc.integer().map(String), fc.constantFrom('failed', 'json', '1m', '2026-01-01T00:00:00Z'))), { maxLength: 5 });
     const route = fc.constantFrom(
       '/v1/batches/%s', '/v1/batches/%s/callbacks', '/v1/batches/%s/sequence', '/v1/callbacks/%s', '/v1/callbacks', '/v1/batches',
-      '/v1/history/latency', '/v1/hosts', '/v1/hosts/%s', '/v1/signing-secret', '/v1/keys',
+      '/v1/history/latency', '/v1/hosts', '/v1/hosts/%s', '/v1/signing-secret', '/v1/keys', '/v1/receivers', '/v1/receivers/%s',
     );
     await fc.assert(
       fc.asyncProperty(route, segment, query, async (r, id, q) => {

@@ -7,6 +7,7 @@ import { MaintenanceRepository } from '../src/dispatch/maintenance.repository.js
 import { FRONT_SCAN_ROWS } from '../src/dispatch/sql/claim.sql.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
+import { holdReceiverCallbacks } from '../src/receivers/receiver-hold.sql.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService, jsonOf } from './support/service.js';
 
@@ -74,7 +75,7 @@ describe(ClaimRepository.name, () => {
   const outcome = (id: string, row: { apiKeyId: string; host: string; attempts: number }): RecordedOutcome => ({
     callbackId: id, apiKeyId: row.apiKeyId, host: row.host, number: row.attempts + 1, status: 'succeeded', nextAttemptAt: null,
     completedAt: new Date(), startedAt: new Date(), durationMs: 5, dnsMs: 0, connectMs: 0, tlsMs: null, tunnelMs: null, firstByteMs: 4,
-    statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok',
+    statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok', receiverId: null,
   });
 
   it('should never give one row to two concurrent claimers, and leave other states untouched', async () => {
@@ -245,5 +246,56 @@ describe(ClaimRepository.name, () => {
     expect(claimPlan, claimPlan).not.toMatch(/Bitmap Heap Scan on callback|Seq Scan on callback|callback_due_idx/);
     expect(writePlan).toMatch(/Index Scan using callback_pkey on callback/);
     expect(writePlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
+  });
+
+  it('should pass over held rows (a disabled receiver\'s) in the front walk and past it, keeping the due index walks', async () => {
+    await db.query('DELETE FROM batch');
+    const ids = await batchOf(40);
+    const held = ids.filter((_, i) => i % 2 === 0); // every other row, the oldest first
+    const { rows: [{ api_key_id: key }] } = await db.query('SELECT api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    const { rows: [{ id: receiverId }] } = await db.query(
+      `INSERT INTO receiver (id, api_key_id, name, disabled, disabled_at) VALUES (gen_random_uuid(), $1, 'held-test', true, now()) RETURNING id`, [key]);
+    await db.query('UPDATE callback SET receiver_id = $2 WHERE id = ANY($1::uuid[])', [held, receiverId]);
+    const run = (st: Prisma.Sql) => db.query(st.text, st.values);
+    const before = (await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows;
+    await run(holdReceiverCallbacks([receiverId], true));
+    const free = ids.filter((id) => !held.includes(id)).sort();
+    const seen = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
+    const frontPlan = await planOf(seen[0], '(ANALYZE, COSTS OFF, TIMING OFF)');
+    expect(frontPlan).toMatch(/Index Scan using callback_due_idx on callback/);
+    expect(frontPlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback/);
+    // Held rows are due HELD_SHIFT later: the due walk does not even read them.
+    const dueWalk = /CTE due\n([\s\S]*?)\n {2}CTE /.exec(frontPlan)![1];
+    expect(dueWalk).toMatch(/callback_due_idx/);
+    expect(dueWalk).not.toMatch(/Rows Removed by Filter/);
+    expect((await db.query(`SELECT status, count(*)::int AS n FROM callback WHERE held GROUP BY status`)).rows).toEqual([{ status: 'pending', n: 20 }]);
+    // Released, they are due exactly as before, and claimed.
+    await run(holdReceiverCallbacks([receiverId], false));
+    expect((await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows).toEqual(before);
+    expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual([...held].sort());
+    await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE id = ANY($1::uuid[])`, [held]);
+    await run(holdReceiverCallbacks([receiverId], true));
+
+    // Past the front: a host at its cap with more due rows than the front reads, then these 40 again, half held.
+    await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE status = 'in_flight'`);
+    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    await db.query(
+      `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
+       SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.2:9/a', 'http://127.0.0.2:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 hour' + i * interval '1 ms'
+       FROM generate_series(1, $3::int) AS i`,
+      [batchId, keyId, FRONT_SCAN_ROWS + 100],
+    );
+    await db.query(`UPDATE host SET in_flight = 1000 WHERE host = 'http://127.0.0.2:9'`);
+    try {
+      let past: Prisma.Sql[] = [];
+      past = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
+      expect(past).toHaveLength(2);
+      const plan = await planOf(past[1]);
+      expect(plan).toMatch(/callback_pending_host_idx/);
+      expect(plan).not.toMatch(/Seq Scan on callback/);
+    } finally {
+      await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);
+      await db.query('DELETE FROM batch');
+    }
   });
 });

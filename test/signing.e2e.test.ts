@@ -28,7 +28,8 @@ describe(SigningSecretService.name, () => {
   });
 
   async function currentSecrets(key?: string): Promise<string[]> {
-    const res = await service.apiJson('/v1/signing-secret', { key });
+    // Callbacks without a receiver are signed with their key's secret for their destination.
+    const res = await service.apiJson(`/v1/signing-secret?destination=${encodeURIComponent(receiver.url)}`, { key });
     return res.secrets.map((s: { secret: string }) => s.secret);
   }
 
@@ -61,7 +62,7 @@ describe(SigningSecretService.name, () => {
     }
   });
 
-  it('should not verify with another key\'s secret, nor a changed body, id or timestamp', async () => {
+  it('should not verify with another key\'s secret for the same destination, nor a changed body, id or timestamp', async () => {
     const created = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'other tenant' } });
     const [otherSecret] = await currentSecrets(created.key);
     const [secret] = await currentSecrets();
@@ -78,7 +79,7 @@ describe(SigningSecretService.name, () => {
 
   it('should sign with both secrets during the rotation overlap, so old and new verify', async () => {
     const [before] = await currentSecrets();
-    const rotated = await service.apiJson('/v1/signing-secret/rotate', { method: 'POST' });
+    const rotated = await service.apiJson(`/v1/signing-secret/rotate?destination=${encodeURIComponent(receiver.url)}`, { method: 'POST' });
     const [next, old] = rotated.secrets as Array<{ secret: string; expiresAt: string | null }>;
     expect(old.secret).toBe(before);
     expect(next.secret).not.toBe(before);

@@ -111,9 +111,10 @@ describe(ApiKeyGuard.name, () => {
     expect(await theirs.text()).not.toContain(new URL(receiver.url).host);
   });
 
-  it('should give each key its own signing secret', async () => {
-    const a = await service.apiJson('/v1/signing-secret');
-    const b = await service.apiJson('/v1/signing-secret', { key: other.key });
+  it('should give each key its own signing secret for the same destination', async () => {
+    const q = `?destination=${encodeURIComponent(receiver.url)}`;
+    const a = await service.apiJson(`/v1/signing-secret${q}`);
+    const b = await service.apiJson(`/v1/signing-secret${q}`, { key: other.key });
     expect(a.secrets[0].secret).not.toBe(b.secrets[0].secret);
   });
 

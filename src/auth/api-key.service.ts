@@ -2,7 +2,6 @@ import { Injectable, Logger } from '@nestjs/common';
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../config/app.config.js';
 import { uuidv7 } from '../common/uuid.js';
-import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { ApiKeyRepository, ApiKeyRow } from './api-key.repository.js';
 
 /** What a guarded handler knows about its caller. */
@@ -35,7 +34,6 @@ export class ApiKeyService {
   constructor(
     private readonly keys: ApiKeyRepository,
     private readonly config: AppConfig,
-    private readonly signing: SigningSecretService,
   ) {}
 
   /** Creates a key; pass `key` to register a chosen value (BOOTSTRAP_API_KEY). */
@@ -43,9 +41,6 @@ export class ApiKeyService {
     const key = options.key ?? `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
     const prefix = key.slice(0, LOOKUP_CHARS);
     const row = await this.keys.insertKey({ id: uuidv7(), name, prefix, hash: sha256(key).toString('hex'), isAdmin: options.isAdmin ?? false });
-    // Its first signing secret now, so GET /v1/signing-secret answers at once (a
-    // key left without one, by a crash between the two, gets it on first use).
-    await this.signing.ensureSecrets([row.id]);
     return { id: row.id, name: row.name, isAdmin: row.isAdmin, key, prefix };
   }
 

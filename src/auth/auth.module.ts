@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { SigningModule } from '../signing/signing.module.js';
 import { KeyController } from './key.controller.js';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard.js';
@@ -8,7 +7,6 @@ import { ApiKeyService } from './api-key.service.js';
 import { RateLimitService } from './rate-limit.service.js';
 
 @Module({
-  imports: [SigningModule],
   controllers: [KeyController],
   providers: [ApiKeyRepository, ApiKeyService, RateLimitService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
   exports: [ApiKeyService],

@@ -6,6 +6,7 @@ import { PrismaService } from '../database/prisma.service.js';
 import { pgArray } from '../database/pg-array.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
+import { dueAt } from '../receivers/receiver-hold.sql.js';
 
 export interface NewBatch {
   id: string;
@@ -34,6 +35,8 @@ export interface NewCallback {
   orderingKey: string | null;
   /** The accepting request's trace context (tracing on), so attempts join the caller's trace. */
   traceparent: string | null;
+  /** Its receiver (resolved from the name at ingest), or null. */
+  receiverId: string | null;
 }
 
 export interface BatchRow {
@@ -105,6 +108,12 @@ export class BatchRepository {
    * order, whether it was inserted. Not an interactive transaction: that cost four
    * round trips and most of the ingest CPU. Runs past Prisma (ApiDatabase), as a
    * hot-path statement.
+   *
+   * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT
+   * later, see receiver-hold.sql.ts). Its row is read
+   * `FOR SHARE` (`r`), so a concurrent disable or enable (which locks it, then flips
+   * `held` on its unfinished callbacks) either waits for this statement to commit and
+   * then sees its rows, or commits first and is read here as it then is.
    */
   private async insertBatches(items: PendingBatch[]): Promise<boolean[]> {
     const batches = items.map((i) => i.batch);
@@ -113,6 +122,7 @@ export class BatchRepository {
     const batchIds = items.flatMap((i) => i.rows.map(() => i.batch.id));
     const c = (k: Exclude<keyof NewCallback, 'runAt'>) => pgArray(rows.map((r) => r[k]));
     const runAt = pgArray(rows.map((r) => r.runAt?.toISOString() ?? null));
+    const receiverIds = [...new Set(rows.map((r) => r.receiverId).filter((id) => id !== null))];
     const created = await this.db.query<{ id: string }>(Prisma.sql`
       WITH b AS (
         INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total)
@@ -120,19 +130,23 @@ export class BatchRepository {
                              ${b('requestHash')}::text[], ${b('total')}::int[])
         ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
         RETURNING id, api_key_id
+      ), r AS MATERIALIZED (
+        SELECT id, disabled FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) FOR SHARE
       ), c AS (
         INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
-                              max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent)
+                              max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent, receiver_id, held)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
-               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending}, COALESCE(u.run_at, now()),
-               u.priority, u.ordering_key, u.traceparent
+               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending},
+               ${dueAt(Prisma.sql`COALESCE(u.run_at, now())`, Prisma.sql`COALESCE(r.disabled, false)`)},
+               u.priority, u.ordering_key, u.traceparent, u.receiver_id, COALESCE(r.disabled, false)
         FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
                     ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
                     ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[],
-                    ${c('priority')}::smallint[], ${c('orderingKey')}::text[], ${c('traceparent')}::text[])
+                    ${c('priority')}::smallint[], ${c('orderingKey')}::text[], ${c('traceparent')}::text[], ${c('receiverId')}::uuid[])
              AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at,
-                  priority, ordering_key, traceparent)
+                  priority, ordering_key, traceparent, receiver_id)
         JOIN b ON b.id = u.batch_id
+        LEFT JOIN r ON r.id = u.receiver_id
       )
       SELECT id FROM b`);
     const ids = new Set(created.map((r) => r.id));

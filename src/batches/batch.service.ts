@@ -3,8 +3,12 @@ import { createHash } from 'node:crypto';
 import { CALLBACK_STATUSES, priorityRank, type CallbackStatus } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { isForeignKeyViolation } from '../database/database.errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
+import { ReceiverService } from '../receivers/receiver.service.js';
+import type { ReceiverRow } from '../receivers/receiver.repository.js';
+import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { BatchRepository, type BatchRow, type NewCallback } from './batch.repository.js';
 import type { BatchDto, BatchPageDto, BatchStatus, BatchSummaryDto } from './dto/batch.dto.js';
 import type { CallbackInputDto, CreateBatchDto } from './dto/create-batch.dto.js';
@@ -29,6 +33,8 @@ export class BatchService {
   constructor(
     private readonly batches: BatchRepository,
     private readonly config: AppConfig,
+    private readonly receivers: ReceiverService,
+    private readonly signing: SigningSecretService,
   ) {}
 
   /** Validates limits, stores the batch and its callbacks atomically, and wakes the workers. */
@@ -40,7 +46,8 @@ export class BatchService {
       throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 characters');
     }
     const now = Date.now();
-    const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i, traceparent));
+    const receivers = await this.receivers.resolve(apiKeyId, receiverNames(dto));
+    const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i, receivers, traceparent));
     const batch = {
       id: uuidv7(),
       apiKeyId,
@@ -50,7 +57,13 @@ export class BatchService {
       total: rows.length,
     };
     const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
-    const result = await this.batches.insertBatch(batch, rows, dueNow);
+    // Destinations are given their secret before the batch is stored, so the worker never writes one.
+    await this.signing.ensureDestinationSecrets(apiKeyId, destinationsWithoutReceiver(rows));
+    const result = await this.batches.insertBatch(batch, rows, dueNow).catch((error: unknown) => {
+      // A receiver deleted between the name lookup and the insert (the insert reads it FOR SHARE, so only then).
+      if (!isForeignKeyViolation(error, 'callback_receiver_id_fkey')) throw error;
+      throw new AppError('validation_failed', 'a receiver this batch names was deleted while the batch was being stored; nothing was stored');
+    });
     if (!result.inserted) return this.replay(result.existing, batch.requestHash!);
     this.logger.log({ msg: `batch ${batch.id} accepted: ${rows.length} callbacks`, event: 'batch_accepted', batchId: batch.id, callbacks: rows.length, label: batch.label ?? null });
     return {
@@ -79,13 +92,22 @@ export class BatchService {
     };
   }
 
-  private toRow(c: CallbackInputDto, dto: CreateBatchDto, index: number, traceparent: string | null): NewCallback {
+  /** One callback's row; settings resolve callback > batch defaults > receiver > configuration. */
+  private toRow(c: CallbackInputDto, dto: CreateBatchDto, index: number, receivers: ReadonlyMap<string, ReceiverRow>, traceparent: string | null): NewCallback {
     const d = dto.defaults ?? {};
-    const timeoutMs = c.timeoutMs ?? d.timeoutMs ?? this.config.httpTimeoutMs;
+    const name = c.receiver ?? d.receiver;
+    const r = name === undefined ? undefined : receivers.get(name)!;
+    const url = c.url ?? r?.url;
+    if (!url) {
+      throw new AppError('validation_failed', r
+        ? `callbacks[${index}].url is required: receiver ${r.name} has no url`
+        : `callbacks[${index}].url is required (or a receiver with a url)`);
+    }
+    const timeoutMs = c.timeoutMs ?? d.timeoutMs ?? r?.timeoutMs ?? this.config.httpTimeoutMs;
     if (timeoutMs > this.config.httpMaxTimeoutMs) {
       throw new AppError('validation_failed', `callbacks[${index}].timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
     }
-    const headers: Record<string, string> = { ...d.headers, ...c.headers };
+    const headers: Record<string, string> = { ...(r?.headers as Record<string, string> | undefined), ...d.headers, ...c.headers };
     if (Object.keys(headers).length > MAX_HEADERS) {
       throw new AppError('validation_failed', `callbacks[${index}] has more than ${MAX_HEADERS} headers with the batch defaults`);
     }
@@ -105,23 +127,24 @@ export class BatchService {
     if (body !== null && Buffer.byteLength(body) > this.config.maxCallbackBodyBytes) {
       throw new AppError('payload_too_large', `callbacks[${index}].body is larger than ${this.config.maxCallbackBodyBytes} bytes`);
     }
-    const delays = c.retryDelaysMs ?? d.retryDelaysMs;
+    const delays = c.retryDelaysMs ?? d.retryDelaysMs ?? (r?.retryDelaysMs.length ? r.retryDelaysMs : undefined);
     return {
       id: uuidv7(),
       // Lone surrogates become U+FFFD here, as storing them as UTF-8 would make of them, so the answer shows what is stored.
       externalId: c.externalId?.toWellFormed() ?? null,
-      url: c.url.toWellFormed(),
-      host: destinationOf(c.url),
+      url: url.toWellFormed(),
+      host: destinationOf(url),
       method: c.method ?? d.method ?? 'POST',
       headers: JSON.stringify(headers),
       body,
       timeoutMs,
-      maxAttempts: c.maxAttempts ?? d.maxAttempts ?? this.config.defaultMaxAttempts,
+      maxAttempts: c.maxAttempts ?? d.maxAttempts ?? r?.maxAttempts ?? this.config.defaultMaxAttempts,
       retryDelaysMs: delays ? `{${delays.join(',')}}` : null,
       runAt: c.runAt ? new Date(c.runAt) : null,
       priority: priorityRank(c.priority ?? d.priority ?? 'normal'),
       orderingKey: c.orderingKey?.toWellFormed() ?? null,
       traceparent,
+      receiverId: r?.id ?? null,
     };
   }
 
@@ -158,6 +181,20 @@ export class BatchService {
     for (const r of await this.batches.countByStatus(batchIds)) map.get(r.batchId)![r.status] = r.n;
     return map;
   }
+}
+
+/** The receiver names a batch uses (its callbacks' and its defaults'). */
+function receiverNames(dto: CreateBatchDto): Set<string> {
+  const names = new Set<string>();
+  if (dto.defaults?.receiver !== undefined) names.add(dto.defaults.receiver);
+  for (const c of dto.callbacks) if (c.receiver !== undefined) names.add(c.receiver);
+  return names;
+}
+
+function destinationsWithoutReceiver(rows: readonly NewCallback[]): Set<string> {
+  const hosts = new Set<string>();
+  for (const r of rows) if (r.receiverId === null) hosts.add(r.host);
+  return hosts;
 }
 
 export function batchStatus(counts: Counts, completedAt: Date | null): BatchStatus {

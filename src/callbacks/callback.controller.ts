@@ -4,6 +4,7 @@ import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
+import { ReceiverService } from '../receivers/receiver.service.js';
 import { CallbackService } from './callback.service.js';
 import { CallbackDetailDto, CallbackListQueryDto, CallbackPageDto } from './dto/callback.dto.js';
 
@@ -12,12 +13,17 @@ import { CallbackDetailDto, CallbackListQueryDto, CallbackPageDto } from './dto/
 @ApiAuthErrors()
 @Controller('v1/callbacks')
 export class CallbackController {
-  constructor(private readonly callbacks: CallbackService) {}
+  constructor(
+    private readonly callbacks: CallbackService,
+    private readonly receivers: ReceiverService,
+  ) {}
 
   @Get()
   @ApiOkResponse({ type: CallbackPageDto })
-  list(@CurrentKey() key: AuthenticatedKey, @Query() q: CallbackListQueryDto): Promise<CallbackPageDto> {
-    return this.callbacks.listCallbacks(key.id, { status: q.status, host: q.host, since: q.since, after: q.cursor, limit: q.limit });
+  @ApiErrors(404)
+  async list(@CurrentKey() key: AuthenticatedKey, @Query() q: CallbackListQueryDto): Promise<CallbackPageDto> {
+    const receiver = q.receiver ? await this.receivers.require(key.id, q.receiver) : undefined;
+    return this.callbacks.listCallbacks(key.id, { status: q.status, host: q.host, since: q.since, receiverId: receiver?.id, after: q.cursor, limit: q.limit });
   }
 
   @Get(':id')

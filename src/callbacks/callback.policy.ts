@@ -2,7 +2,7 @@ import type { WaitingState } from './callback.repository.js';
 
 /** Why a pending callback is not being sent, first reason first. */
 export interface Waiting {
-  reason: 'not_due' | 'ordering' | 'host_paused' | 'host_at_capacity' | 'rate_limited' | 'key_share';
+  reason: 'receiver_disabled' | 'not_due' | 'ordering' | 'host_paused' | 'host_at_capacity' | 'rate_limited' | 'key_share';
   detail: string;
   /** With `ordering`: the callback it waits for. */
   callbackId?: string;

@@ -8,9 +8,14 @@ import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { hostRoom } from '../hosts/host-room.sql.js';
+import { dueAt } from '../receivers/receiver-hold.sql.js';
+
+/** Whether the callback's receiver (if any) is disabled, inside an UPDATE of callback. */
+const receiverDisabled = Prisma.sql`(callback.receiver_id IS NOT NULL AND COALESCE((SELECT r.disabled FROM receiver r WHERE r.id = callback.receiver_id), false))`;
 
 export interface CallbackFilter {
   batchId?: string;
+  receiverId?: string;
   status?: CallbackStatus;
   host?: string;
   since?: Date;
@@ -31,12 +36,15 @@ export type AttemptRow = Pick<Attempt,
 /** The columns of a callback the status API shows (not its headers, body or lease). */
 export type CallbackStatusRow = Pick<Callback,
   'id' | 'batchId' | 'externalId' | 'url' | 'host' | 'method' | 'status' | 'attempts' | 'maxAttempts' | 'timeoutMs' |
-  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt' | 'priority' | 'orderingKey'>;
+  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt' | 'priority' | 'orderingKey' | 'held'> & {
+  /** Its receiver's name and why it is disabled, if it has one. */
+  receiver: { name: string; disabledReason: string | null } | null;
+};
 const STATUS_COLUMNS = {
   id: true, batchId: true, externalId: true, url: true, host: true, method: true, status: true, attempts: true,
   maxAttempts: true, timeoutMs: true, nextAttemptAt: true, lastStatusCode: true, lastError: true, createdAt: true,
-  completedAt: true, priority: true, orderingKey: true,
-} as const satisfies Record<keyof CallbackStatusRow, true>;
+  completedAt: true, priority: true, orderingKey: true, held: true, receiver: { select: { name: true, disabledReason: true } },
+} as const satisfies Record<keyof CallbackStatusRow, unknown>;
 /** Raw facts behind a pending callback's wait (callback.policy.ts turns them into a reason). */
 export interface WaitingState {
   notDue: boolean;
@@ -89,7 +97,10 @@ export class CallbackRepository {
       SELECT r.i, c.id, c.batch_id AS "batchId", c.external_id AS "externalId", c.url, c.host, c.method,
              c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts", c.status, c.attempts,
              c.next_attempt_at AS "nextAttemptAt", c.last_status_code AS "lastStatusCode", c.last_error AS "lastError",
-             c.created_at AS "createdAt", c.completed_at AS "completedAt", c.priority, c.ordering_key AS "orderingKey",
+             c.created_at AS "createdAt", c.completed_at AS "completedAt", c.priority, c.ordering_key AS "orderingKey", c.held,
+             CASE WHEN c.receiver_id IS NULL THEN NULL
+                  ELSE (SELECT json_build_object('name', rv.name, 'disabledReason', rv.disabled_reason)
+                        FROM receiver rv WHERE rv.id = c.receiver_id) END AS receiver,
              COALESCE((
                SELECT json_agg(json_build_object(
                         'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
@@ -106,6 +117,7 @@ export class CallbackRepository {
 
   /**
    * A page in id (= creation) order. With batchId it is served by the batch index;
+   * with receiverId by callback_receiver_idx;
    * failed or cancelled by callback_unsuccessful_idx; pending by the due index; in
    * flight by the lease index, which the planner takes only when told that a lease is
    * held (as the CHECK callback_lease_in_flight_check makes every in-flight row),
@@ -116,6 +128,7 @@ export class CallbackRepository {
       where: {
         apiKeyId,
         ...(f.batchId && { batchId: f.batchId }),
+        ...(f.receiverId && { receiverId: f.receiverId }),
         ...(f.status && { status: f.status }),
         ...(f.status === 'in_flight' && { leaseExpiresAt: { not: null } }),
         ...(f.host && { host: f.host }),
@@ -164,8 +177,10 @@ export class CallbackRepository {
     const retried = await this.db.transaction(async (tx) => {
       const rows = await tx.query<{ batch_id: string }>(Prisma.sql`
         UPDATE callback
-        SET status = ${STATUS.pending}, next_attempt_at = now(), completed_at = NULL,
-            max_attempts = GREATEST(max_attempts, attempts + 1)
+        SET status = ${STATUS.pending}, next_attempt_at = ${dueAt(Prisma.sql`now()`, receiverDisabled)}, completed_at = NULL,
+            max_attempts = GREATEST(max_attempts, attempts + 1),
+            -- pending again: held while its receiver is disabled
+            held = ${receiverDisabled}
         WHERE api_key_id = ${apiKeyId}::uuid AND status = ANY(${statuses}::text[])
           AND (${where.ids ?? null}::uuid[] IS NULL OR id = ANY(${where.ids ?? null}::uuid[]))
           AND (${where.batchId ?? null}::uuid IS NULL OR batch_id = ${where.batchId ?? null}::uuid)

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
 import { PRIORITIES, type CallbackStatus, type Priority } from '../common/states.js';
-import { waitingReason } from './callback.policy.js';
+import { waitingReason, type Waiting } from './callback.policy.js';
 import type { AttemptDto, CallbackDetailDto, CallbackDto, CallbackPageDto } from './dto/callback.dto.js';
 
 type CallbackRow = CallbackWithAttempts;
@@ -15,7 +15,8 @@ export class CallbackService {
     const row = await this.callbacks.findCallback(apiKeyId, id);
     if (!row) throw notFound('callback');
     const view = { ...toCallbackView(row), attempts: row.attemptRows.map(toAttemptView) };
-    if (row.status !== 'pending') return view;
+    if (row.status !== 'pending' || view.waiting) return view;
+    // Pending, not held: what else it waits for takes a read of its host and ordering key.
     const state = await this.callbacks.waitingState(apiKeyId, id);
     return state ? { ...view, waiting: waitingReason(state) } : view;
   }
@@ -65,12 +66,22 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>): CallbackDto
     orderingKey: c.orderingKey,
     maxAttempts: c.maxAttempts,
     timeoutMs: c.timeoutMs,
-    nextAttemptAt: c.status === 'pending' ? c.nextAttemptAt.toISOString() : null,
+    // A held callback waits for its receiver, not for a time (its stored due time is moved out: receiver-hold.sql.ts).
+    nextAttemptAt: c.status === 'pending' && !c.held ? c.nextAttemptAt.toISOString() : null,
     lastStatusCode: c.lastStatusCode,
     lastError: c.lastError,
+    receiver: c.receiver?.name ?? null,
+    waiting: waitingOf(c),
     createdAt: c.createdAt.toISOString(),
     completedAt: c.completedAt?.toISOString() ?? null,
   };
+}
+
+/** Held by its receiver (disabled): known from the row itself, so lists show it too. */
+function waitingOf(c: Pick<CallbackRow, 'status' | 'held' | 'receiver'>): Waiting | null {
+  if (c.status !== 'pending' || !c.held) return null;
+  const detail = c.receiver?.disabledReason ? `receiver ${c.receiver.name}: ${c.receiver.disabledReason}` : `receiver ${c.receiver?.name ?? '(deleted)'} is disabled`;
+  return { reason: 'receiver_disabled', detail };
 }
 
 export function toAttemptView(a: AttemptRow): AttemptDto {

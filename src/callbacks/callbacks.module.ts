@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
+import { ReceiversModule } from '../receivers/receivers.module.js';
 import { CallbackController } from './callback.controller.js';
 import { CallbackRepository } from './callback.repository.js';
 import { CallbackService } from './callback.service.js';
 
 @Module({
+  imports: [ReceiversModule],
   controllers: [CallbackController],
   providers: [CallbackRepository, CallbackService],
   exports: [CallbackRepository, CallbackService],

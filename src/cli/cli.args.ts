@@ -13,6 +13,15 @@ commands:
   keys create <name> [--admin]      make an API key (shown once)
   keys list                         list keys
   keys revoke <id>                  revoke a key
+  receivers put <name> [--endpoint URL] [--description TEXT] [--timeout-ms N] [--max-attempts N]
+                [--secret whsec_…] [--disable | --enable] [--file settings.json]
+                                    create or update a receiver (--file: the PUT body as JSON;
+                                    the flags override it); prints it with its secrets
+  receivers list                    the key's receivers
+  receivers show <name> [--since 15m]
+                                    settings, secrets, figures (pending, held, outcomes, latency)
+  receivers rotate <name>           a new secret; the old one keeps signing for 24 h
+  receivers delete <name>           delete it; its pending callbacks are cancelled
 
 options:
   --url URL        service address (env CALLBACKS_URL, default http://127.0.0.1:3000)
@@ -34,7 +43,14 @@ export interface CliArgs {
   host?: string;
   bucket?: string;
   sinceMs: number;
+  /** --since was given (else each command's own default). */
+  sinceSet: boolean;
   help: boolean;
+  /** receivers put: the settings flags given. */
+  receiver: {
+    url?: string; description?: string; timeoutMs?: number; maxAttempts?: number; secret?: string;
+    disabled?: boolean; file?: string;
+  };
 }
 
 export class UsageError extends Error {}
@@ -60,6 +76,8 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         url: { type: 'string' }, key: { type: 'string' }, wait: { type: 'boolean' }, 'wait-timeout': { type: 'string' },
         json: { type: 'boolean' }, admin: { type: 'boolean' }, host: { type: 'string' }, bucket: { type: 'string' },
         since: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        endpoint: { type: 'string' }, description: { type: 'string' }, 'timeout-ms': { type: 'string' }, 'max-attempts': { type: 'string' },
+        secret: { type: 'string' }, disable: { type: 'boolean' }, enable: { type: 'boolean' }, file: { type: 'string' },
       },
     });
   } catch (error) {
@@ -71,7 +89,20 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
   if (!/^https?:\/\/[^/]+$/.test(url)) throw new UsageError(`--url must be like http://127.0.0.1:3000 (got ${url})`);
   const waitTimeoutS = Number(v['wait-timeout'] ?? 3600);
   if (!Number.isFinite(waitTimeoutS) || waitTimeoutS <= 0) throw new UsageError('--wait-timeout must be a positive number of seconds');
+  if (v.disable && v.enable) throw new UsageError('--disable and --enable exclude each other');
+  const count = (name: string, raw: string | undefined) => {
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive whole number`);
+    return n;
+  };
+  const receiver = {
+    url: v.endpoint, description: v.description,
+    timeoutMs: count('timeout-ms', v['timeout-ms']), maxAttempts: count('max-attempts', v['max-attempts']),
+    secret: v.secret, disabled: v.disable ? true : v.enable ? false : undefined, file: v.file,
+  };
   return {
+    receiver, sinceSet: v.since !== undefined,
     command, positionals: rest, url, key: v.key ?? env.CALLBACKS_API_KEY, wait: v.wait ?? false, waitTimeoutMs: waitTimeoutS * 1000,
     json: v.json ?? false, admin: v.admin ?? false, host: v.host, bucket: v.bucket,
     sinceMs: parseDuration(v.since ?? '1h'), help: v.help ?? false,

@@ -292,6 +292,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/receivers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["ReceiverController_get"];
+        put: operations["ReceiverController_put"];
+        post?: never;
+        delete: operations["ReceiverController_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/receivers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["ReceiverController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/receivers/{name}/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["ReceiverController_rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -420,6 +468,11 @@ export interface components {
              * @enum {string}
              */
             priority?: "high" | "normal" | "low";
+            /**
+             * @description A receiver of your key (PUT /v1/receivers/{name}): signed with its secrets, its settings below these
+             * @example merchant-42
+             */
+            receiver?: string;
         };
         CallbackInputDto: {
             /**
@@ -442,8 +495,16 @@ export interface components {
              * @enum {string}
              */
             priority?: "high" | "normal" | "low";
-            /** @example https://example.com/hooks/order */
-            url: string;
+            /**
+             * @description A receiver of your key (PUT /v1/receivers/{name}): signed with its secrets, its settings below these
+             * @example merchant-42
+             */
+            receiver?: string;
+            /**
+             * @description Required unless the callback's receiver has a url
+             * @example https://example.com/hooks/order
+             */
+            url?: string;
             /** @description A string is sent as is; any other JSON value is sent as application/json */
             body?: Record<string, never>;
             /** @description Not before this time (ISO-8601) */
@@ -529,6 +590,16 @@ export interface components {
             /** @description First attempt start to last attempt end, ms */
             makespanMs: number | null;
         };
+        WaitingDto: {
+            /** @enum {string} */
+            reason: "receiver_disabled" | "not_due" | "ordering" | "host_paused" | "host_at_capacity" | "rate_limited" | "key_share";
+            detail: string;
+            /**
+             * Format: uuid
+             * @description With `ordering`: the callback it waits for
+             */
+            callbackId?: string;
+        };
         CallbackDto: {
             /** Format: uuid */
             id: string;
@@ -560,6 +631,10 @@ export interface components {
             priority: "high" | "normal" | "low";
             /** @description Callbacks of the key with this ordering key go one at a time, in acceptance order */
             orderingKey: string | null;
+            /** @description The receiver it was sent for, by name */
+            receiver: string | null;
+            /** @description Why a pending callback is not being sent: in lists only a disabled receiver; on GET /v1/callbacks/{id} every reason */
+            waiting: components["schemas"]["WaitingDto"] | null;
         };
         CallbackPageDto: {
             /** @description In creation order */
@@ -601,16 +676,6 @@ export interface components {
             /** @description Start of the response body (capped) */
             responseBody: string | null;
         };
-        WaitingDto: {
-            /** @enum {string} */
-            reason: "not_due" | "ordering" | "host_paused" | "host_at_capacity" | "rate_limited" | "key_share";
-            detail: string;
-            /**
-             * Format: uuid
-             * @description With `ordering`: the callback it waits for
-             */
-            callbackId?: string;
-        };
         CallbackDetailDto: {
             /** Format: uuid */
             id: string;
@@ -642,9 +707,11 @@ export interface components {
             priority: "high" | "normal" | "low";
             /** @description Callbacks of the key with this ordering key go one at a time, in acceptance order */
             orderingKey: string | null;
+            /** @description The receiver it was sent for, by name */
+            receiver: string | null;
+            /** @description Why a pending callback is not being sent: in lists only a disabled receiver; on GET /v1/callbacks/{id} every reason */
+            waiting: components["schemas"]["WaitingDto"] | null;
             attempts: components["schemas"]["AttemptDto"][];
-            /** @description Only on a pending callback */
-            waiting?: components["schemas"]["WaitingDto"];
         };
         TimelineCallDto: {
             /** Format: uuid */
@@ -768,20 +835,135 @@ export interface components {
             /** @description Gone URLs forgotten */
             cleared: number;
         };
-        SigningSecretDto: {
-            /** @description whsec_… (Standard Webhooks) */
+        SecretDto: {
+            /** @example whsec_dGhpcyBpcyBhbiBleGFtcGxlIHNlY3JldCE= */
             secret: string;
-            /** Format: date-time */
             createdAt: string;
-            /**
-             * Format: date-time
-             * @description When a rotated-out secret stops signing
-             */
+            /** @description null while current; else the end of its rotation overlap */
             expiresAt: string | null;
         };
-        SigningSecretsDto: {
-            /** @description Newest first; every one of them signs */
-            secrets: components["schemas"]["SigningSecretDto"][];
+        DestinationSecretsDto: {
+            /** @example https://shop.example:443 */
+            destination: string;
+            secrets: components["schemas"]["SecretDto"][];
+        };
+        PutReceiverDto: {
+            /**
+             * @description Used when a callback naming this receiver gives no url
+             * @example https://shop.example/hooks
+             */
+            url?: string;
+            description?: string;
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Per-call timeout in ms */
+            timeoutMs?: number;
+            /** @description Attempts in all, first included */
+            maxAttempts?: number;
+            /** @description Delays before attempt 2, 3, … in ms; the last repeats */
+            retryDelaysMs?: number[];
+            /** @description true holds its callbacks (pending, not sent, no attempt used) until false */
+            disabled?: boolean;
+            /** @description The receiver's existing key, `whsec_` + base64 of at least 24 bytes; else one is made */
+            secret?: string;
+        };
+        ReceiverWithSecretsDto: {
+            /** @example merchant-42 */
+            name: string;
+            url: string | null;
+            description: string | null;
+            headers: {
+                [key: string]: string;
+            };
+            timeoutMs: number | null;
+            maxAttempts: number | null;
+            /** @description empty: the batch's or the service's schedule */
+            retryDelaysMs: number[];
+            /** @description its callbacks are held while true */
+            disabled: boolean;
+            disabledReason: string | null;
+            disabledAt: string | null;
+            /** @description first failed attempt since its last success */
+            failingSince: string | null;
+            createdAt: string;
+            updatedAt: string;
+            secrets: components["schemas"]["SecretDto"][];
+        };
+        ReceiverDto: {
+            /** @example merchant-42 */
+            name: string;
+            url: string | null;
+            description: string | null;
+            headers: {
+                [key: string]: string;
+            };
+            timeoutMs: number | null;
+            maxAttempts: number | null;
+            /** @description empty: the batch's or the service's schedule */
+            retryDelaysMs: number[];
+            /** @description its callbacks are held while true */
+            disabled: boolean;
+            disabledReason: string | null;
+            disabledAt: string | null;
+            /** @description first failed attempt since its last success */
+            failingSince: string | null;
+            createdAt: string;
+            updatedAt: string;
+        };
+        ReceiverPageDto: {
+            items: components["schemas"]["ReceiverDto"][];
+            /** @description the last name of this page; null on the last page */
+            nextCursor: string | null;
+        };
+        LatencyFiguresDto: {
+            p50: number | null;
+            p90: number | null;
+            p99: number | null;
+        };
+        ReceiverFiguresDto: {
+            since: string;
+            /** @description waiting to be sent */
+            pending: number;
+            inFlight: number;
+            /** @description pending but held: the receiver is disabled */
+            held: number;
+            /** @description attempts since `since` */
+            attempts: number;
+            /** @description attempts by outcome */
+            outcomes: {
+                [key: string]: number;
+            };
+            latency: components["schemas"]["LatencyFiguresDto"];
+        };
+        ReceiverDetailDto: {
+            /** @example merchant-42 */
+            name: string;
+            url: string | null;
+            description: string | null;
+            headers: {
+                [key: string]: string;
+            };
+            timeoutMs: number | null;
+            maxAttempts: number | null;
+            /** @description empty: the batch's or the service's schedule */
+            retryDelaysMs: number[];
+            /** @description its callbacks are held while true */
+            disabled: boolean;
+            disabledReason: string | null;
+            disabledAt: string | null;
+            /** @description first failed attempt since its last success */
+            failingSince: string | null;
+            createdAt: string;
+            updatedAt: string;
+            secrets: components["schemas"]["SecretDto"][];
+            figures: components["schemas"]["ReceiverFiguresDto"];
+        };
+        DeletedReceiverDto: {
+            name: string;
+            deleted: boolean;
+            /** @description its pending and in-flight callbacks, cancelled */
+            cancelledCallbacks: number;
         };
         LiveDto: {
             /** @enum {string} */
@@ -1560,6 +1742,8 @@ export interface operations {
                 since?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                /** @description Only the callbacks of this receiver of your key (404 when there is none) */
+                receiver?: string;
                 limit?: number;
             };
             header?: never;
@@ -1587,6 +1771,15 @@ export interface operations {
             };
             /** @description unauthorized: no key, or an unknown or revoked key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1951,6 +2144,8 @@ export interface operations {
             query?: {
                 /** @description Destination `scheme://host:port`, as in callback.host */
                 host?: string;
+                /** @description Only attempts of this receiver (a name of your key) */
+                receiver?: string;
                 /** @description Only attempts of this batch */
                 batch?: string;
                 /** @description Start of the window (ISO-8601); default: a day before `to` */
@@ -2338,7 +2533,10 @@ export interface operations {
     };
     SigningController_get: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description scheme://host:port */
+                destination: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2350,7 +2548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SigningSecretsDto"];
+                    "application/json": components["schemas"]["DestinationSecretsDto"];
                 };
             };
             /** @description validation_failed (query, path or body) or malformed_json */
@@ -2402,7 +2600,10 @@ export interface operations {
     };
     SigningController_rotate: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description scheme://host:port */
+                destination: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2414,7 +2615,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SigningSecretsDto"];
+                    "application/json": components["schemas"]["DestinationSecretsDto"];
                 };
             };
             /** @description validation_failed (query, path or body) or malformed_json */
@@ -2460,6 +2661,128 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    ReceiverController_get: {
+        parameters: {
+            query?: {
+                since?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverDetailDto"];
+                };
+            };
+        };
+    };
+    ReceiverController_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutReceiverDto"];
+            };
+        };
+        responses: {
+            /** @description updated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverWithSecretsDto"];
+                };
+            };
+            /** @description created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverWithSecretsDto"];
+                };
+            };
+        };
+    };
+    ReceiverController_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedReceiverDto"];
+                };
+            };
+        };
+    };
+    ReceiverController_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverPageDto"];
+                };
+            };
+        };
+    };
+    ReceiverController_rotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverWithSecretsDto"];
                 };
             };
         };

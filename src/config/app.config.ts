@@ -1,4 +1,4 @@
-import { IsArray, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
+import { IsArray, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 import { IsCidrList } from '../common/validators.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -107,6 +107,11 @@ export class AppConfig {
   /** RETENTION_PURGE_INTERVAL_MS: how often a worker looks for rows to purge (600000 ms = 10 min). */
   @IsInt() @Min(100) retentionPurgeIntervalMs = 600_000;
 
+  /** RECEIVER_DISABLE_AFTER_HOURS: a receiver whose every attempt failed for this long is disabled, its callbacks held (120 h; 0 = never; fractions allowed). */
+  @IsNumber() @Min(0) receiverDisableAfterHours = 120;
+  /** RECEIVER_CHECK_INTERVAL_MS: how often the maintenance leader looks for receivers to disable (60000 ms). */
+  @IsInt() @Min(100) receiverCheckIntervalMs = 60_000;
+
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
   @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
   /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
@@ -127,6 +132,7 @@ export class AppConfig {
 
 type Parser = (raw: string) => unknown;
 const int: Parser = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN);
+const num: Parser = (raw) => (/^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN);
 const str: Parser = (raw) => raw;
 const list: Parser = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
 const intList: Parser = (raw) => (list(raw) as string[]).map((s) => int(s));
@@ -173,6 +179,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RETENTION_PURGE_BATCH: ['retentionPurgeBatch', int],
   RETENTION_PURGE_PAUSE_MS: ['retentionPurgePauseMs', int],
   RETENTION_PURGE_INTERVAL_MS: ['retentionPurgeIntervalMs', int],
+  RECEIVER_DISABLE_AFTER_HOURS: ['receiverDisableAfterHours', num],
+  RECEIVER_CHECK_INTERVAL_MS: ['receiverCheckIntervalMs', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
   MAX_REQUEST_BYTES: ['maxRequestBytes', int],

@@ -17,3 +17,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** Whether `error` is Postgres refusing a row for the foreign key `constraint` (SQLSTATE 23503). */
+export function isForeignKeyViolation(error: unknown, constraint: string): boolean {
+  for (let e = error as { code?: unknown; constraint?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === '23503' && e.constraint === constraint) return true;
+  }
+  return false;
+}

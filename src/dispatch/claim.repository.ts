@@ -25,6 +25,8 @@ export interface ClaimedCallback {
   priority: number;
   /** Trace context of the API request that accepted it (only while tracing was on). */
   traceparent?: string | null;
+  /** Its receiver, whose secrets sign it; null: signed with its key's secret for its destination. */
+  receiverId: string | null;
 }
 
 export interface ClaimOptions {

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { completeBatches, openBatchesWithNothingLeft } from '../batches/batch-completion.sql.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
+import { holdReceiverCallbacks } from '../receivers/receiver-hold.sql.js';
 import { reapExpiredLeases } from './sql/lease.sql.js';
+import { disableFailingReceivers } from './sql/receiver.sql.js';
 import { nowSql } from './sql/time.sql.js';
 
 /** The maintenance leader's statements on the dispatch pool. */
@@ -19,5 +21,14 @@ export class MaintenanceRepository {
     const open = await this.db.query<{ id: string }>(openBatchesWithNothingLeft(limit));
     if (open.length === 0) return [];
     return this.db.query(completeBatches(open.map((b) => b.id)));
+  }
+
+  /** Disables receivers failing for `hours` and holds their callbacks, in one transaction; returns them. */
+  disableFailingReceivers(hours: number, reason: string): Promise<Array<{ id: string; apiKeyId: string; name: string; failingSince: Date }>> {
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<{ id: string; apiKeyId: string; name: string; failingSince: Date }>(disableFailingReceivers(hours, reason));
+      if (rows.length > 0) await tx.execute(holdReceiverCallbacks(rows.map((r) => r.id), true));
+      return rows;
+    });
   }
 }

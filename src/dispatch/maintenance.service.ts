@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { RetentionService } from '../retention/retention.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { logBatchesCompleted } from './completer.service.js';
@@ -25,7 +26,10 @@ interface Task {
  * - batch sweep (DISPATCH_POLL_MS): stamps batches whose last write-back died before
  *   the stamp;
  * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): purges
- *   finished callbacks and empty batches past the retention window.
+ *   finished callbacks and empty batches past the retention window;
+ * - receiver auto-disable (RECEIVER_CHECK_INTERVAL_MS, off when
+ *   RECEIVER_DISABLE_AFTER_HOURS is 0): disables receivers whose every attempt failed
+ *   for that long, holding their callbacks until someone enables them again.
  * A worker that does not lead tries to take the lead at each reaper interval, so a
  * dead leader is replaced within one. Each worker's own in-memory duties (handing
  * back rows that waited too long) stay with its producer.
@@ -44,6 +48,7 @@ export class MaintenanceService {
     private readonly retention: RetentionService,
     private readonly producer: ProducerService,
     private readonly status: WorkerStatus,
+    private readonly metrics: MetricsService,
   ) {}
 
   private tasks(): Task[] {
@@ -53,6 +58,9 @@ export class MaintenanceService {
     ];
     if (this.config.retentionHours > 0) {
       tasks.push({ name: 'retention', everyMs: this.config.retentionPurgeIntervalMs, run: async () => void (await this.retention.purge()) });
+    }
+    if (this.config.receiverDisableAfterHours > 0) {
+      tasks.push({ name: 'receiver auto-disable', everyMs: this.config.receiverCheckIntervalMs, run: () => this.disableFailingReceivers() });
     }
     return tasks;
   }
@@ -101,6 +109,15 @@ export class MaintenanceService {
 
   private async sweep(): Promise<void> {
     logBatchesCompleted(this.logger, await this.repo.sweepCompletedBatches(SWEEP_BATCHES));
+  }
+
+  private async disableFailingReceivers(): Promise<void> {
+    const hours = this.config.receiverDisableAfterHours;
+    const reason = `every attempt failed for ${hours} h (RECEIVER_DISABLE_AFTER_HOURS); its callbacks are held until it is enabled`;
+    for (const r of await this.repo.disableFailingReceivers(hours, reason)) {
+      this.metrics.receiverAutoDisabled();
+      this.logger.warn({ msg: `receiver ${r.name} disabled: every attempt failed since ${r.failingSince.toISOString()}`, event: 'receiver_disabled', receiver: r.name, apiKeyId: r.apiKeyId });
+    }
   }
 
   /** Logged at most every 5 s: an outage must not flood the log. */

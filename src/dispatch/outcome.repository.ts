@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { completeBatches } from '../batches/batch-completion.sql.js';
 import type { CallbackStatus, Outcome } from '../common/states.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
-import { recordOutcomes, releaseClaims } from './sql/outcome.sql.js';
+import { receiverHealth } from './receiver-health.policy.js';
+import { recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -25,6 +26,7 @@ export interface RecordedOutcome {
   error: string | null;
   responseHeaders: Record<string, string> | null;
   responseBody: string | null;
+  receiverId: string | null;
 }
 
 /** The completer's statements (sql/outcome.sql.ts, batch-completion.sql.ts) on the dispatch pool. */
@@ -35,7 +37,10 @@ export class OutcomeRepository {
   /** Writes outcomes of rows still leased to `owner`; returns the callback ids that landed. */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
     const landed = await this.db.query<{ id: string }>(recordOutcomes(owner, rows));
-    return landed.map((r) => r.id);
+    const ids = landed.map((r) => r.id);
+    const health = receiverHealth(rows, new Set(ids));
+    if (health.length > 0) await this.db.execute(recordReceiverHealth(health));
+    return ids;
   }
 
   /** Hands rows still leased to `owner` back untouched; returns how many moved. */
@@ -50,3 +55,4 @@ export class OutcomeRepository {
     return this.db.query(completeBatches(batchIds));
   }
 }
+

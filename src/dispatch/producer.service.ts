@@ -11,7 +11,7 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { HostQueues } from './host-limits/host.queues.js';
 
-/** A claimed callback with the signing secrets of its key, looked up once per claim. */
+/** A claimed callback with its signing secrets (its receiver's, or its destination's), looked up once per claim. */
 export type QueuedCallback = ClaimedCallback & { secrets: readonly string[] };
 
 /**
@@ -76,7 +76,7 @@ export class ProducerService {
   async warmUp(): Promise<void> {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
     await this.claims.nextDueAt();
-    await this.signing.secretsFor([uuidv7()]); // an id no key has
+    await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
   }
 
   async start(): Promise<void> {
@@ -173,9 +173,9 @@ export class ProducerService {
   /** Queues claimed rows; false once shutdown began (the claim then stops). */
   private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
     // Secrets are looked up once per claim, before anything starts, so each send stays synchronous to build.
-    const secrets = await this.signing.secretsFor([...new Set(rows.map((r) => r.apiKeyId))]);
+    const secrets = await this.signing.secretsFor(rows);
     const now = Date.now();
-    for (const row of rows) this.queues.push(Object.assign(row, { secrets: secrets.get(row.apiKeyId) ?? [] }), now);
+    for (const row of rows) this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row) }), now);
     // Claimed while shutdown began: they wait, and shutdown hands them back.
     if (this.status.state !== 'running') return false;
     this.queuedListeners.forEach((l) => l());

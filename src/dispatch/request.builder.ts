@@ -53,5 +53,6 @@ export function toRecordedOutcome(row: ClaimedCallback, result: CallResult, conf
     error: result.error ?? null,
     responseHeaders: result.responseHeaders ?? null,
     responseBody: result.responseBody ?? null,
+    receiverId: row.receiverId,
   };
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { optionalDestinationParam } from '../common/params.js';
+import { ReceiverService } from '../receivers/receiver.service.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from './dto/latency.dto.js';
 import { resolveLatencyWindow } from './latency.policy.js';
 import { LatencyRepository } from './latency.repository.js';
@@ -8,7 +9,10 @@ const ms = (v: number) => Math.round(v * 1000) / 1000;
 
 @Injectable()
 export class LatencyService {
-  constructor(private readonly repo: LatencyRepository) {}
+  constructor(
+    private readonly repo: LatencyRepository,
+    private readonly receivers: ReceiverService,
+  ) {}
 
   /** The key's latency history: per bucket the count, successes, failures and duration percentiles. */
   async latencyHistory(apiKeyId: string, q: LatencyQueryDto): Promise<LatencyHistoryDto> {
@@ -16,7 +20,10 @@ export class LatencyService {
       { from: q.from ? new Date(q.from) : undefined, to: q.to ? new Date(q.to) : undefined, bucket: q.bucket },
       new Date(),
     );
-    const rows = await this.repo.bucketStats({ apiKeyId, ...window, host: optionalDestinationParam('host', q.host), batchId: q.batch?.toLowerCase() });
+    const receiver = q.receiver === undefined ? undefined : await this.receivers.require(apiKeyId, q.receiver);
+    const rows = await this.repo.bucketStats({
+      apiKeyId, ...window, host: optionalDestinationParam('host', q.host), batchId: q.batch?.toLowerCase(), receiverId: receiver?.id,
+    });
     return {
       bucket: window.bucket,
       from: window.from.toISOString(),

@@ -35,6 +35,9 @@ export class MetricsService {
   private readonly writtenRows = new Counter({
     name: 'dispatch_written_rows_total', help: 'Attempt outcomes written back by this worker', registers: [this.registry],
   });
+  private readonly receiversDisabled = new Counter({
+    name: 'receivers_auto_disabled_total', help: 'Receivers the service disabled because every attempt failed for RECEIVER_DISABLE_AFTER_HOURS', registers: [this.registry],
+  });
   private readonly httpSeconds = new Histogram({
     name: 'http_request_duration_seconds', help: 'API requests by method, route pattern and status',
     labelNames: ['method', 'route', 'status'], buckets: SQL_BUCKETS, registers: [this.registry],
@@ -68,6 +71,10 @@ export class MetricsService {
   }
 
   /** A write-back statement of `rows` outcomes landed after `ms`. */
+  receiverAutoDisabled(): void {
+    this.receiversDisabled.inc();
+  }
+
   writeBackDone(rows: number, ms: number): void {
     this.writeBackSeconds.observe(ms / 1000);
     this.writtenRows.inc(rows);

@@ -1,56 +1,86 @@
 import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
-import { PrismaService } from '../database/prisma.service.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 export interface SecretRow {
   id: string;
   apiKeyId: string;
+  receiverId: string | null;
+  destination: string | null;
   secret: string;
   createdAt: Date;
   expiresAt: Date | null;
 }
 
+/** Whose secrets: a receiver's, or those of one destination (`scheme://host:port`) of a key. */
+export type SecretOwner = { receiverId: string } | { apiKeyId: string; destination: string };
+
+const COLUMNS = Prisma.sql`id, api_key_id AS "apiKeyId", receiver_id AS "receiverId", destination, secret,
+  created_at AS "createdAt", expires_at AS "expiresAt"`;
+const LIVE = Prisma.sql`(expires_at IS NULL OR expires_at > now())`;
+
+const ownedBy = (o: SecretOwner) => ('receiverId' in o
+  ? Prisma.sql`receiver_id = ${o.receiverId}::uuid`
+  : Prisma.sql`api_key_id = ${o.apiKeyId}::uuid AND destination = ${o.destination}`);
+
 @Injectable()
 export class SigningSecretRepository {
-  constructor(
-    private readonly prisma: PrismaService,
-    private readonly db: ApiDatabase,
-  ) {}
+  constructor(private readonly db: ApiDatabase) {}
 
-  /** Secrets that still sign: the current one (no expiry) and any in their overlap period. */
-  findLiveSecrets(apiKeyIds: string[], now = new Date()): Promise<SecretRow[]> {
-    return this.prisma.signingSecret.findMany({
-      where: { apiKeyId: { in: apiKeyIds }, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
-      orderBy: { createdAt: 'desc' },
-    });
+  /**
+   * Secrets that still sign (the current one and any in its overlap period) of these
+   * receivers and these (key, destination) pairs, newest first, in one statement:
+   * `signing_secret_receiver_id_idx` for the first, `signing_secret_destination_idx`
+   * for the second. Reads, locks nothing.
+   */
+  findLiveSecrets(receiverIds: string[], destinations: Array<{ apiKeyId: string; destination: string }>): Promise<SecretRow[]> {
+    return this.db.query<SecretRow>(Prisma.sql`
+      SELECT ${COLUMNS} FROM signing_secret
+      WHERE receiver_id = ANY(${receiverIds}::uuid[]) AND ${LIVE}
+      UNION ALL
+      SELECT ${COLUMNS} FROM signing_secret
+      WHERE (api_key_id, destination) IN (
+              SELECT * FROM unnest(${destinations.map((d) => d.apiKeyId)}::uuid[], ${destinations.map((d) => d.destination)}::text[]))
+        AND ${LIVE}
+      ORDER BY "createdAt" DESC, id DESC`);
+  }
+
+  /** The live secrets of one owner, newest first. */
+  findSecretsOf(owner: SecretOwner): Promise<SecretRow[]> {
+    return this.db.query<SecretRow>(Prisma.sql`
+      SELECT ${COLUMNS} FROM signing_secret WHERE ${ownedBy(owner)} AND ${LIVE} ORDER BY created_at DESC, id DESC`);
   }
 
   /**
-   * A current secret for each existing key that has none (a key's first), in one statement;
-   * returns those inserted. Two callers at once may both insert one: harmless, the
-   * newest signs and the other keeps verifying until rotated away.
+   * A current secret for each (key, destination) that has none, in one statement;
+   * `ON CONFLICT DO NOTHING` on `signing_secret_destination_current_key`, so two
+   * callers at once make one (the second waits for the first to commit, then skips).
+   * Locks only the new rows (and, on a conflict, that index entry).
    */
-  insertFirstSecrets(rows: Array<{ apiKeyId: string; id: string; secret: string }>): Promise<SecretRow[]> {
-    if (rows.length === 0) return Promise.resolve([]);
-    return this.db.query<SecretRow>(Prisma.sql`
-      INSERT INTO signing_secret (id, api_key_id, secret)
-      SELECT n.id, n.api_key_id, n.secret
-      FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.apiKeyId)}::uuid[], ${rows.map((r) => r.secret)}::text[])
-           AS n(id, api_key_id, secret)
-      JOIN api_key k ON k.id = n.api_key_id
-      WHERE NOT EXISTS (SELECT 1 FROM signing_secret s WHERE s.api_key_id = n.api_key_id AND s.expires_at IS NULL)
-      RETURNING id, api_key_id AS "apiKeyId", secret, created_at AS "createdAt", expires_at AS "expiresAt"`);
+  async insertDestinationSecrets(rows: Array<{ id: string; apiKeyId: string; destination: string; secret: string }>): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.execute(Prisma.sql`
+      INSERT INTO signing_secret (id, api_key_id, destination, secret)
+      SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.apiKeyId)}::uuid[],
+                           ${rows.map((r) => r.destination)}::text[], ${rows.map((r) => r.secret)}::text[])
+      ON CONFLICT (api_key_id, destination) WHERE expires_at IS NULL AND destination IS NOT NULL DO NOTHING`);
   }
 
-  /** Ends the current secret after `overlapMs` and adds `next` as current, atomically. */
-  async rotateSecret(apiKeyId: string, next: { id: string; secret: string }, overlapMs: number): Promise<void> {
-    await this.prisma.$transaction([
-      this.prisma.signingSecret.updateMany({
-        where: { apiKeyId, expiresAt: null },
-        data: { expiresAt: new Date(Date.now() + overlapMs) },
-      }),
-      this.prisma.signingSecret.create({ data: { ...next, apiKeyId } }),
-    ]);
+  /**
+   * Ends the owner's current secret after `overlapMs` and makes `next` current, in one
+   * transaction (the unique current-secret index holds at its end). Locks the owner's
+   * current secret row.
+   */
+  async rotateSecret(apiKeyId: string, owner: SecretOwner, next: { id: string; secret: string }, overlapMs: number): Promise<void> {
+    const receiverId = 'receiverId' in owner ? owner.receiverId : null;
+    const destination = 'destination' in owner ? owner.destination : null;
+    await this.db.transaction(async (tx) => {
+      await tx.execute(Prisma.sql`
+        UPDATE signing_secret SET expires_at = now() + ${overlapMs}::int * interval '1 millisecond'
+        WHERE ${ownedBy(owner)} AND expires_at IS NULL`);
+      await tx.execute(Prisma.sql`
+        INSERT INTO signing_secret (id, api_key_id, receiver_id, destination, secret)
+        VALUES (${next.id}::uuid, ${apiKeyId}::uuid, ${receiverId}::uuid, ${destination}, ${next.secret})`);
+    });
   }
 }

@@ -1,59 +1,129 @@
 import { Injectable } from '@nestjs/common';
 import { uuidv7 } from '../common/uuid.js';
-import type { SigningSecretsDto } from './dto/signing-secret.dto.js';
 import { newSigningSecret } from './signature.js';
-import { SigningSecretRepository, type SecretRow } from './signing-secret.repository.js';
+import { SigningSecretRepository, type SecretOwner, type SecretRow } from './signing-secret.repository.js';
 
 /** How long the old secret keeps signing after a rotation (24 h). */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 /** The worker re-reads secrets this often, so a rotation shows within seconds. */
 const CACHE_MS = 5_000;
+/** Cached secret sets past which expired ones are dropped (one per receiver or destination in use). */
+const CACHE_MAX = 50_000;
+/** (key, destination) pairs an API process remembers as having a secret; past it the set starts afresh. */
+const KNOWN_DESTINATIONS_MAX = 100_000;
+
+/** What a callback is signed with: its receiver's secrets, or else its key's secrets for its destination. */
+export interface SigningRef {
+  receiverId: string | null;
+  apiKeyId: string;
+  host: string;
+}
+
+const refKey = (r: SigningRef) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.host}`);
+const rowKey = (r: SecretRow) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.destination}`);
+
+/** The secrets of one claim's callbacks, looked up together (SigningSecretService.secretsFor). */
+export class SecretLookup {
+  constructor(private readonly byKey: ReadonlyMap<string, readonly string[]>) {}
+
+  /** The secrets to sign this callback with (newest first); never another receiver's or destination's. */
+  secretsOf(ref: SigningRef): readonly string[] {
+    return this.byKey.get(refKey(ref)) ?? [];
+  }
+}
+
+export function toSecretsView(rows: SecretRow[]) {
+  return rows.map((r) => ({ secret: r.secret, createdAt: r.createdAt.toISOString(), expiresAt: r.expiresAt?.toISOString() ?? null }));
+}
 
 @Injectable()
 export class SigningSecretService {
   private readonly cache = new Map<string, { secrets: string[]; until: number }>();
+  private readonly knownDestinations = new Set<string>();
 
   constructor(private readonly secrets: SigningSecretRepository) {}
 
-  /** The secrets to sign with for each key (newest first), cached briefly. */
-  async secretsFor(apiKeyIds: Iterable<string>): Promise<Map<string, string[]>> {
+  /**
+   * The secrets for these callbacks, by receiver or (key, destination), cached
+   * briefly: one statement for whatever the cache lacks. A destination without a
+   * secret (callbacks stored before secrets were per destination) gets one here,
+   * in one more statement; the ingest makes them, so this is rare.
+   */
+  async secretsFor(refs: Iterable<SigningRef>): Promise<SecretLookup> {
     const now = Date.now();
-    const result = new Map<string, string[]>();
-    const missing: string[] = [];
-    for (const id of new Set(apiKeyIds)) {
-      const hit = this.cache.get(id);
-      if (hit && hit.until > now) result.set(id, hit.secrets);
-      else missing.push(id);
+    const byKey = new Map<string, string[]>();
+    const missing = new Map<string, SigningRef>();
+    for (const ref of refs) {
+      const key = refKey(ref);
+      if (byKey.has(key) || missing.has(key)) continue;
+      const hit = this.cache.get(key);
+      if (hit && hit.until > now) byKey.set(key, hit.secrets);
+      else missing.set(key, ref);
     }
-    if (missing.length > 0) {
-      let rows = await this.secrets.findLiveSecrets(missing);
-      const without = missing.filter((id) => !rows.some((r) => r.apiKeyId === id));
-      if (without.length > 0) rows = rows.concat(await this.ensureSecrets(without));
-      for (const id of missing) {
-        const secrets = rows.filter((r) => r.apiKeyId === id).map((r) => r.secret);
-        this.cache.set(id, { secrets, until: now + CACHE_MS });
-        result.set(id, secrets);
+    if (missing.size > 0) {
+      let rows = await this.findLive([...missing.values()]);
+      const found = new Set(rows.map(rowKey));
+      const without = [...missing.values()].filter((r) => !r.receiverId && !found.has(refKey(r)));
+      if (without.length > 0) {
+        await this.makeDestinationSecrets(without.map((r) => ({ apiKeyId: r.apiKeyId, destination: r.host })));
+        rows = rows.concat(await this.findLive(without));
       }
+      for (const key of missing.keys()) byKey.set(key, []);
+      for (const row of rows) byKey.get(rowKey(row))?.push(row.secret);
+      if (this.cache.size + missing.size > CACHE_MAX) for (const [key, hit] of this.cache) if (hit.until <= now) this.cache.delete(key);
+      for (const key of missing.keys()) this.cache.set(key, { secrets: byKey.get(key)!, until: now + CACHE_MS });
     }
-    return result;
+    return new SecretLookup(byKey);
   }
 
-  /** Gives each of these keys a current secret if it has none; returns the secrets made. */
-  async ensureSecrets(apiKeyIds: string[]): Promise<SecretRow[]> {
-    return this.secrets.insertFirstSecrets(apiKeyIds.map((apiKeyId) => ({ apiKeyId, id: uuidv7(), secret: newSigningSecret() })));
+  /**
+   * Gives each destination of these callbacks (without a receiver) a secret of its
+   * key, if it has none: called at ingest before the 202, so the worker never has to.
+   * Pairs this process already made or saw cost nothing.
+   */
+  async ensureDestinationSecrets(apiKeyId: string, destinations: Iterable<string>): Promise<void> {
+    const unknown = [...new Set(destinations)].filter((d) => !this.knownDestinations.has(`${apiKeyId} ${d}`));
+    if (unknown.length === 0) return;
+    await this.makeDestinationSecrets(unknown.map((destination) => ({ apiKeyId, destination })));
+    if (this.knownDestinations.size + unknown.length > KNOWN_DESTINATIONS_MAX) this.knownDestinations.clear();
+    for (const d of unknown) this.knownDestinations.add(`${apiKeyId} ${d}`);
   }
 
-  async describe(apiKeyId: string): Promise<SigningSecretsDto> {
-    let rows = await this.secrets.findLiveSecrets([apiKeyId]);
-    if (rows.length === 0) rows = await this.ensureSecrets([apiKeyId]);
-    return {
-      secrets: rows.map((r) => ({ secret: r.secret, createdAt: r.createdAt.toISOString(), expiresAt: r.expiresAt?.toISOString() ?? null })),
-    };
+  /** A destination's secrets (made on first use), newest first. */
+  async describeDestination(apiKeyId: string, destination: string) {
+    await this.ensureDestinationSecrets(apiKeyId, [destination]);
+    return { destination, secrets: toSecretsView(await this.secrets.findSecretsOf({ apiKeyId, destination })) };
   }
 
-  async rotate(apiKeyId: string): Promise<SigningSecretsDto> {
-    await this.secrets.rotateSecret(apiKeyId, { id: uuidv7(), secret: newSigningSecret() }, ROTATION_OVERLAP_MS);
-    this.cache.delete(apiKeyId);
-    return this.describe(apiKeyId);
+  async rotateDestination(apiKeyId: string, destination: string) {
+    await this.ensureDestinationSecrets(apiKeyId, [destination]);
+    await this.rotate(apiKeyId, { apiKeyId, destination }, newSigningSecret());
+    return this.describeDestination(apiKeyId, destination);
+  }
+
+  /** A receiver's secrets, newest first. */
+  async secretsOfReceiver(receiverId: string) {
+    return toSecretsView(await this.secrets.findSecretsOf({ receiverId }));
+  }
+
+  /** Starts signing with `secret` (default: a new one); the current one keeps signing for 24 h beside it. */
+  async rotateReceiver(apiKeyId: string, receiverId: string, secret = newSigningSecret()) {
+    await this.rotate(apiKeyId, { receiverId }, secret);
+    return this.secretsOfReceiver(receiverId);
+  }
+
+  private async rotate(apiKeyId: string, owner: SecretOwner, secret: string): Promise<void> {
+    await this.secrets.rotateSecret(apiKeyId, owner, { id: uuidv7(), secret }, ROTATION_OVERLAP_MS);
+    this.cache.delete('receiverId' in owner ? `r ${owner.receiverId}` : `d ${owner.apiKeyId} ${owner.destination}`);
+  }
+
+  private findLive(refs: SigningRef[]): Promise<SecretRow[]> {
+    const receiverIds = refs.filter((r) => r.receiverId).map((r) => r.receiverId!);
+    const destinations = refs.filter((r) => !r.receiverId).map((r) => ({ apiKeyId: r.apiKeyId, destination: r.host }));
+    return this.secrets.findLiveSecrets(receiverIds, destinations);
+  }
+
+  private makeDestinationSecrets(pairs: Array<{ apiKeyId: string; destination: string }>): Promise<void> {
+    return this.secrets.insertDestinationSecrets(pairs.map((p) => ({ ...p, id: uuidv7(), secret: newSigningSecret() })));
   }
 }

@@ -1,10 +1,20 @@
-import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { AppError } from '../common/app.error.js';
+import { destinationParam } from '../common/params.js';
+import { DestinationSecretsDto } from './dto/secrets.dto.js';
 import { ApiAuthErrors } from '../common/error.dto.js';
-import { SigningSecretsDto } from './dto/signing-secret.dto.js';
 import { SigningSecretService } from './signing-secret.service.js';
+
+/** `?destination=` is required: a key has one secret per destination, none of its own. */
+function destinationOf(raw: unknown): string {
+  if (raw === undefined || raw === '' || typeof raw !== 'string') {
+    throw new AppError('validation_failed', 'destination is required: the scheme://host:port whose secret you want, like https://shop.example:443 (callbacks with a receiver use the receiver\'s secret: /v1/receivers/{name})');
+  }
+  return destinationParam('destination', raw);
+}
 
 @ApiTags('signing')
 @ApiBearerAuth()
@@ -13,18 +23,20 @@ import { SigningSecretService } from './signing-secret.service.js';
 export class SigningController {
   constructor(private readonly secrets: SigningSecretService) {}
 
-  /** The secrets your receivers verify `webhook-signature` with (newest first). */
+  /** The secrets a destination verifies `webhook-signature` of callbacks without a receiver with (newest first; made on first use). */
   @Get()
-  @ApiOkResponse({ type: SigningSecretsDto })
-  get(@CurrentKey() key: AuthenticatedKey): Promise<SigningSecretsDto> {
-    return this.secrets.describe(key.id);
+  @ApiQuery({ name: 'destination', required: true, description: 'scheme://host:port' })
+  @ApiOkResponse({ type: DestinationSecretsDto })
+  get(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string): Promise<DestinationSecretsDto> {
+    return this.secrets.describeDestination(key.id, destinationOf(destination));
   }
 
-  /** Starts signing with a new secret; the old one also signs for 24 h. */
+  /** Starts signing that destination's callbacks with a new secret; the old one also signs for 24 h. */
   @Post('rotate')
   @HttpCode(200)
-  @ApiOkResponse({ type: SigningSecretsDto })
-  rotate(@CurrentKey() key: AuthenticatedKey): Promise<SigningSecretsDto> {
-    return this.secrets.rotate(key.id);
+  @ApiQuery({ name: 'destination', required: true, description: 'scheme://host:port' })
+  @ApiOkResponse({ type: DestinationSecretsDto })
+  rotate(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string): Promise<DestinationSecretsDto> {
+    return this.secrets.rotateDestination(key.id, destinationOf(destination));
   }
 }

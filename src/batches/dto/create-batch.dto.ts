@@ -37,11 +37,13 @@ export class CallbackDefaultsDto {
 
   @ApiPropertyOptional({ enum: PRIORITIES, default: 'normal', description: "Within the key's share: due high callbacks go before normal, normal before low (low still moves)" })
   @IsOptional() @IsIn(PRIORITIES) priority?: Priority;
+  @ApiPropertyOptional({ example: 'merchant-42', description: 'A receiver of your key (PUT /v1/receivers/{name}): signed with its secrets, its settings below these' })
+  @IsOptional() @MaxLength(128) @IsString() receiver?: string;
 }
 
 export class CallbackInputDto extends CallbackDefaultsDto {
-  @ApiProperty({ example: 'https://example.com/hooks/order' })
-  @IsHttpUrl() url: string;
+  @ApiPropertyOptional({ example: 'https://example.com/hooks/order', description: 'Required unless the callback\'s receiver has a url' })
+  @IsOptional() @IsHttpUrl() url?: string;
 
   @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json' })
   @Allow() @Verbatim() body?: unknown;

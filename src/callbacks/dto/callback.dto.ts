@@ -1,8 +1,15 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Allow } from 'class-validator';
+import { Allow, IsOptional, IsString, MaxLength } from 'class-validator';
 import { cursorParam, dateParam, optionalDestinationParam, pageLimit, statusParam } from '../../common/params.js';
 import { CALLBACK_STATUSES, OUTCOMES, PRIORITIES, type CallbackStatus, type Priority } from '../../common/states.js';
+
+/** Why a pending callback is not being sent (see the README, "Who goes next"). */
+export class WaitingDto {
+  @ApiProperty({ enum: ['receiver_disabled', 'not_due', 'ordering', 'host_paused', 'host_at_capacity', 'rate_limited', 'key_share'] }) reason: string;
+  @ApiProperty() detail: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'With `ordering`: the callback it waits for' }) callbackId?: string;
+}
 
 /** A callback as status reads and listings show it (not its headers or body). */
 export class CallbackDto {
@@ -24,13 +31,12 @@ export class CallbackDto {
   @ApiProperty({ enum: PRIORITIES }) priority: Priority;
   @ApiProperty({ type: String, nullable: true, description: 'Callbacks of the key with this ordering key go one at a time, in acceptance order' })
   orderingKey: string | null;
-}
-
-/** Why a pending callback is not being sent (see the README, "Who goes next"). */
-export class WaitingDto {
-  @ApiProperty({ enum: ['not_due', 'ordering', 'host_paused', 'host_at_capacity', 'rate_limited', 'key_share'] }) reason: string;
-  @ApiProperty() detail: string;
-  @ApiPropertyOptional({ format: 'uuid', description: 'With `ordering`: the callback it waits for' }) callbackId?: string;
+  @ApiProperty({ type: String, nullable: true, description: 'The receiver it was sent for, by name' }) receiver: string | null;
+  @ApiProperty({
+    type: WaitingDto, nullable: true,
+    description: 'Why a pending callback is not being sent: in lists only a disabled receiver; on GET /v1/callbacks/{id} every reason',
+  })
+  waiting: WaitingDto | null;
 }
 
 export class PhasesDto {
@@ -57,7 +63,6 @@ export class AttemptDto {
 /** GET /v1/callbacks/:id: the callback with all its attempts. */
 export class CallbackDetailDto extends CallbackDto {
   @ApiProperty({ type: [AttemptDto] }) attempts: AttemptDto[];
-  @ApiPropertyOptional({ type: WaitingDto, description: 'Only on a pending callback' }) waiting?: WaitingDto;
 }
 
 export class CallbackPageDto {
@@ -82,6 +87,10 @@ export class CallbackListQueryDto {
   @ApiPropertyOptional({ description: 'nextCursor of the previous page' })
   @Allow() @Transform(({ value }) => cursorParam(value))
   cursor?: string;
+
+  @ApiPropertyOptional({ description: 'Only the callbacks of this receiver of your key (404 when there is none)' })
+  @IsOptional() @MaxLength(128) @IsString()
+  receiver?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000, default: 100 })
   @Allow() @Transform(({ value }) => pageLimit(value))

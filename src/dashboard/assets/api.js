@@ -40,6 +40,16 @@ export async function get(path, params = {}) {
   return body;
 }
 
+/** POST/PUT/DELETE a /v1 path (JSON body optional) and parse the answer; throws ApiError on a non-2xx answer. */
+export async function send(method, path, body) {
+  const headers = { authorization: `Bearer ${session.key}`, accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const answer = await res.json().catch(() => undefined);
+  if (!res.ok) throw new ApiError(res.status, answer);
+  return answer;
+}
+
 /** Checks a key by listing one batch. */
 export async function checkKey(key) {
   const res = await fetch('/v1/batches?limit=1', { headers: { authorization: `Bearer ${key}` } });

@@ -1,4 +1,4 @@
-// Hash router: #/ batches, #/batch/<id>, #/callback/<id>, #/latency?host=…
+// Hash router: #/ batches, #/batch/<id>, #/callback/<id>, #/latency?host=…, #/receivers, #/receiver/<name>
 // Every view is a function (main, params) → Promise; a 401 sends the user to log in.
 import { ApiError, checkKey, session } from './api.js';
 import { h, mount } from './dom.js';
@@ -6,6 +6,8 @@ import { batchesView } from './batches.view.js';
 import { batchView } from './batch.view.js';
 import { callbackView } from './callback.view.js';
 import { latencyView } from './latency.view.js';
+import { receiverView } from './receiver.view.js';
+import { receiversView } from './receivers.view.js';
 import { tooltip } from './tooltip.js';
 
 const main = document.getElementById('main');
@@ -15,6 +17,8 @@ const ROUTES = [
   [/^#\/batch\/([\w-]+)$/, batchView],
   [/^#\/callback\/([\w-]+)$/, callbackView],
   [/^#\/latency$/, latencyView],
+  [/^#\/receivers$/, receiversView],
+  [/^#\/receiver\/([^/?]+)$/, receiverView],
   [/^#\/?$/, batchesView],
 ];
 

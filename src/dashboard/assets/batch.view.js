@@ -1,6 +1,7 @@
 // One batch: summary, outcome legend, the waterfall of every call, the phase
 // breakdown, and its failed callbacks.
-import { get } from './api.js';
+import { get, send } from './api.js';
+import { actionButton, flashMessage } from './actions.js';
 import { h, mount, when } from './dom.js';
 import { countBar } from './batches.view.js';
 import { colourOf, formatMs, orderCalls, ORDERS, outcomeCounts, PHASE_COLOURS, phaseSummary } from './timeline.js';
@@ -24,6 +25,7 @@ export async function batchView(main, context) {
   const open = (c) => { location.hash = `#/callback/${c.callbackId}`; };
   mount(main,
     h('p', h('a', { href: '#/' }, '← Batches')),
+    flashMessage(),
     h('h1', `Batch ${batch.label ? `“${batch.label}” ` : ''}`, h('span.muted', batch.id)),
     summary(batch, timeline),
     h('h2', `Waterfall (${timeline.calls.length} calls)`),
@@ -34,6 +36,11 @@ export async function batchView(main, context) {
     h('p', h('a', { href: `#/latency?batch=${id}&range=7d&bucket=1m` }, 'Latency over time of this batch')),
     phases(timeline.calls),
     h('h2', `Failed callbacks (${batch.counts.failed})`),
+    batch.counts.failed > 0 ? h('div.controls', actionButton('Retry failed callbacks', {
+      name: 'retry-batch', question: `Send this batch's ${batch.counts.failed} failed callback(s) again?`,
+      run: async () => `${(await send('POST', `/v1/batches/${id}/retry?status=failed`)).retried} queued again.`,
+      after: () => batchView(main, context),
+    })) : null,
     failedTable(failed.items));
   if (batch.status !== 'completed') {
     setTimeout(() => { if (current()) batchView(main, context).catch(() => undefined); }, REFRESH_MS);

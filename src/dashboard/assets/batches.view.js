@@ -29,7 +29,7 @@ export async function batchesView(main, { current }) {
   };
   more.addEventListener('click', load);
   await load();
-  mount(main, h('h1', 'Batches'), h('table#batches',
+  mount(main, h('h1', 'Batches'), h('table#batches.clickable',
     h('thead', h('tr', ...['Batch', 'Label', 'Status', 'Calls', 'Outcome', 'Makespan', 'Created'].map((t) => h(['Calls', 'Makespan'].includes(t) ? 'th.num' : 'th', t)))),
     body), more);
 }
@@ -37,8 +37,10 @@ export async function batchesView(main, { current }) {
 function batchRow(b) {
   const makespan = h('td.num', '…');
   get(`/v1/batches/${b.id}`).then((full) => { makespan.textContent = formatMs(full.makespanMs); }, () => { makespan.textContent = '–'; });
-  return h('tr', { 'data-batch': b.id },
-    h('td', h('a', { href: `#/batch/${b.id}` }, b.id.slice(0, 8) + '…')),
+  // The whole row opens the batch (its id link stays, for keyboards and new tabs).
+  const href = `#/batch/${b.id}`;
+  return h('tr', { 'data-batch': b.id, onclick: (event) => { if (!event.target.closest('a')) location.hash = href; } },
+    h('td', h('a', { href }, b.id.slice(0, 8) + '…')),
     h('td', b.label ?? ''),
     h('td', h('span', { class: `status ${b.status}` }, b.status)),
     h('td.num', b.total),

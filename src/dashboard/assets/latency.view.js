@@ -19,7 +19,7 @@ export async function latencyView(main, { query, current }) {
     ? h('p.empty', history.error)
     : history.items.length === 0
       ? h('p.empty', 'No calls in this range yet.')
-      : [chart(history.items), table(history.items)]);
+      : [latencyChart(history.items), table(history.items)]);
 }
 
 /** @returns {Promise<import('./api.js').Schemas['LatencyHistoryDto'] | { error: string }>} */
@@ -62,7 +62,8 @@ function controls(hosts, host, range, bucket, batch) {
   h('label', 'last ', rangeSel), h('label', 'bucket ', bucketSel), h('button', { type: 'submit' }, 'Show'));
 }
 
-function chart(items) {
+/** p50/p90/p99 lines of history buckets, with their legend (also on a receiver's page). */
+export function latencyChart(items) {
   const W = 1000; const H = 280; const L = 60; const B = 30; const T = 12; const R = 12;
   const t0 = Date.parse(items[0].start);
   const t1 = Math.max(Date.parse(items[items.length - 1].start), t0 + 1);

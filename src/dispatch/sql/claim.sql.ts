@@ -11,6 +11,10 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  *
  * Locks: the chosen callback rows `FOR UPDATE SKIP LOCKED` (concurrent claimers take
  * disjoint rows), then their hosts' rows `FOR UPDATE` in name order.
+ *
+ * Held rows (`held`: their receiver is disabled) are passed over by both walks with
+ * `NOT c.held`, a filter on the row the walk reads anyway: the index walks stay as
+ * they are, and no receiver row is read per callback.
  */
 
 /**
@@ -127,7 +131,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
         SELECT l.* FROM (
           SELECT r.id FROM (
             SELECT c.id, c.api_key_id, c.host, c.ordering_key FROM callback c
-            WHERE ${dueOfKey(Prisma.sql`s.id`, Prisma.sql`p.p::smallint`)}
+            WHERE ${dueOfKey(Prisma.sql`s.id`, Prisma.sql`p.p::smallint`)} AND NOT c.held
             ${inKeyOrder} LIMIT ${FRONT_SCAN_ROWS}
           ) r
           WHERE ${eligible(Prisma.sql`r`, a)}
@@ -168,7 +172,7 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
   // callback_due_idx oldest first and filter by host, through other hosts'
   // backlogs: the very walk this statement is for avoiding.
   const dueOf = (host: Prisma.Sql) => Prisma.sql`
-    c.status = ${STATUS.pending}
+    c.status = ${STATUS.pending} AND NOT c.held
     AND (c.host, c.next_attempt_at) > (${host}, '-infinity'::timestamptz)
     AND (c.host, c.next_attempt_at) <= (${host}, ${a.now})`;
   const nextDueHost = (after: Prisma.Sql) => Prisma.sql`
@@ -258,7 +262,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM pick p
       WHERE c.id = p.id
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, p.gone
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.gone
     ), spent AS (
       UPDATE host h
       SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -271,6 +275,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       WHERE h.host = m.host
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
-           timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent
+           timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent,
+           receiver_id AS "receiverId"
     FROM moved WHERE NOT gone`;
 }

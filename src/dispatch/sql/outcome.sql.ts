@@ -1,5 +1,6 @@
 import { STATUS } from '../../common/states.js';
 import { Prisma } from '../../generated/prisma/client.js';
+import { dueAt } from '../../receivers/receiver-hold.sql.js';
 import type { RecordedOutcome } from '../outcome.repository.js';
 
 /**
@@ -18,7 +19,9 @@ import type { RecordedOutcome } from '../outcome.repository.js';
  * column: Postgres reads them several times faster than the same rows as one JSON
  * document (jsonb_to_recordset: 3 ms against 0.4 for 200 rows). Locks the callback
  * rows it updates. Returns the callback ids that landed. The text is the same for
- * any number of rows (none included), so it is prepared once per connection.
+ * any number of rows (none included), so it is prepared once per connection. A
+ * retry of a row held meanwhile (its receiver disabled while the call ran) is due
+ * HELD_SHIFT later (receivers/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
   const col = <K extends keyof RecordedOutcome>(k: K) => rows.map((r) => r[k]);
@@ -31,14 +34,15 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
         ${col('startedAt')}::timestamptz[], ${col('durationMs')}::float8[], ${col('dnsMs')}::float8[],
         ${col('connectMs')}::float8[], ${col('tlsMs')}::float8[], ${col('tunnelMs')}::float8[], ${col('firstByteMs')}::float8[],
         ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('error')}::text[],
-        ${headers}::jsonb[], ${col('responseBody')}::text[]
+        ${headers}::jsonb[], ${col('responseBody')}::text[], ${col('receiverId')}::uuid[]
       ) AS o(callback_id, api_key_id, host, number, status, next_attempt_at, completed_at, started_at,
              duration_ms, dns_ms, connect_ms, tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error,
-             response_headers, response_body)
+             response_headers, response_body, receiver_id)
     ), moved AS (
       UPDATE callback c
       SET status = o.status, attempts = o.number,
-          next_attempt_at = COALESCE(o.next_attempt_at, c.next_attempt_at),
+          next_attempt_at = CASE WHEN o.next_attempt_at IS NULL THEN c.next_attempt_at
+                                 ELSE ${dueAt(Prisma.sql`o.next_attempt_at`, Prisma.sql`c.held`)} END,
           completed_at = o.completed_at, last_status_code = o.status_code, last_error = o.error,
           lease_owner = NULL, lease_expires_at = NULL
       FROM o
@@ -46,9 +50,11 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
       RETURNING c.id
     )
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
-                         tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker)
+                         tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker,
+                         receiver_id)
     SELECT o.callback_id, o.api_key_id, o.host, o.number, o.started_at, o.duration_ms, o.dns_ms, o.connect_ms,
-           o.tls_ms, o.tunnel_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner}
+           o.tls_ms, o.tunnel_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner},
+           o.receiver_id
     FROM o JOIN moved ON moved.id = o.callback_id
     RETURNING callback_id AS id`;
 }
@@ -61,3 +67,41 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
 export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
   UPDATE callback SET status = ${STATUS.pending}, lease_owner = NULL, lease_expires_at = NULL
   WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`;
+
+/** What one write-back's attempts say of one receiver's health (receiverHealth in outcome.repository.ts). */
+export interface ReceiverHealth {
+  receiverId: string;
+  /** The latest attempt succeeded: the receiver is not failing. */
+  succeededLast: boolean;
+  /** A success came before the failures that followed it (so an older failing_since no longer holds). */
+  hadSuccess: boolean;
+  /** The first failure after the last success here (or the first here); null when none failed. */
+  failingSince: Date | null;
+  lastFailureAt: Date | null;
+}
+
+/**
+ * Keeps each receiver's `failing_since` (first failure since its last success) and
+ * `last_failure_at`, for the auto-disable task (maintenance: RECEIVER_DISABLE_AFTER_HOURS).
+ * Runs after a write-back that had attempts of receivers, only for them. Locks those
+ * receiver rows in id order first, so two workers writing back for the same
+ * receivers cannot deadlock; rows that would not change are not written.
+ */
+export function recordReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
+  const col = <K extends keyof ReceiverHealth>(k: K) => rows.map((r) => r[k]);
+  return Prisma.sql`
+    WITH h AS (
+      SELECT * FROM unnest(${col('receiverId')}::uuid[], ${col('succeededLast')}::boolean[], ${col('hadSuccess')}::boolean[],
+                           ${col('failingSince')}::timestamptz[], ${col('lastFailureAt')}::timestamptz[])
+        AS h(id, succeeded_last, had_success, failing_since, last_failure_at)
+    ), locked AS (
+      SELECT r.id FROM receiver r WHERE r.id IN (SELECT id FROM h) ORDER BY r.id FOR UPDATE
+    )
+    UPDATE receiver r
+    SET failing_since = CASE WHEN h.succeeded_last THEN NULL
+                             WHEN h.had_success THEN h.failing_since
+                             ELSE coalesce(r.failing_since, h.failing_since) END,
+        last_failure_at = greatest(r.last_failure_at, h.last_failure_at)
+    FROM h JOIN locked l ON l.id = h.id
+    WHERE r.id = h.id AND NOT (h.succeeded_last AND r.failing_since IS NULL)`;
+}

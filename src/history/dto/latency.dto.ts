@@ -6,6 +6,9 @@ export class LatencyQueryDto {
   @ApiPropertyOptional({ description: 'Destination `scheme://host:port`, as in callback.host', example: 'https://example.com:443' })
   @IsOptional() @MaxLength(300) @IsString() host?: string;
 
+  @ApiPropertyOptional({ description: 'Only attempts of this receiver (a name of your key)', example: 'merchant-42' })
+  @IsOptional() @MaxLength(128) @IsString() receiver?: string;
+
   @ApiPropertyOptional({ description: 'Only attempts of this batch', format: 'uuid' })
   @IsOptional() @IsUUID() batch?: string;
 

@@ -1,0 +1,89 @@
+import { readFile } from 'node:fs/promises';
+import type { Schemas } from '../client/api.client.js';
+import type { CliApi } from './api.client.js';
+import { UsageError, type CliArgs } from './cli.args.js';
+import type { Output } from './cli.commands.js';
+import { ms, table } from './cli.format.js';
+
+/** A receiver as the list, the page or a change answers it (secrets and figures on the page and after a change). */
+type ReceiverView = Schemas['ReceiverDto'] & { secrets?: Schemas['SecretDto'][]; figures?: Schemas['ReceiverFiguresDto'] };
+
+/** `callbacks receivers put|list|show|rotate|delete`. */
+export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise<number> {
+  const [sub, name] = args.positionals;
+  if (sub === 'list') {
+    const items: ReceiverView[] = [];
+    let cursor: string | null = '';
+    do {
+      const page: Schemas['ReceiverPageDto'] = await api.call(
+        api.client.GET('/v1/receivers', { params: { query: { limit: '1000', ...(cursor ? { cursor } : {}) } } }),
+      );
+      items.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    if (args.json) return io.out(JSON.stringify(items)), 0;
+    io.out(table(['name', 'url', 'state', 'description'],
+      items.map((r) => [r.name, r.url, r.disabled ? 'disabled' : 'enabled', r.description])));
+    return 0;
+  }
+  if (!['put', 'show', 'rotate', 'delete'].includes(sub ?? '')) {
+    throw new UsageError('receivers needs put <name> [settings], list, show <name>, rotate <name> or delete <name>');
+  }
+  if (!name) throw new UsageError(`receivers ${sub} needs a receiver name`);
+  if (sub === 'delete') {
+    const r = await api.call(api.client.DELETE('/v1/receivers/{name}', { params: { path: { name } } }));
+    if (args.json) return io.out(JSON.stringify(r)), 0;
+    io.out(`deleted receiver ${r.name}; ${r.cancelledCallbacks} pending callback(s) cancelled`);
+    return 0;
+  }
+  let r: ReceiverView;
+  const params = { path: { name } };
+  // The body goes as the flags and file give it: the service validates it and says what is wrong.
+  if (sub === 'put') r = await api.call(api.client.PUT('/v1/receivers/{name}', { params, body: (await putBody(args)) as Schemas['PutReceiverDto'] }));
+  else if (sub === 'rotate') r = await api.call(api.client.POST('/v1/receivers/{name}/secret/rotate', { params }));
+  else {
+    const since = args.sinceSet ? new Date(Date.now() - args.sinceMs).toISOString() : undefined;
+    r = await api.call(api.client.GET('/v1/receivers/{name}', { params: { ...params, query: since ? { since } : {} } }));
+  }
+  if (args.json) return io.out(JSON.stringify(r)), 0;
+  io.out(describe(r));
+  return 0;
+}
+
+async function putBody(args: CliArgs): Promise<Record<string, unknown>> {
+  let body: Record<string, unknown> = {};
+  const { file, ...flags } = args.receiver;
+  if (file) {
+    const raw = file === '-' ? await readStdinText() : await readFile(file, 'utf8');
+    try { body = JSON.parse(raw); } catch (error) { throw new UsageError(`${file} is not JSON: ${(error as Error).message}`); }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new UsageError(`${file} must hold a JSON object`);
+  }
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined) body[k] = v;
+  return body;
+}
+
+function describe(r: ReceiverView): string {
+  const lines = [
+    `receiver  ${r.name}${r.description ? `  (${r.description})` : ''}`,
+    `url       ${r.url ?? '-'}`,
+    `state     ${r.disabled ? `disabled: ${r.disabledReason ?? ''}` : 'enabled'}${r.failingSince ? `  (failing since ${r.failingSince})` : ''}`,
+    `settings  timeout ${r.timeoutMs ?? '-'} ms, max attempts ${r.maxAttempts ?? '-'}, retry delays ${r.retryDelaysMs.length ? r.retryDelaysMs.join(',') : '-'}`,
+  ];
+  if (Object.keys(r.headers).length > 0) lines.push(`headers   ${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('; ')}`);
+  if (r.secrets) {
+    lines.push('', table(['secret', 'created', 'expires'], r.secrets.map((s) => [s.secret, s.createdAt, s.expiresAt ?? 'current'])));
+  }
+  const f = r.figures;
+  if (f) {
+    const outcomes = Object.entries(f.outcomes).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+    lines.push('', `since ${f.since}: ${f.pending} pending, ${f.inFlight} in flight, ${f.held} held; ${f.attempts} attempts (${outcomes})`,
+      `latency   p50 ${ms(f.latency.p50)}, p90 ${ms(f.latency.p90)}, p99 ${ms(f.latency.p99)}`);
+  }
+  return lines.join('\n');
+}
+
+async function readStdinText(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

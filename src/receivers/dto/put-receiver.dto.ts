@@ -1,0 +1,42 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
+import { Verbatim } from '../../common/verbatim.js';
+
+const MAX_TIMEOUT_MS = 3_600_000;
+const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
+
+/** `whsec_` + base64 (the Standard Webhooks form); at least 24 bytes is checked by the service. */
+export const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
+
+/**
+ * `PUT /v1/receivers/{name}`: the receiver's settings. On an update, what is left out
+ * stays as it was, and `null` clears a setting (`disabled: null` and `secret: null`
+ * leave them as they are). The settings apply to its callbacks below the callback's own and
+ * the batch's `defaults`, above the service's configuration.
+ */
+export class PutReceiverDto {
+  @ApiPropertyOptional({ example: 'https://shop.example/hooks', description: 'Used when a callback naming this receiver gives no url' })
+  @IsOptional() @IsHttpUrl() url?: string;
+
+  @ApiPropertyOptional() @IsOptional() @NoNul() @MaxLength(1000) @IsString() description?: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
+  @IsOptional() @IsHeaderMap() @Verbatim() headers?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'Per-call timeout in ms' })
+  @IsOptional() @Max(MAX_TIMEOUT_MS) @Min(1) @IsInt() timeoutMs?: number;
+
+  @ApiPropertyOptional({ description: 'Attempts in all, first included' })
+  @IsOptional() @Max(100) @Min(1) @IsInt() maxAttempts?: number;
+
+  @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
+  @IsOptional() @Max(MAX_RETRY_DELAY_MS, { each: true }) @Min(0, { each: true }) @IsInt({ each: true }) @ArrayMaxSize(50) @IsArray()
+  retryDelaysMs?: number[];
+
+  @ApiPropertyOptional({ description: 'true holds its callbacks (pending, not sent, no attempt used) until false' })
+  @IsOptional() @IsBoolean() disabled?: boolean;
+
+  @ApiPropertyOptional({ description: 'The receiver\'s existing key, `whsec_` + base64 of at least 24 bytes; else one is made' })
+  @IsOptional() @Matches(SECRET_PATTERN, { message: 'secret must be whsec_ followed by base64' }) @MaxLength(200) @IsString() secret?: string;
+}

@@ -1,0 +1,60 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { CurrentKey } from '../auth/api-key.guard.js';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { dateParam, pageLimit } from '../common/params.js';
+import { PutReceiverDto } from './dto/put-receiver.dto.js';
+import { DeletedReceiverDto, ReceiverDetailDto, ReceiverPageDto, ReceiverWithSecretsDto } from './dto/receiver.dto.js';
+import { ReceiverService } from './receiver.service.js';
+
+@ApiTags('receivers')
+@ApiBearerAuth()
+@Controller('v1/receivers')
+export class ReceiverController {
+  constructor(private readonly receivers: ReceiverService) {}
+
+  /** Creates (201) or updates (200) the receiver `name`; answers it with its secrets (newest first). */
+  @Put(':name')
+  @ApiCreatedResponse({ type: ReceiverWithSecretsDto, description: 'created' })
+  @ApiOkResponse({ type: ReceiverWithSecretsDto, description: 'updated' })
+  async put(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string, @Body() dto: PutReceiverDto,
+    @Res({ passthrough: true }) reply: FastifyReply): Promise<ReceiverWithSecretsDto> {
+    const { created, receiver } = await this.receivers.putReceiver(key.id, name, dto);
+    void reply.status(created ? 201 : 200);
+    return receiver;
+  }
+
+  /** The key's receivers in name order; `nextCursor` is the last name of the page. */
+  @Get()
+  @ApiQuery({ name: 'cursor', required: false })
+  @ApiQuery({ name: 'limit', required: false })
+  @ApiOkResponse({ type: ReceiverPageDto })
+  list(@CurrentKey() key: AuthenticatedKey, @Query('cursor') cursor?: string, @Query('limit') limit?: string): Promise<ReceiverPageDto> {
+    return this.receivers.listReceivers(key.id, pageLimit(limit), cursor || undefined);
+  }
+
+  /** Settings, secrets and figures: pending, in flight, held, outcomes and latency since `since` (default 15 minutes ago). */
+  @Get(':name')
+  @ApiQuery({ name: 'since', required: false })
+  @ApiOkResponse({ type: ReceiverDetailDto })
+  get(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string, @Query('since') since?: string): Promise<ReceiverDetailDto> {
+    return this.receivers.getReceiver(key.id, name, dateParam('since', since));
+  }
+
+  /** Deletes it; its unfinished callbacks are cancelled (`cancelledCallbacks` says how many). */
+  @Delete(':name')
+  @HttpCode(200)
+  @ApiOkResponse({ type: DeletedReceiverDto })
+  delete(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string): Promise<DeletedReceiverDto> {
+    return this.receivers.deleteReceiver(key.id, name);
+  }
+
+  /** Starts signing with a new secret; the old one also signs for 24 h. */
+  @Post(':name/secret/rotate')
+  @HttpCode(200)
+  @ApiOkResponse({ type: ReceiverWithSecretsDto })
+  rotate(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string): Promise<ReceiverWithSecretsDto> {
+    return this.receivers.rotateSecret(key.id, name);
+  }
+}

@@ -1,0 +1,168 @@
+import { Injectable } from '@nestjs/common';
+import { STATUS, UNFINISHED } from '../common/states.js';
+import { ApiDatabase } from '../database/api-database.js';
+import { PrismaService } from '../database/prisma.service.js';
+import { Prisma, type Receiver } from '../generated/prisma/client.js';
+import { disabledColumns, holdReceiverCallbacks } from './receiver-hold.sql.js';
+
+export type ReceiverRow = Receiver;
+
+/** The settings a PUT writes; undefined leaves a column as it is. */
+export interface ReceiverSettings {
+  url?: string | null;
+  description?: string | null;
+  headers?: Record<string, string>;
+  timeoutMs?: number | null;
+  maxAttempts?: number | null;
+  retryDelaysMs?: number[];
+}
+
+export interface ReceiverFigures {
+  pending: number;
+  inFlight: number;
+  held: number;
+  outcomes: Record<string, number>;
+  attempts: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+const RETURNING = Prisma.sql`RETURNING id, api_key_id AS "apiKeyId", name, url, description, headers, timeout_ms AS "timeoutMs",
+  max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", disabled, disabled_reason AS "disabledReason",
+  disabled_at AS "disabledAt", failing_since AS "failingSince", last_failure_at AS "lastFailureAt",
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+@Injectable()
+export class ReceiverRepository {
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly db: ApiDatabase,
+  ) {}
+
+  findReceiver(apiKeyId: string, name: string): Promise<ReceiverRow | null> {
+    return this.prisma.receiver.findUnique({ where: { apiKeyId_name: { apiKeyId, name } } });
+  }
+
+  /** The key's receivers of these names (the ingest resolves a batch's names in one read). */
+  findReceivers(apiKeyId: string, names: string[]): Promise<ReceiverRow[]> {
+    return this.prisma.receiver.findMany({ where: { apiKeyId, name: { in: names } } });
+  }
+
+  /** A page in name order, after `after` (the last name of the previous page). */
+  listReceivers(apiKeyId: string, limit: number, after?: string): Promise<ReceiverRow[]> {
+    return this.prisma.receiver.findMany({
+      where: { apiKeyId, ...(after !== undefined && { name: { gt: after } }) },
+      orderBy: { name: 'asc' },
+      take: limit,
+    });
+  }
+
+  /**
+   * Inserts the receiver with its first secret, in one transaction; null when the key
+   * already has a receiver of that name (ON CONFLICT on receiver_api_key_id_name_key:
+   * a concurrent PUT of the same name waits for the first to commit, then updates).
+   */
+  insertReceiver(row: { id: string; apiKeyId: string; name: string; disabled: boolean } & ReceiverSettings,
+    secret: { id: string; secret: string }): Promise<ReceiverRow | null> {
+    return this.db.transaction(async (tx) => {
+      const [created] = await tx.query<ReceiverRow>(Prisma.sql`
+        INSERT INTO receiver (id, api_key_id, name, url, description, headers, timeout_ms, max_attempts, retry_delays_ms,
+                              disabled, disabled_reason, disabled_at)
+        VALUES (${row.id}::uuid, ${row.apiKeyId}::uuid, ${row.name}, ${row.url ?? null}, ${row.description ?? null},
+                ${JSON.stringify(row.headers ?? {})}::jsonb, ${row.timeoutMs ?? null}::int, ${row.maxAttempts ?? null}::int,
+                ${row.retryDelaysMs ?? null}::int[], ${row.disabled},
+                ${row.disabled ? 'disabled through the API' : null}, ${row.disabled ? new Date() : null}::timestamptz)
+        ON CONFLICT (api_key_id, name) DO NOTHING
+        ${RETURNING}`);
+      if (!created) return null;
+      await tx.execute(Prisma.sql`
+        INSERT INTO signing_secret (id, api_key_id, receiver_id, secret)
+        VALUES (${secret.id}::uuid, ${row.apiKeyId}::uuid, ${row.id}::uuid, ${secret.secret})`);
+      return created;
+    });
+  }
+
+  /**
+   * Updates settings and, when `disabled` is given and differs, holds or releases the
+   * receiver's unfinished callbacks, in one transaction. Locks the receiver row first
+   * (the ingest reads it `FOR SHARE`, so a batch stored meanwhile is held or not as
+   * the receiver is when it commits), then its unfinished callback rows through
+   * `callback_receiver_idx`. Enabling also clears the failure record the auto-disable
+   * reads. Null when there is no such receiver.
+   */
+  updateReceiver(apiKeyId: string, name: string, s: ReceiverSettings & { disabled?: boolean; reason?: string }):
+    Promise<{ row: ReceiverRow; released: boolean } | null> {
+    return this.db.transaction(async (tx) => {
+      const [before] = await tx.query<{ id: string; disabled: boolean }>(Prisma.sql`
+        SELECT id, disabled FROM receiver WHERE api_key_id = ${apiKeyId}::uuid AND name = ${name} FOR UPDATE`);
+      if (!before) return null;
+      const toggle = s.disabled !== undefined && s.disabled !== before.disabled;
+      const set = (column: string, value: unknown, cast = '') =>
+        value === undefined ? Prisma.empty : Prisma.sql`${Prisma.raw(column)} = ${value}${Prisma.raw(cast)},`;
+      const [row] = await tx.query<ReceiverRow>(Prisma.sql`
+        UPDATE receiver SET
+          ${set('url', s.url)} ${set('description', s.description)}
+          ${set('headers', s.headers === undefined ? undefined : JSON.stringify(s.headers), '::jsonb')}
+          ${set('timeout_ms', s.timeoutMs, '::int')} ${set('max_attempts', s.maxAttempts, '::int')}
+          ${set('retry_delays_ms', s.retryDelaysMs, '::int[]')}
+          ${toggle ? disabledColumns(s.disabled!, s.reason ?? 'disabled through the API') : Prisma.empty}
+          updated_at = now()
+        WHERE id = ${before.id}::uuid
+        ${RETURNING}`);
+      if (toggle) await tx.execute(holdReceiverCallbacks([before.id], s.disabled!));
+      return { row, released: toggle && !s.disabled };
+    });
+  }
+
+  /**
+   * Deletes the receiver after cancelling its unfinished callbacks (as
+   * `POST /v1/callbacks/:id/cancel` does: a call in flight loses its lease, so its
+   * write-back will not land), in one transaction; its secrets go with it, its finished
+   * callbacks stay without a receiver. Returns how many were cancelled, or null.
+   */
+  deleteReceiver(apiKeyId: string, name: string): Promise<{ cancelled: number } | null> {
+    return this.db.transaction(async (tx) => {
+      const [r] = await tx.query<{ id: string }>(Prisma.sql`
+        SELECT id FROM receiver WHERE api_key_id = ${apiKeyId}::uuid AND name = ${name} FOR UPDATE`);
+      if (!r) return null;
+      const cancelled = await tx.execute(Prisma.sql`
+        UPDATE callback SET status = ${STATUS.cancelled}, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+               held = false, last_error = 'cancelled: its receiver was deleted'
+        WHERE receiver_id = ${r.id}::uuid AND status IN ${UNFINISHED}`);
+      await tx.execute(Prisma.sql`DELETE FROM receiver WHERE id = ${r.id}::uuid`);
+      return { cancelled };
+    });
+  }
+
+  /**
+   * Its callbacks waiting, in flight and held (through `callback_receiver_idx`), and
+   * its attempts since `since` by outcome with exact percentiles (through
+   * `attempt_receiver_idx`, index-only once vacuumed). Reads, locks nothing.
+   */
+  async figures(receiverId: string, since: Date): Promise<ReceiverFigures> {
+    const [counts, outcomes, pct] = await Promise.all([
+      this.db.query<{ status: string; held: boolean; n: number }>(Prisma.sql`
+        SELECT status, held, count(*)::int AS n FROM callback
+        WHERE receiver_id = ${receiverId}::uuid AND status IN ${UNFINISHED} GROUP BY status, held`),
+      this.db.query<{ outcome: string; n: number }>(Prisma.sql`
+        SELECT outcome, count(*)::int AS n FROM attempt
+        WHERE receiver_id = ${receiverId}::uuid AND started_at >= ${since}::timestamptz GROUP BY outcome`),
+      this.db.query<{ pct: number[] | null }>(Prisma.sql`
+        SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]::float8[]) WITHIN GROUP (ORDER BY duration_ms) AS pct FROM attempt
+        WHERE receiver_id = ${receiverId}::uuid AND started_at >= ${since}::timestamptz`),
+    ]);
+    const n = (status: string, held: boolean) => counts.find((c) => c.status === status && c.held === held)?.n ?? 0;
+    const p = pct[0]?.pct ?? null;
+    return {
+      pending: n('pending', false),
+      inFlight: n('in_flight', false) + n('in_flight', true),
+      held: n('pending', true),
+      outcomes: Object.fromEntries(outcomes.map((o) => [o.outcome, o.n])),
+      attempts: outcomes.reduce((sum, o) => sum + o.n, 0),
+      p50: p?.[0] ?? null,
+      p90: p?.[1] ?? null,
+      p99: p?.[2] ?? null,
+    };
+  }
+}

@@ -1,0 +1,136 @@
+import { Injectable } from '@nestjs/common';
+import { AppError, notFound } from '../common/app.error.js';
+import { uuidv7 } from '../common/uuid.js';
+import { DueNotifier } from '../database/due.notifier.js';
+import { newSigningSecret } from '../signing/signature.js';
+import { SigningSecretService } from '../signing/signing-secret.service.js';
+import type { PutReceiverDto } from './dto/put-receiver.dto.js';
+import { ReceiverRepository, type ReceiverRow } from './receiver.repository.js';
+
+/** A receiver's name: the sender's own id for the party (`merchant-42`), safe in a URL path. */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._~:@-]{0,127}$/;
+/** A receiver's secret must carry at least this many bytes of key. */
+const MIN_SECRET_BYTES = 24;
+/** Figures look back this far by default (15 minutes). */
+const FIGURES_WINDOW_MS = 15 * 60_000;
+
+export function receiverNameProblem(name: unknown): string | undefined {
+  return typeof name === 'string' && NAME.test(name) ? undefined : 'a receiver name is 1 to 128 characters: letters, digits and . _ ~ : @ -, starting with a letter or digit';
+}
+
+function checkSecret(secret: string | undefined): void {
+  if (secret === undefined) return;
+  const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  if (bytes.length < MIN_SECRET_BYTES) throw new AppError('validation_failed', `secret must hold at least ${MIN_SECRET_BYTES} bytes (base64 after whsec_); got ${bytes.length}`);
+}
+
+export function toReceiverView(r: ReceiverRow) {
+  return {
+    name: r.name,
+    url: r.url,
+    description: r.description,
+    headers: r.headers as Record<string, string>,
+    timeoutMs: r.timeoutMs,
+    maxAttempts: r.maxAttempts,
+    retryDelaysMs: r.retryDelaysMs,
+    disabled: r.disabled,
+    disabledReason: r.disabledReason,
+    disabledAt: r.disabledAt?.toISOString() ?? null,
+    failingSince: r.failingSince?.toISOString() ?? null,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+  };
+}
+
+@Injectable()
+export class ReceiverService {
+  constructor(
+    private readonly receivers: ReceiverRepository,
+    private readonly signing: SigningSecretService,
+    private readonly due: DueNotifier,
+  ) {}
+
+  /** Creates (created: true) or updates the receiver; answers it with its secrets. */
+  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
+    this.checkName(name);
+    // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
+    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, ...rest } = dto;
+    const secret = givenSecret ?? undefined;
+    const disabled = givenDisabled ?? undefined;
+    const settings = {
+      ...rest,
+      ...(headers !== undefined && { headers: headers ?? {} }),
+      ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
+    };
+    checkSecret(secret);
+    const created = await this.receivers.insertReceiver(
+      { id: uuidv7(), apiKeyId, name, disabled: disabled ?? false, ...settings },
+      { id: uuidv7(), secret: secret ?? newSigningSecret() },
+    );
+    if (created) return { created: true, receiver: await this.withSecrets(created) };
+    const updated = await this.receivers.updateReceiver(apiKeyId, name, { ...settings, disabled });
+    if (!updated) throw new AppError('conflict', `receiver ${name} was deleted while being updated; try again`);
+    if (updated.released) this.due.notifyDue();
+    if (secret !== undefined) {
+      const current = await this.signing.secretsOfReceiver(updated.row.id);
+      if (current[0]?.secret !== secret) await this.signing.rotateReceiver(apiKeyId, updated.row.id, secret);
+    }
+    return { created: false, receiver: await this.withSecrets(updated.row) };
+  }
+
+  async listReceivers(apiKeyId: string, limit: number, after?: string) {
+    const rows = await this.receivers.listReceivers(apiKeyId, limit, after);
+    return { items: rows.map(toReceiverView), nextCursor: rows.length === limit ? rows[rows.length - 1].name : null };
+  }
+
+  /** Settings, secrets, and its figures since `since` (default: the last 15 minutes). */
+  async getReceiver(apiKeyId: string, name: string, since = new Date(Date.now() - FIGURES_WINDOW_MS)) {
+    const row = await this.require(apiKeyId, name);
+    const [view, figures] = await Promise.all([this.withSecrets(row), this.receivers.figures(row.id, since)]);
+    const { p50, p90, p99, ...counts } = figures;
+    return { ...view, figures: { since: since.toISOString(), ...counts, latency: { p50, p90, p99 } } };
+  }
+
+  async deleteReceiver(apiKeyId: string, name: string) {
+    this.checkName(name);
+    const deleted = await this.receivers.deleteReceiver(apiKeyId, name);
+    if (!deleted) throw notFound('receiver');
+    return { name, deleted: true, cancelledCallbacks: deleted.cancelled };
+  }
+
+  /** A new secret; the old one keeps signing beside it for 24 h. */
+  async rotateSecret(apiKeyId: string, name: string) {
+    const row = await this.require(apiKeyId, name);
+    await this.signing.rotateReceiver(apiKeyId, row.id);
+    return this.withSecrets(row);
+  }
+
+  /** The receiver of this key by name, else 404 (another key's receivers do not exist for you). */
+  async require(apiKeyId: string, name: string): Promise<ReceiverRow> {
+    this.checkName(name);
+    const row = await this.receivers.findReceiver(apiKeyId, name);
+    if (!row) throw notFound('receiver');
+    return row;
+  }
+
+  /** The key's receivers of these names, by name; a name it has none of is a 400 naming it. */
+  async resolve(apiKeyId: string, names: Iterable<string>): Promise<Map<string, ReceiverRow>> {
+    const wanted = [...new Set(names)];
+    if (wanted.length === 0) return new Map();
+    const found = new Map((await this.receivers.findReceivers(apiKeyId, wanted)).map((r) => [r.name, r]));
+    const unknown = wanted.filter((n) => !found.has(n));
+    if (unknown.length > 0) {
+      throw new AppError('validation_failed', `unknown receiver${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 20).join(', ')} (create with PUT /v1/receivers/{name})`, { receivers: unknown });
+    }
+    return found;
+  }
+
+  private async withSecrets(row: ReceiverRow) {
+    return { ...toReceiverView(row), secrets: await this.signing.secretsOfReceiver(row.id) };
+  }
+
+  private checkName(name: unknown): asserts name is string {
+    const problem = receiverNameProblem(name);
+    if (problem) throw new AppError('validation_failed', problem);
+  }
+}

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { SigningModule } from '../signing/signing.module.js';
+import { ReceiverController } from './receiver.controller.js';
+import { ReceiverRepository } from './receiver.repository.js';
+import { ReceiverService } from './receiver.service.js';
+
+/** Receivers: the parties a key calls back, with their settings and signing secrets. */
+@Module({
+  imports: [SigningModule],
+  controllers: [ReceiverController],
+  providers: [ReceiverRepository, ReceiverService],
+  exports: [ReceiverService, ReceiverRepository],
+})
+export class ReceiversModule {}
