@@ -120,9 +120,10 @@ describe('OpenAPI document', () => {
   it('should document query parameters of the listing routes', () => {
     const names = (path: string, method = 'get') =>
       ((doc.paths[path][method] as { parameters?: Array<{ name: string; in: string }> }).parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name).sort();
-    expect(names('/v1/callbacks')).toEqual(['cursor', 'host', 'limit', 'since', 'status']);
+    expect(names('/v1/callbacks')).toEqual(['cursor', 'host', 'limit', 'receiver', 'since', 'status']);
     expect(names('/v1/batches/{id}/callbacks')).toEqual(['cursor', 'limit', 'status']);
     expect(names('/v1/hosts')).toEqual(['cursor', 'limit', 'since']);
+    expect(names('/v1/receivers')).toEqual(['cursor', 'limit']);
     expect(names('/v1/batches/{id}/retry', 'post')).toEqual(['status']);
   });
 });

@@ -135,7 +135,7 @@ describe(`${ProducerService.name} scheduling`, () => {
     expect(next.waiting).toEqual({ reason: 'ordering', detail: `behind callback ${ids[0]} of its ordering key`, callbackId: ids[0] });
     expect((await service.api(`/v1/callbacks/${ids[0]}/cancel`, { method: 'POST', key })).status).toBe(200);
     await done([ids[1]]);
-    expect((await service.apiJson(`/v1/callbacks/${ids[1]}`, { key })).waiting).toBeUndefined();
+    expect((await service.apiJson(`/v1/callbacks/${ids[1]}`, { key })).waiting).toBeNull();
   });
 
   it('should refuse a bad priority, ordering key or weight with 400 and store nothing', async () => {

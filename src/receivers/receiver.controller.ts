@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } f
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { dateParam, pageLimit } from '../common/params.js';
 import { PutReceiverDto } from './dto/put-receiver.dto.js';
 import { DeletedReceiverDto, ReceiverDetailDto, ReceiverPageDto, ReceiverWithSecretsDto } from './dto/receiver.dto.js';
@@ -10,6 +11,7 @@ import { ReceiverService } from './receiver.service.js';
 
 @ApiTags('receivers')
 @ApiBearerAuth()
+@ApiAuthErrors()
 @Controller('v1/receivers')
 export class ReceiverController {
   constructor(private readonly receivers: ReceiverService) {}
@@ -18,6 +20,7 @@ export class ReceiverController {
   @Put(':name')
   @ApiCreatedResponse({ type: ReceiverWithSecretsDto, description: 'created' })
   @ApiOkResponse({ type: ReceiverWithSecretsDto, description: 'updated' })
+  @ApiErrors(415)
   async put(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string, @Body() dto: PutReceiverDto,
     @Res({ passthrough: true }) reply: FastifyReply): Promise<ReceiverWithSecretsDto> {
     const { created, receiver } = await this.receivers.putReceiver(key.id, name, dto);
@@ -38,6 +41,7 @@ export class ReceiverController {
   @Get(':name')
   @ApiQuery({ name: 'since', required: false })
   @ApiOkResponse({ type: ReceiverDetailDto })
+  @ApiErrors(404)
   get(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string, @Query('since') since?: string): Promise<ReceiverDetailDto> {
     return this.receivers.getReceiver(key.id, name, dateParam('since', since));
   }
@@ -46,6 +50,7 @@ export class ReceiverController {
   @Delete(':name')
   @HttpCode(200)
   @ApiOkResponse({ type: DeletedReceiverDto })
+  @ApiErrors(404)
   delete(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string): Promise<DeletedReceiverDto> {
     return this.receivers.deleteReceiver(key.id, name);
   }
@@ -54,6 +59,7 @@ export class ReceiverController {
   @Post(':name/secret/rotate')
   @HttpCode(200)
   @ApiOkResponse({ type: ReceiverWithSecretsDto })
+  @ApiErrors(404)
   rotate(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string): Promise<ReceiverWithSecretsDto> {
     return this.receivers.rotateSecret(key.id, name);
   }
