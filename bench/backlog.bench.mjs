@@ -37,7 +37,12 @@ export async function backlogScenario(server) {
   const alone = await behindBacklog(server, 0);
   const behind = await behindBacklog(server, BACKLOG);
   return [
-    row(`${N.toLocaleString('en-US')} callbacks to a destination at cap 20, behind ${BACKLOG.toLocaleString('en-US')} due rows of another at its cap (baseline: no backlog, same run)`, behind, 'calls/s', { baseline: alone }),
+    row(
+      `${N.toLocaleString('en-US')} callbacks to a destination at cap 20, behind ${BACKLOG.toLocaleString('en-US')} due rows of another at its cap (baseline: no backlog, same run)`,
+      behind,
+      'calls/s',
+      { baseline: alone },
+    ),
   ];
 }
 

@@ -46,14 +46,17 @@ async function cycles(databaseUrl) {
   try {
     await seedDue(db, await benchKeyId(db), ['http://127.0.0.1:9/hook'], N);
     const t0 = performance.now();
-    for (let done = 0; done < N; ) {
+    for (let done = 0; done < N;) {
       let t = performance.now();
       const rows = await claims.claimDue('bench', SLICE, 30_000, []);
       claimMs.push(performance.now() - t);
       if (rows.length === 0) throw new Error(`claim found nothing after ${done} rows`);
       const result = { outcome: 'success', statusCode: 200, responseHeaders: {}, responseBody: 'ok', trace: { startedAt: new Date(), durationMs: 1 } };
       t = performance.now();
-      await outcomes.recordOutcomes('bench', rows.map((r) => toRecordedOutcome(r, result, config)));
+      await outcomes.recordOutcomes(
+        'bench',
+        rows.map((r) => toRecordedOutcome(r, result, config)),
+      );
       writeMs.push(performance.now() - t);
       done += rows.length;
     }
@@ -74,7 +77,10 @@ export async function claimScenario(server) {
     row(`  median write-back statement, empty tables`, empty.write, 'ms', { higherIsBetter: false }),
     row(`  median claim statement, 1M finished rows (baseline: empty tables)`, million.claim, 'ms', { baseline: empty.claim, higherIsBetter: false }),
     row(`  median write-back statement, 1M finished rows (baseline: empty tables)`, million.write, 'ms', { baseline: empty.write, higherIsBetter: false }),
-    row(`  median claim statement, 1M idle destinations in \`host\` (baseline: empty tables)`, hosts.claim, 'ms', { baseline: empty.claim, higherIsBetter: false }),
+    row(`  median claim statement, 1M idle destinations in \`host\` (baseline: empty tables)`, hosts.claim, 'ms', {
+      baseline: empty.claim,
+      higherIsBetter: false,
+    }),
   ];
 }
 

@@ -82,15 +82,24 @@ export async function dispatchScenario(databaseUrl, label, { n = N, window = WIN
     }
     const perSecond = median(runs.map((r) => r.perSecond));
     const rounds = ROUNDS > 1 ? `, median of ${ROUNDS}` : '';
-    const rows = [row(`dispatch ${label}: ${n.toLocaleString('en-US')} due rows → sent → persisted (window ${window}${rounds})`, perSecond, 'calls/s', { baseline: median(baselines), target: 5000 })];
+    const rows = [
+      row(`dispatch ${label}: ${n.toLocaleString('en-US')} due rows → sent → persisted (window ${window}${rounds})`, perSecond, 'calls/s', {
+        baseline: median(baselines),
+        target: 5000,
+      }),
+    ];
     rows.push(row(`  same, as a share of bare undici window ${window}`, perSecond / median(baselines), '×', { target: 0.6 }));
     // Where the two cores go: the service, Postgres and the receiver share them, and
     // calls/s is at most 2 s of CPU over their three costs per call. Postgres's share
     // covers the whole round: storing the rows, claims, write-backs, WAL, autovacuum,
     // and this bench's own polling.
     rows.push(row('  service CPU per call (all its threads)', median(cpu.map((c) => (c.service * 1000) / n)), 'µs', { higherIsBetter: false }));
-    rows.push(row('  … of which in garbage collection (pauses, from its /metrics)', median(cpu.map((c) => (c.gc * 1000) / n)), 'µs', { higherIsBetter: false }));
-    rows.push(row('  Postgres CPU per call (from storing the row to its write-back)', median(cpu.map((c) => (c.postgres * 1000) / n)), 'µs', { higherIsBetter: false }));
+    rows.push(
+      row('  … of which in garbage collection (pauses, from its /metrics)', median(cpu.map((c) => (c.gc * 1000) / n)), 'µs', { higherIsBetter: false }),
+    );
+    rows.push(
+      row('  Postgres CPU per call (from storing the row to its write-back)', median(cpu.map((c) => (c.postgres * 1000) / n)), 'µs', { higherIsBetter: false }),
+    );
     if (accuracy) {
       // In the saturated run above, requests also queue in the receiver's own thread
       // before it sees them (it answers in microseconds, so it is the bottleneck's
@@ -108,7 +117,9 @@ export async function dispatchScenario(databaseUrl, label, { n = N, window = WIN
       const versus = (service, bare, p, extra = {}) => [percentile(service, p), 'ms', { baseline: percentile(bare, p), higherIsBetter: false, ...extra }];
       rows.push(row('recorded duration − receiver-side time, p50, last saturated run above', ...versus(saturated, bareSaturated, 50)));
       rows.push(row('  p99 of the same', ...versus(saturated, bareSaturated, 99)));
-      rows.push(row(`recorded duration − receiver-side time, p50, receiver holds 20 ms (${Math.round(held.perSecond)} calls/s)`, ...versus(errors, bareHeld, 50)));
+      rows.push(
+        row(`recorded duration − receiver-side time, p50, receiver holds 20 ms (${Math.round(held.perSecond)} calls/s)`, ...versus(errors, bareHeld, 50)),
+      );
       rows.push(row('  p99 of the same', ...versus(errors, bareHeld, 99, { target: 5 })));
     }
     return rows;

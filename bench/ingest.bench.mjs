@@ -19,9 +19,11 @@ async function storeDirectly(databaseUrl, { connections, total, perTransaction }
     const keyId = await benchKeyId(clients[0]);
     let left = total / perTransaction;
     const t0 = performance.now();
-    await Promise.all(clients.map(async (db) => {
-      while (left-- > 0) await seedDue(db, keyId, ['http://127.0.0.1:9/hooks'], perTransaction);
-    }));
+    await Promise.all(
+      clients.map(async (db) => {
+        while (left-- > 0) await seedDue(db, keyId, ['http://127.0.0.1:9/hooks'], perTransaction);
+      }),
+    );
     return total / ((performance.now() - t0) / 1000);
   } finally {
     await Promise.all(clients.map((c) => c.end()));
@@ -46,7 +48,12 @@ export async function ingestScenario(databaseUrl) {
     const direct = await storeDirectly(databaseUrl, { connections: 4, total: batches.ok * 1000, perTransaction: 1000 });
     const floor = await getLoad(service.url, { paths: () => '/health/live', seconds: 4 });
     return [
-      row('ingest: batches of 1,000 over HTTP, stored (4 connections, ROLE=api; baseline: the same rows stored straight into Postgres)', batches.perSecond * 1000, 'callbacks/s', { baseline: direct, target: 30_000 }),
+      row(
+        'ingest: batches of 1,000 over HTTP, stored (4 connections, ROLE=api; baseline: the same rows stored straight into Postgres)',
+        batches.perSecond * 1000,
+        'callbacks/s',
+        { baseline: direct, target: 30_000 },
+      ),
       row('ingest: one-callback batches (50 connections, ROLE=api; baseline: GET /health/live)', singles.perSecond, 'req/s', { baseline: floor, target: 3000 }),
     ];
   } finally {

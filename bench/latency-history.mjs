@@ -13,20 +13,32 @@ import pg from 'pg';
 const ATTEMPTS = Number(process.env.BENCH_ATTEMPTS ?? 1_000_000);
 const KEY = 'cbk_bench_history_key_0123456789';
 const DAY = 86_400_000;
-const config = loadConfig({}, {
-  port: 0, role: 'api', logLevel: 'error', bootstrapApiKey: KEY,
-  dataDir: process.env.BENCH_DATA_DIR ?? '.data/bench-history',
-  embeddedPgPort: Number(process.env.BENCH_PG_PORT ?? 54441),
-});
+const config = loadConfig(
+  {},
+  {
+    port: 0,
+    role: 'api',
+    logLevel: 'error',
+    bootstrapApiKey: KEY,
+    dataDir: process.env.BENCH_DATA_DIR ?? '.data/bench-history',
+    embeddedPgPort: Number(process.env.BENCH_PG_PORT ?? 54441),
+  },
+);
 const service = await startService(config);
 const db = new pg.Client({ connectionString: service.databaseUrl });
 await db.connect();
 
 try {
-  const { rows: [{ id: keyId }] } = await db.query('SELECT id FROM api_key ORDER BY created_at LIMIT 1');
-  const { rows: [{ n }] } = await db.query('SELECT count(*)::int AS n FROM attempt');
+  const {
+    rows: [{ id: keyId }],
+  } = await db.query('SELECT id FROM api_key ORDER BY created_at LIMIT 1');
+  const {
+    rows: [{ n }],
+  } = await db.query('SELECT count(*)::int AS n FROM attempt');
   if (n !== ATTEMPTS) await seed(keyId);
-  const { rows: [{ lo, hi }] } = await db.query('SELECT min(started_at) AS lo, max(started_at) AS hi FROM attempt');
+  const {
+    rows: [{ lo, hi }],
+  } = await db.query('SELECT min(started_at) AS lo, max(started_at) AS hi FROM attempt');
   console.log(`${ATTEMPTS} attempts of one key from ${lo.toISOString()} to ${hi.toISOString()}`);
   const monthAgo = new Date(hi.getTime() - 30 * DAY).toISOString();
   const end = new Date(hi.getTime() + 1).toISOString();
@@ -62,14 +74,21 @@ try {
 async function seed(keyId) {
   const t0 = performance.now();
   await db.query('TRUNCATE batch, callback, attempt CASCADE');
-  const { rows: [{ id: batchId }] } = await db.query(
-    `INSERT INTO batch (id, api_key_id, total, created_at, completed_at) VALUES (gen_random_uuid(), $1, 1000, now(), now()) RETURNING id`, [keyId]);
-  await db.query(`
+  const {
+    rows: [{ id: batchId }],
+  } = await db.query(`INSERT INTO batch (id, api_key_id, total, created_at, completed_at) VALUES (gen_random_uuid(), $1, 1000, now(), now()) RETURNING id`, [
+    keyId,
+  ]);
+  await db.query(
+    `
     INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, attempts, next_attempt_at, completed_at)
     SELECT gen_random_uuid(), $1, $2, 'https://host-' || (i % 20) || '.example/hook', 'https://host-' || (i % 20) || '.example:443',
            'POST', 15000, 1, 'succeeded', 1, now(), now()
-    FROM generate_series(0, 999) AS i`, [batchId, keyId]);
-  await db.query(`
+    FROM generate_series(0, 999) AS i`,
+    [batchId, keyId],
+  );
+  await db.query(
+    `
     WITH cb AS (SELECT array_agg(id ORDER BY host) AS ids FROM callback)
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, status_code, outcome)
     SELECT cb.ids[1 + i % 1000], $1, 'https://host-' || ((i % 1000) / 50) || '.example:443', 1,
@@ -77,7 +96,9 @@ async function seed(keyId) {
            round((exp(random() * 3 + random() * 3) * 5)::numeric, 3)::float8,
            CASE WHEN i % 20 = 0 THEN 503 ELSE 200 END,
            CASE WHEN i % 20 = 0 THEN 'http_error' ELSE 'success' END
-    FROM cb, generate_series(1, $2::int) AS i`, [keyId, ATTEMPTS]);
+    FROM cb, generate_series(1, $2::int) AS i`,
+    [keyId, ATTEMPTS],
+  );
   await db.query('VACUUM ANALYZE attempt');
   console.log(`seeded ${ATTEMPTS} attempts in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }

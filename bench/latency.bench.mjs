@@ -40,7 +40,10 @@ export async function latencyScenario(databaseUrl) {
     const arrived = new Map(rec.ids.map((id, i) => [id, rec.arrived[i]]));
     const latencies = sent.map((s) => arrived.get(s.id) - s.acceptedAt);
     return [
-      row(`pick-up latency, idle service: 202 → receiver sees it, p50 (${SAMPLES} samples)`, percentile(latencies, 50), 'ms', { target: 10, higherIsBetter: false }),
+      row(`pick-up latency, idle service: 202 → receiver sees it, p50 (${SAMPLES} samples)`, percentile(latencies, 50), 'ms', {
+        target: 10,
+        higherIsBetter: false,
+      }),
       row('pick-up latency, idle service, p99', percentile(latencies, 99), 'ms', { target: 50, higherIsBetter: false }),
     ];
   } finally {

@@ -13,8 +13,7 @@ import { benchKeyId, seedFinished } from './lib/seed.mjs';
 const N = Number(process.env.BENCH_N ?? 20_000);
 const OLD = Number(process.env.BENCH_OLD_ROWS ?? 300_000);
 const WINDOW = 200;
-const oldCount = async (db) =>
-  (await db.query(`SELECT count(*)::int AS n FROM callback WHERE completed_at < now() - interval '1 day'`)).rows[0].n;
+const oldCount = async (db) => (await db.query(`SELECT count(*)::int AS n FROM callback WHERE completed_at < now() - interval '1 day'`)).rows[0].n;
 
 await main(async (server) => {
   const databaseUrl = await freshDatabase(server, 'bench_retention');
@@ -40,9 +39,16 @@ await main(async (server) => {
   await run(`${OLD.toLocaleString('en-US')} old finished rows kept (purge off)`, { RETENTION_HOURS: '0' }, async (db) => {
     await seedFinished(db, await benchKeyId(db), OLD);
   });
-  await run('the purge deleting them meanwhile (1000 rows per statement, 100 ms pause)', {
-    RETENTION_HOURS: '24', RETENTION_PURGE_INTERVAL_MS: '100', RETENTION_PURGE_BATCH: '1000', RETENTION_PURGE_PAUSE_MS: '100',
-  }, async () => sleep(300));
+  await run(
+    'the purge deleting them meanwhile (1000 rows per statement, 100 ms pause)',
+    {
+      RETENTION_HOURS: '24',
+      RETENTION_PURGE_INTERVAL_MS: '100',
+      RETENTION_PURGE_BATCH: '1000',
+      RETENTION_PURGE_PAUSE_MS: '100',
+    },
+    async () => sleep(300),
+  );
   await receiver.close();
   return rows;
 });

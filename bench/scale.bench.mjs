@@ -68,12 +68,17 @@ export async function scaleScenario(databaseUrl) {
     const t = await receiverTimeline(receiver, performance.timeOrigin + acceptedAt);
     const lower = { higherIsBetter: false };
     return [
-      row(`scale: ${TOTAL.toLocaleString('en-US')} callbacks, receivers hold 2 s on ${HOSTS} addresses: 202 → all persisted (baseline: bare undici, first send → last answer)`, seconds, 's', { baseline: baseline.seconds, target: 2.5, ...lower }),
+      row(
+        `scale: ${TOTAL.toLocaleString('en-US')} callbacks, receivers hold 2 s on ${HOSTS} addresses: 202 → all persisted (baseline: bare undici, first send → last answer)`,
+        seconds,
+        's',
+        { baseline: baseline.seconds, target: 2.5, ...lower },
+      ),
       row('  most requests the receivers held at once', t.maxActive, 'requests', { baseline: baseline.maxActive, target: TOTAL }),
       row('  202 → first request at a receiver (baseline: from the first send)', t.firstArrived, 's', { baseline: baseline.firstArrived, ...lower }),
       row('  202 → last request at a receiver (baseline: from the first send)', t.lastArrived, 's', { baseline: baseline.lastArrived, ...lower }),
       row('  last answer → all persisted', seconds - t.lastAnswered, 's', lower),
-      row('  service peak RSS (baseline: the bare undici client\'s)', service.memory().peakRssMb, 'MB', { baseline: baseline.peakRssMb, target: 400, ...lower }),
+      row("  service peak RSS (baseline: the bare undici client's)", service.memory().peakRssMb, 'MB', { baseline: baseline.peakRssMb, target: 400, ...lower }),
     ];
   } finally {
     await db.end();

@@ -27,7 +27,8 @@ export async function statusScenario(server) {
     if (failed.length === 0) throw new Error('the million-row database has no failed callbacks to list');
     const page = (i) => `/v1/callbacks?status=failed&limit=100&cursor=${failed[(i * 7919) % failed.length]}`;
     const listed = await (await fetch(`${service.url}${page(0)}`, { headers })).json();
-    if (listed.items?.length !== 100 || listed.items.some((c) => c.status !== 'failed')) throw new Error(`expected 100 failed callbacks, got ${JSON.stringify(listed).slice(0, 300)}`);
+    if (listed.items?.length !== 100 || listed.items.some((c) => c.status !== 'failed'))
+      throw new Error(`expected 100 failed callbacks, got ${JSON.stringify(listed).slice(0, 300)}`);
     await getLoad(service.url, { paths: page, headers, seconds: 2 });
     const lists = await getLoad(service.url, { paths: page, headers });
     return [

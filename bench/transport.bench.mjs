@@ -23,7 +23,13 @@ async function transportWindow(transport, url, total, window, durations = new Ma
         return;
       }
       started++;
-      const call = { url, method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': `t-${started}` }, body: '{"event":"bench"}', timeoutMs: 15_000 };
+      const call = {
+        url,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': `t-${started}` },
+        body: '{"event":"bench"}',
+        timeoutMs: 15_000,
+      };
       transport.send(call).then((r) => {
         if (r.outcome !== 'success') failed++;
         durations.set(call.headers['webhook-id'], r.trace.durationMs);
@@ -58,7 +64,10 @@ export async function transportScenario() {
     // written → response headers read) against the same receiver's clock.
     return [
       row(`send path only: HttpService + undici adapter, window ${WINDOW} (no database)`, service, 'calls/s', { baseline: bare.perSecond }),
-      row('  recorded duration − receiver-side time, p50 (send path alone, full load)', percentile(errors, 50), 'ms', { baseline: percentile(bareErrors, 50), higherIsBetter: false }),
+      row('  recorded duration − receiver-side time, p50 (send path alone, full load)', percentile(errors, 50), 'ms', {
+        baseline: percentile(bareErrors, 50),
+        higherIsBetter: false,
+      }),
       row('  p99 of the same', percentile(errors, 99), 'ms', { baseline: percentile(bareErrors, 99), higherIsBetter: false }),
     ];
   } finally {

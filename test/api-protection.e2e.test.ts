@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitService } from '../src/auth/rate-limit.service.js';
 import { startTestService, type TestService } from './support/service.js';
 
-
 describe(RateLimitService.name, () => {
   let service: TestService;
   let other: string;

@@ -39,7 +39,15 @@ describe(CallbackController.name, () => {
       },
     });
     const [ok1, failed1, hang1, ok2, failed2, hang2, failed3] = batch.callbacks.map((c: { id: string }) => c.id);
-    const settled: Record<string, string> = { [ok1]: 'succeeded', [ok2]: 'succeeded', [failed1]: 'failed', [failed2]: 'failed', [failed3]: 'failed', [hang1]: 'in_flight', [hang2]: 'in_flight' };
+    const settled: Record<string, string> = {
+      [ok1]: 'succeeded',
+      [ok2]: 'succeeded',
+      [failed1]: 'failed',
+      [failed2]: 'failed',
+      [failed3]: 'failed',
+      [hang1]: 'in_flight',
+      [hang2]: 'in_flight',
+    };
     for (const [id, status] of Object.entries(settled)) await waitFor(async () => (await service.apiJson(`/v1/callbacks/${id}`)).status === status);
     expect((await service.api(`/v1/callbacks/${hang2}/cancel`, { method: 'POST' })).ok).toBe(true);
     Object.assign(ids, { succeeded: [ok1, ok2], failed: [failed1, failed2, failed3], in_flight: [hang1], cancelled: [hang2] });
@@ -74,7 +82,9 @@ describe(CallbackController.name, () => {
   });
 
   it('should read failed, cancelled and in-flight lists through their indexes among many succeeded rows', async () => {
-    const { rows: [of] } = await db.query('SELECT api_key_id, batch_id FROM callback WHERE id = $1', [ids.failed[0]]);
+    const {
+      rows: [of],
+    } = await db.query('SELECT api_key_id, batch_id FROM callback WHERE id = $1', [ids.failed[0]]);
     await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, attempts, next_attempt_at, completed_at)
        SELECT uuidv7(), $1, $2, 'http://127.0.0.1:9/old', 'http://127.0.0.1:9', 'POST', 1000, 1, 'succeeded', 1, now(), now()

@@ -45,16 +45,20 @@ describe(WorkerService.name, () => {
 
     // While the receiver holds every call, each claimed row still carries the lease
     // its claim statement gave it: now() of that statement + timeout + margin.
-    const claims = await waitFor(async () => {
-      const { rows } = await db.query(
-        `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
+    const claims = await waitFor(
+      async () => {
+        const { rows } = await db.query(
+          `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
                 count(DISTINCT lease_expires_at)::int AS statements,
                 extract(epoch FROM max(lease_expires_at)) * 1000 - $2::int AS "lastClaimAt"
          FROM callback WHERE batch_id = $1`,
-        [batchId, TIMEOUT_MS + LEASE_MARGIN_MS],
-      );
-      return rows[0].pending === 0 ? rows[0] : undefined;
-    }, 10_000, 10);
+          [batchId, TIMEOUT_MS + LEASE_MARGIN_MS],
+        );
+        return rows[0].pending === 0 ? rows[0] : undefined;
+      },
+      10_000,
+      10,
+    );
 
     const done = await waitFor(async () => {
       const b = await service.apiJson(`/v1/batches/${batchId}`);

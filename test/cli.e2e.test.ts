@@ -37,8 +37,12 @@ describe('callbacks CLI', () => {
       });
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (c) => { stdout += c; });
-      child.stderr.on('data', (c) => { stderr += c; });
+      child.stdout.on('data', (c) => {
+        stdout += c;
+      });
+      child.stderr.on('data', (c) => {
+        stderr += c;
+      });
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       child.on('error', reject);
       child.on('close', (code) => {
@@ -86,7 +90,7 @@ describe('callbacks CLI', () => {
     expect(receiver.requests.filter((r) => r.url.startsWith('/w?')).length).toBe(3);
   });
 
-  it('should show a batch\'s and a callback\'s status, and say when an id is unknown', async () => {
+  it("should show a batch's and a callback's status, and say when an id is unknown", async () => {
     const file = await batchFile('status.json', { callbacks: [{ url: `${receiver.url}/s?code=500`, maxAttempts: 1, externalId: 'bad' }] });
     const sent = await cli(['send', file, '--wait', '--json']);
     const id = sent.stdout.split('\n')[0];
@@ -124,8 +128,9 @@ describe('callbacks CLI', () => {
 
     const list = await cli(['keys', 'list']);
     expect(list.stdout).toMatch(/ci-bot +cbk_\S+… +no/);
-    const row = (JSON.parse((await cli(['keys', 'list', '--json'])).stdout) as Array<{ id: string; name: string; revokedAt: string | null }>)
-      .find((k) => k.name === 'ci-bot')!;
+    const row = (JSON.parse((await cli(['keys', 'list', '--json'])).stdout) as Array<{ id: string; name: string; revokedAt: string | null }>).find(
+      (k) => k.name === 'ci-bot',
+    )!;
     expect(row.revokedAt).toBeNull();
 
     const revoked = await cli(['keys', 'revoke', row.id]);
@@ -164,8 +169,19 @@ describe('callbacks CLI', () => {
 
   it('should put, list, show, rotate and delete a receiver', async () => {
     const settings = await batchFile('receiver.json', { headers: { 'x-shop': '42' }, retryDelaysMs: [0] });
-    const put = await cli(['receivers', 'put', 'merchant-42', '--endpoint', `${receiver.url}/m42`, '--description', 'shop 42',
-      '--timeout-ms', '3000', '--file', settings]);
+    const put = await cli([
+      'receivers',
+      'put',
+      'merchant-42',
+      '--endpoint',
+      `${receiver.url}/m42`,
+      '--description',
+      'shop 42',
+      '--timeout-ms',
+      '3000',
+      '--file',
+      settings,
+    ]);
     expect(put.stderr).toBe('');
     expect(put.code).toBe(0);
     expect(put.stdout).toMatch(/^receiver {2}merchant-42 {2}\(shop 42\)$/m);

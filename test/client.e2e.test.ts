@@ -24,7 +24,13 @@ describe('generated API client', () => {
   it('should create a batch, read it, list its callbacks and read the latency history with typed results', async () => {
     const { client } = service;
     const created = await client.POST('/v1/batches', {
-      body: { label: 'typed', callbacks: [{ url: `${receiver.url}/ok?n=1`, externalId: 'a' }, { url: `${receiver.url}/ok?n=2`, externalId: 'b' }] },
+      body: {
+        label: 'typed',
+        callbacks: [
+          { url: `${receiver.url}/ok?n=1`, externalId: 'a' },
+          { url: `${receiver.url}/ok?n=2`, externalId: 'b' },
+        ],
+      },
     });
     expect(created.response.status).toBe(202);
     expectTypeOf(created.data).toEqualTypeOf<Schemas['AcceptedBatchDto'] | undefined>();

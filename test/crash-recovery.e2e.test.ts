@@ -42,7 +42,10 @@ describe(`${WorkerService.name} across process crashes`, () => {
 
   it('should send callbacks stored while no worker ran once a worker starts (pending rows survive a restart)', async () => {
     const api = await start({ ROLE: 'api' });
-    const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { callbacks: Array.from({ length: 10 }, () => ({ url: `${receiver.url}/x` })) } });
+    const { status, body } = await call(api.url, '/v1/batches', {
+      method: 'POST',
+      json: { callbacks: Array.from({ length: 10 }, () => ({ url: `${receiver.url}/x` })) },
+    });
     expect(status).toBe(202);
     api.kill('SIGTERM');
     expect(await api.exited).toBe(0);
@@ -146,8 +149,10 @@ describe(`${WorkerService.name} across process crashes`, () => {
       // Claims update callback rows, so they wait behind this lock; reads do not.
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE callback IN SHARE MODE');
-      await waitFor(async () => (await db.query(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE callback%'`)).rowCount, 10_000);
+      await waitFor(
+        async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE callback%'`)).rowCount,
+        10_000,
+      );
       worker.kill('SIGTERM');
       const stoppedAt = Date.now();
       expect(await worker.exited).toBe(1);

@@ -34,24 +34,27 @@ describe(DashboardController.name, () => {
 
   /** The colour drawn at the middle of each call's bar, sampled from the canvas in the page. */
   async function barColours(calls: Call[], scrollTop = 0) {
-    return browser.page.evaluate(({ calls, scrollTop }) => {
-      const canvas = (globalThis as any).document.querySelector('.waterfall .scroller canvas');
-      if (!canvas) return calls.map(() => null);
-      const d = canvas.dataset;
-      const [plotX, plotW, span, rowH] = [Number(d.plotX), Number(d.plotWidth), Number(d.spanMs), Number(d.rowHeight)];
-      // Mid-redraw (after a re-order) the canvas may not carry its geometry yet: sample nothing, the caller retries.
-      if (![plotX, plotW, span, rowH].every(Number.isFinite)) return calls.map(() => null);
-      const ratio = (globalThis as any).devicePixelRatio || 1;
-      const ctx = canvas.getContext('2d');
-      return calls.map((c: Call, i: number) => {
-        if (i * rowH < scrollTop || (i + 1) * rowH > scrollTop + canvas.clientHeight) return null;
-        const x0 = plotX + (c.startMs / span) * plotW;
-        const w = Math.max(2, plotX + (c.endMs / span) * plotW - x0);
-        const y = i * rowH - scrollTop + (rowH >= 12 ? 3 : 0);
-        const [r, g, b]: number[] = ctx.getImageData(Math.floor((x0 + w / 2) * ratio), Math.floor(y * ratio), 1, 1).data;
-        return `#${[r, g, b].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
-      });
-    }, { calls, scrollTop });
+    return browser.page.evaluate(
+      ({ calls, scrollTop }) => {
+        const canvas = (globalThis as any).document.querySelector('.waterfall .scroller canvas');
+        if (!canvas) return calls.map(() => null);
+        const d = canvas.dataset;
+        const [plotX, plotW, span, rowH] = [Number(d.plotX), Number(d.plotWidth), Number(d.spanMs), Number(d.rowHeight)];
+        // Mid-redraw (after a re-order) the canvas may not carry its geometry yet: sample nothing, the caller retries.
+        if (![plotX, plotW, span, rowH].every(Number.isFinite)) return calls.map(() => null);
+        const ratio = (globalThis as any).devicePixelRatio || 1;
+        const ctx = canvas.getContext('2d');
+        return calls.map((c: Call, i: number) => {
+          if (i * rowH < scrollTop || (i + 1) * rowH > scrollTop + canvas.clientHeight) return null;
+          const x0 = plotX + (c.startMs / span) * plotW;
+          const w = Math.max(2, plotX + (c.endMs / span) * plotW - x0);
+          const y = i * rowH - scrollTop + (rowH >= 12 ? 3 : 0);
+          const [r, g, b]: number[] = ctx.getImageData(Math.floor((x0 + w / 2) * ratio), Math.floor(y * ratio), 1, 1).data;
+          return `#${[r, g, b].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+        });
+      },
+      { calls, scrollTop },
+    );
   }
 
   /** Opens a dashboard page with the key already in the tab's sessionStorage (the login test types it instead). */
@@ -90,11 +93,14 @@ describe(DashboardController.name, () => {
 
   it('should log in with a key, list the batch, and draw every call of its waterfall in its outcome colour', async () => {
     const sleeps = [300, 200, 500, 400, 700, 200, 100, 0];
-    const { id, calls } = await sendAndWait([
-      ...sleeps.map((s, i) => ({ url: `${receiver.url}/work?sleep=${s}`, externalId: `call-${i}` })),
-      { url: `${receiver.url}/broken?code=500&sleep=150`, maxAttempts: 1, externalId: 'broken' },
-      { url: `${receiver.url}/hang?hang=1`, timeoutMs: 600, maxAttempts: 1, externalId: 'hung' },
-    ], 'classic');
+    const { id, calls } = await sendAndWait(
+      [
+        ...sleeps.map((s, i) => ({ url: `${receiver.url}/work?sleep=${s}`, externalId: `call-${i}` })),
+        { url: `${receiver.url}/broken?code=500&sleep=150`, maxAttempts: 1, externalId: 'broken' },
+        { url: `${receiver.url}/hang?hang=1`, timeoutMs: 600, maxAttempts: 1, externalId: 'hung' },
+      ],
+      'classic',
+    );
     expect(calls).toHaveLength(10);
     const { page, errors } = browser;
 
@@ -120,7 +126,7 @@ describe(DashboardController.name, () => {
     expect(await page.textContent('#phases')).toMatch(/wait/);
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-batch.png`, fullPage: true });
     await page.selectOption('select[name=order]', 'slowest');
-    const slowest = calls.slice().sort((a, b) => (b.endMs - b.startMs) - (a.endMs - a.startMs));
+    const slowest = calls.slice().sort((a, b) => b.endMs - b.startMs - (a.endMs - a.startMs));
     await waitFor(async () => (await barColours(slowest)).join() === slowest.map((c) => colourOf(c.outcome)).join(), 3000);
     expect(await page.evaluate(() => (globalThis as any).document.querySelectorAll('.waterfall').length)).toBe(1);
     await page.selectOption('select[name=order]', 'start');
@@ -151,7 +157,10 @@ describe(DashboardController.name, () => {
 
   it('should keep a waterfall of thousands of calls usable: every row reachable, only the view drawn', async () => {
     const n = 2000;
-    const { id, calls } = await sendAndWait(Array.from({ length: n }, (_, i) => ({ url: `${receiver.url}/many/${i}?sleep=${i % 7}` })), 'many');
+    const { id, calls } = await sendAndWait(
+      Array.from({ length: n }, (_, i) => ({ url: `${receiver.url}/many/${i}?sleep=${i % 7}` })),
+      'many',
+    );
     expect(calls).toHaveLength(n);
     const { page, errors } = browser;
     const started = Date.now();
@@ -171,7 +180,9 @@ describe(DashboardController.name, () => {
     for (const [i, c] of top.entries()) if (c) expect(c, `row ${i}`).toBe(colourOf(calls[i].outcome));
 
     const scrollTop = n * 4 - layout.clientHeight;
-    await page.evaluate((t) => { (globalThis as any).document.querySelector('.waterfall .scroller').scrollTop = t; }, scrollTop);
+    await page.evaluate((t) => {
+      (globalThis as any).document.querySelector('.waterfall .scroller').scrollTop = t;
+    }, scrollTop);
     await page.waitForFunction((t) => (globalThis as any).document.querySelector('.waterfall .scroller').scrollTop === t, scrollTop);
     const bottom = await barColours(calls, scrollTop);
     expect(bottom[n - 1]).toBe(colourOf(calls[n - 1].outcome));
@@ -180,9 +191,12 @@ describe(DashboardController.name, () => {
     expect(errors).toEqual([]);
   });
 
-  it('should keep a running batch\'s page fresh until the batch completes', async () => {
+  it("should keep a running batch's page fresh until the batch completes", async () => {
     const { page, errors } = browser;
-    const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/slow?sleep=2000` }, { url: `${receiver.url}/quick` }] } });
+    const res = await service.api('/v1/batches', {
+      method: 'POST',
+      json: { callbacks: [{ url: `${receiver.url}/slow?sleep=2000` }, { url: `${receiver.url}/quick` }] },
+    });
     const { id } = (await res.json()) as { id: string };
     await openLoggedIn(`#/batch/${id}`);
     await page.waitForSelector('.summary .status');
@@ -221,11 +235,16 @@ describe(DashboardController.name, () => {
     const { page, errors } = browser;
     const receiverPath = '/v1/receivers/shop-ui';
     expect((await service.api(receiverPath, { method: 'PUT', json: { url: `${receiver.url}/ui`, description: 'UI shop' } })).status).toBe(201);
-    const { secrets: [{ secret }] } = await service.apiJson(receiverPath);
-    const { id: batchId } = await sendAndWait([
-      { receiver: 'shop-ui', body: { ok: true } },
-      { receiver: 'shop-ui', url: `${receiver.url}/ui-broken?code=500`, maxAttempts: 1, externalId: 'broken-ui' },
-    ], 'fixing');
+    const {
+      secrets: [{ secret }],
+    } = await service.apiJson(receiverPath);
+    const { id: batchId } = await sendAndWait(
+      [
+        { receiver: 'shop-ui', body: { ok: true } },
+        { receiver: 'shop-ui', url: `${receiver.url}/ui-broken?code=500`, maxAttempts: 1, externalId: 'broken-ui' },
+      ],
+      'fixing',
+    );
     const [failed] = (await service.apiJson(`/v1/callbacks?receiver=shop-ui&status=failed`)).items;
     const confirm = async (answer: 'yes' | 'no') => {
       await page.waitForSelector('dialog.confirm[open]');
@@ -275,7 +294,15 @@ describe(DashboardController.name, () => {
     await confirm('yes');
     await page.waitForSelector('[data-action=enable]');
     expect((await service.apiJson(receiverPath)).disabled).toBe(true);
-    const held = await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ receiver: 'shop-ui', body: { n: 1 } }, { receiver: 'shop-ui', body: { n: 2 } }] } });
+    const held = await service.apiJson('/v1/batches', {
+      method: 'POST',
+      json: {
+        callbacks: [
+          { receiver: 'shop-ui', body: { n: 1 } },
+          { receiver: 'shop-ui', body: { n: 2 } },
+        ],
+      },
+    });
     const [first, second] = held.callbacks.map((c: { id: string }) => c.id);
     await openLoggedIn(`#/callback/${first}`);
     expect(await page.textContent('#waiting')).toMatch(/receiver shop-ui: disabled/);

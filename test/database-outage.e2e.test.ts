@@ -66,7 +66,10 @@ describe(`${WorkerService.name} when Postgres goes away`, () => {
     server = await startEmbeddedPostgres(DIR, PORT);
     await waitFor(async () => (await ready()) === 200, 20_000, 200);
 
-    const after = await service.api('/v1/batches', { method: 'POST', json: { callbacks: Array.from({ length: 5 }, () => ({ url: `${receiver.url}/after` })) } });
+    const after = await service.api('/v1/batches', {
+      method: 'POST',
+      json: { callbacks: Array.from({ length: 5 }, () => ({ url: `${receiver.url}/after` })) },
+    });
     expect(after.status).toBe(202);
     const second = (await after.json()) as { callbacks: Array<{ id: string }> };
 

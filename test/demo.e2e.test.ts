@@ -24,7 +24,9 @@ describe('npm run demo', () => {
         stdio: ['ignore', 'pipe', 'ignore'],
       });
       let out = '';
-      child.stdout.on('data', (c) => { out += c; });
+      child.stdout.on('data', (c) => {
+        out += c;
+      });
       const timer = setTimeout(() => child.kill('SIGKILL'), 40_000);
       child.on('error', reject);
       child.on('close', (exit) => {
@@ -38,8 +40,12 @@ describe('npm run demo', () => {
     expect(elapsed).toBeLessThan(20_000);
 
     const [first, second] = stdout.split('== the same 8 calls with a 5 s timeout');
-    const calls = (text: string) => [...text.matchAll(/\?sleep=(\d) :: code=(\d+), start=[\d.]+, end=[\d.]+, total=([\d.]+)\)/g)]
-      .map((m) => ({ sleep: Number(m[1]), code: Number(m[2]), total: Number(m[3]) }));
+    const calls = (text: string) =>
+      [...text.matchAll(/\?sleep=(\d) :: code=(\d+), start=[\d.]+, end=[\d.]+, total=([\d.]+)\)/g)].map((m) => ({
+        sleep: Number(m[1]),
+        code: Number(m[2]),
+        total: Number(m[3]),
+      }));
     const a = calls(first);
     const b = calls(second);
     expect(a.map((c) => c.sleep).sort()).toEqual([0, 1, 2, 2, 3, 4, 5, 7]);

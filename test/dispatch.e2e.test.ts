@@ -133,10 +133,9 @@ describe(WorkerService.name, () => {
     // Once stripped without a word on the way in: Nest's pipe deleted "constructor" and
     // "prototype" keys, class-transformer left out "toString", "valueOf", … at any depth.
     const body = { constructor: 'x', prototype: 2, toString: null, n: { hasOwnProperty: 2, k: 3 }, a: [{ valueOf: 'y' }] };
-    const batch = await sendBatch(
-      [{ url: `${receiver.url}/builtins`, body, headers: { toString: 't', 'x-a': '1' } }],
-      { defaults: { headers: { valueOf: 'v' } } },
-    );
+    const batch = await sendBatch([{ url: `${receiver.url}/builtins`, body, headers: { toString: 't', 'x-a': '1' } }], {
+      defaults: { headers: { valueOf: 'v' } },
+    });
     await waitDone(batch.id);
     const [got] = receiver.byId(batch.callbacks[0].id);
     expect(got.body).toBe(JSON.stringify(body));
@@ -188,12 +187,9 @@ describe(WorkerService.name, () => {
     expect(json.spanMs).toBeGreaterThanOrEqual(200);
   });
 
-  it('should list a batch\'s callbacks by status with a cursor', async () => {
+  it("should list a batch's callbacks by status with a cursor", async () => {
     const port = await closedPort();
-    const batch = await sendBatch([
-      ...Array.from({ length: 5 }, () => ({ url: `${receiver.url}/ok` })),
-      { url: `http://127.0.0.1:${port}/`, maxAttempts: 1 },
-    ]);
+    const batch = await sendBatch([...Array.from({ length: 5 }, () => ({ url: `${receiver.url}/ok` })), { url: `http://127.0.0.1:${port}/`, maxAttempts: 1 }]);
     await waitDone(batch.id);
     const page1 = await service.apiJson(`/v1/batches/${batch.id}/callbacks?status=succeeded&limit=3`);
     expect(page1.items).toHaveLength(3);

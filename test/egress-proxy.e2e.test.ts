@@ -16,8 +16,12 @@ const PROXY_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'su
 const KEY = 'cbk_egress_proxy_test_key_0123456789';
 
 type ProxyEntry = { method: string; target: string; host: string | null; auth: string | null };
-type Attempt = { outcome: string; statusCode: number | null; error: string | null;
-  phases: { dnsMs: number | null; connectMs: number | null; tlsMs: number | null; tunnelMs?: number; firstByteMs: number | null } };
+type Attempt = {
+  outcome: string;
+  statusCode: number | null;
+  error: string | null;
+  phases: { dnsMs: number | null; connectMs: number | null; tlsMs: number | null; tunnelMs?: number; firstByteMs: number | null };
+};
 
 /** The forward proxy as its own process (test/support/forward-proxy.mjs), and what it logged. */
 async function startProxy(host: string, tls?: { cert: string; key: string }) {
@@ -86,8 +90,27 @@ describe(buildProxiedConnector.name, () => {
     // One CA-less self-signed certificate for `localhost` only (no IP in it), trusted
     // by the service through NODE_EXTRA_CA_CERTS; the https proxy on 127.0.0.3 uses one of its own.
     const cert = (name: string, san: string) => {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${name}`,
-        '-addext', `subjectAltName=${san}`, '-keyout', path.join(dir, `${name}.key`), '-out', path.join(dir, `${name}.pem`)], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          `/CN=${name}`,
+          '-addext',
+          `subjectAltName=${san}`,
+          '-keyout',
+          path.join(dir, `${name}.key`),
+          '-out',
+          path.join(dir, `${name}.pem`),
+        ],
+        { stdio: 'ignore' },
+      );
       return { cert: path.join(dir, `${name}.pem`), key: path.join(dir, `${name}.key`) };
     };
     const dest = cert('localhost', 'DNS:localhost');
@@ -98,7 +121,12 @@ describe(buildProxiedConnector.name, () => {
     secure = recordingServer({ cert: readFileSync(dest.cert), key: readFileSync(dest.key) });
     await new Promise<void>((r) => plain.server.listen(0, '127.0.0.1', r));
     await new Promise<void>((r) => secure.server.listen(0, '127.0.0.1', r));
-    cleanups.push(async () => { plain.server.closeAllConnections(); plain.server.close(); secure.server.closeAllConnections(); secure.server.close(); });
+    cleanups.push(async () => {
+      plain.server.closeAllConnections();
+      plain.server.close();
+      secure.server.closeAllConnections();
+      secure.server.close();
+    });
 
     // The proxies live on 127.0.0.3, outside ALLOW_PRIVATE_NETWORKS: the policy
     // checks destinations, not the proxy the operator configured.
@@ -107,8 +135,7 @@ describe(buildProxiedConnector.name, () => {
     // A database each: both services run workers, which would claim each other's callbacks.
     const [dbHttp, dbHttps] = await Promise.all([createTestDatabase(), createTestDatabase()]);
     cleanups.push(dbHttp.drop, dbHttps.drop);
-    const env = { BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', ALLOW_PRIVATE_NETWORKS: '127.0.0.1/32',
-      NODE_EXTRA_CA_CERTS: path.join(dir, 'trusted.pem') };
+    const env = { BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', ALLOW_PRIVATE_NETWORKS: '127.0.0.1/32', NODE_EXTRA_CA_CERTS: path.join(dir, 'trusted.pem') };
     viaHttp = await spawnService({ ...env, DATABASE_URL: dbHttp.url, EGRESS_PROXY_URL: `http://user:s3cret@127.0.0.3:${httpProxy.port}` });
     cleanups.push(viaHttp.stop);
     viaHttps = await spawnService({ ...env, DATABASE_URL: dbHttps.url, EGRESS_PROXY_URL: `https://127.0.0.3:${tlsProxy.port}` });
@@ -124,8 +151,9 @@ describe(buildProxiedConnector.name, () => {
     const a = await sendOne(viaHttp, `http://localhost:${port}/plain?x=1`);
     expect(a.outcome).toBe('success');
     // The proxy was asked for the checked IP, never for the name it could resolve elsewhere.
-    expect(await httpProxy.after(before, 1)).toEqual([{ method: 'CONNECT', target: `127.0.0.1:${port}`, host: `127.0.0.1:${port}`,
-      auth: `Basic ${Buffer.from('user:s3cret').toString('base64')}` }]);
+    expect(await httpProxy.after(before, 1)).toEqual([
+      { method: 'CONNECT', target: `127.0.0.1:${port}`, host: `127.0.0.1:${port}`, auth: `Basic ${Buffer.from('user:s3cret').toString('base64')}` },
+    ]);
     expect(plain.got.at(-1)).toMatchObject({ host: `localhost:${port}`, path: '/plain?x=1' });
     expect(a.phases.dnsMs).toBeGreaterThan(0);
     expect(a.phases.connectMs).toBeGreaterThan(0);

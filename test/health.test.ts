@@ -30,10 +30,14 @@ describe(HealthController.name, () => {
     expect((await service.api('/health/ready', { key: null })).status).toBe(200);
     // The loop stops as on SIGTERM; the API keeps answering.
     await service.app.get(WorkerService).onModuleDestroy();
-    const body = await waitFor(async () => {
-      const res = await service.api('/health/ready', { key: null });
-      return res.status === 503 ? ((await res.json()) as Ready) : undefined;
-    }, 5000, 100);
+    const body = await waitFor(
+      async () => {
+        const res = await service.api('/health/ready', { key: null });
+        return res.status === 503 ? ((await res.json()) as Ready) : undefined;
+      },
+      5000,
+      100,
+    );
     expect(body.code).toBe('not_ready');
     expect(body.details?.worker).toMatchObject({ ok: false, detail: expect.stringMatching(/no successful claim/) });
     expect(body.details?.database).toEqual({ ok: true });
@@ -45,7 +49,9 @@ describe(HealthController.name, () => {
     cleanups.push(service.dispose);
     const db = await connect(service.databaseUrl);
     try {
-      const { rows } = await db.query(`DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING migration_name`);
+      const { rows } = await db.query(
+        `DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING migration_name`,
+      );
       const res = await service.api('/health/ready', { key: null });
       expect(res.status).toBe(503);
       const body = (await res.json()) as Ready;

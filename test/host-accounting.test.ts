@@ -42,7 +42,7 @@ describe(ClaimRepository.name, () => {
     return Object.fromEntries(rows.map((r) => [r.host, [r.kept, r.actual]]));
   }
 
-  it('should keep each host\'s in-flight count equal to its in-flight rows through claim, cancel, hand-back, reaper and delete', async () => {
+  it("should keep each host's in-flight count equal to its in-flight rows through claim, cancel, hand-back, reaper and delete", async () => {
     const b = await batch([...Array(8).fill(`${A}/x`), ...Array(3).fill(`${B}/y`)]);
     expect(await counts()).toEqual({ [A]: [0, 0], [B]: [0, 0] });
 

@@ -36,7 +36,7 @@ describe(ClaimRepository.name, () => {
     await drop?.();
   });
 
-  it('should keep three workers together within one host\'s cap', async () => {
+  it("should keep three workers together within one host's cap", async () => {
     // Three batches, one through each service's API, so every worker is woken at once.
     const batches = await Promise.all(
       services.map(async (s, k) => {
@@ -57,7 +57,9 @@ describe(ClaimRepository.name, () => {
        WHERE c.batch_id = ANY($1) AND a.outcome = 'success' GROUP BY a.worker`,
       [batches],
     );
-    console.log(`${WORKERS} workers, cap ${CAP}: receiver saw at most ${receiver.maxActive} at once; ${CALLS} calls of 100 ms in ${elapsed} ms; per worker ${rows.map((r) => r.n).join('/')}`);
+    console.log(
+      `${WORKERS} workers, cap ${CAP}: receiver saw at most ${receiver.maxActive} at once; ${CALLS} calls of 100 ms in ${elapsed} ms; per worker ${rows.map((r) => r.n).join('/')}`,
+    );
     expect(rows.reduce((s, r) => s + r.n, 0)).toBe(CALLS);
     expect(receiver.requests).toHaveLength(CALLS);
     expect(receiver.maxActive).toBeLessThanOrEqual(CAP);

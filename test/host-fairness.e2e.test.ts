@@ -43,11 +43,15 @@ describe(WorkerService.name, () => {
   /** Waits for a batch, sampling the slow host's in-flight count as it goes (same load in both runs). */
   async function waitDone(batchId: string, timeoutMs = 30_000): Promise<number> {
     let slowInFlight = 0;
-    await waitFor(async () => {
-      const { rows } = await db.query('SELECT coalesce(max(in_flight), 0)::int AS n FROM host WHERE host = $1', [slow.url]);
-      slowInFlight = Math.max(slowInFlight, rows[0].n);
-      return (await service.apiJson(`/v1/batches/${batchId}`)).status === 'completed';
-    }, timeoutMs, 20);
+    await waitFor(
+      async () => {
+        const { rows } = await db.query('SELECT coalesce(max(in_flight), 0)::int AS n FROM host WHERE host = $1', [slow.url]);
+        slowInFlight = Math.max(slowInFlight, rows[0].n);
+        return (await service.apiJson(`/v1/batches/${batchId}`)).status === 'completed';
+      },
+      timeoutMs,
+      20,
+    );
     return slowInFlight;
   }
 

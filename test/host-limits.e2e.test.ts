@@ -50,7 +50,7 @@ describe(HostLimitsService.name, () => {
   const callback = (id: string): Promise<CallbackView> => service.apiJson(`/v1/callbacks/${id}`);
   const hostOf = (r: Receiver) => service.apiJson(`/v1/hosts/${encodeURIComponent(r.url)}`);
 
-  it('should keep a 5-worker receiver\'s own queue empty with HOST_MAX_IN_FLIGHT=5, and record every duration within 50 ms of its sleep', async () => {
+  it("should keep a 5-worker receiver's own queue empty with HOST_MAX_IN_FLIGHT=5, and record every duration within 50 ms of its sleep", async () => {
     const php = await receiver('127.0.0.2', 5);
     const sleeps = [300, 200, 500, 400, 700, 200, 100, 0];
     // 800 ms: each call alone finishes well inside it; queued behind the receiver's 5 workers, some would not.
@@ -77,10 +77,14 @@ describe(HostLimitsService.name, () => {
     await flaky.down();
     const batch = await sendBatch(Array.from({ length: 10 }, (_, i) => ({ url: `${flaky.url}/cb/${i}`, maxAttempts: 50, retryDelaysMs: [50] })));
 
-    const opened = await waitFor(async () => {
-      const h = await hostOf(flaky);
-      return h.breaker.state === 'open' ? h : undefined;
-    }, 5000, 20);
+    const opened = await waitFor(
+      async () => {
+        const h = await hostOf(flaky);
+        return h.breaker.state === 'open' ? h : undefined;
+      },
+      5000,
+      20,
+    );
     expect(opened.breaker.consecutiveFailures).toBeGreaterThanOrEqual(THRESHOLD);
     expect(opened.breaker.openUntil).not.toBeNull();
 
@@ -121,10 +125,14 @@ describe(HostLimitsService.name, () => {
     const first = await sendBatch([{ url: `${r.url}/gone?code=410` }, { url: `${r.url}/fine` }]);
     await waitDone(first.id);
     expect((await callback(first.callbacks[0].id)).attempts[0].statusCode).toBe(410);
-    const marked = await waitFor(async () => {
-      const h = await hostOf(r);
-      return h.goneEndpoints.length > 0 ? h : undefined;
-    }, 3000, 20);
+    const marked = await waitFor(
+      async () => {
+        const h = await hostOf(r);
+        return h.goneEndpoints.length > 0 ? h : undefined;
+      },
+      3000,
+      20,
+    );
     expect(marked.goneEndpoints).toEqual([{ url: `${r.url}/gone?code=410`, statusCode: 410, goneAt: expect.any(String) }]);
 
     const second = await sendBatch([{ url: `${r.url}/gone?code=410` }, { url: `${r.url}/gone?code=410` }, { url: `${r.url}/fine` }]);
@@ -146,7 +154,7 @@ describe(HostLimitsService.name, () => {
     expect(r.requests.filter((q) => q.url.startsWith('/gone'))).toHaveLength(2);
   });
 
-  it('should start no more calls than a host\'s rate limit allows (bucket of one second)', async () => {
+  it("should start no more calls than a host's rate limit allows (bucket of one second)", async () => {
     const r = await receiver('127.0.0.5');
     const put = await service.api(`/v1/hosts/${encodeURIComponent(r.url)}/limits`, { method: 'PUT', json: { ratePerSec: 5 } });
     expect(put.status).toBe(200);
@@ -170,10 +178,14 @@ describe(HostLimitsService.name, () => {
     const put = await service.apiJson(`/v1/hosts/${encodeURIComponent(r.url)}/limits`, { method: 'PUT', json: { maxInFlight: 2 } });
     expect(put.limits).toMatchObject({ maxInFlight: 2, maxInFlightIsDefault: false, ratePerSec: null });
     const batch = await sendBatch(Array.from({ length: 8 }, (_, i) => ({ url: `${r.url}/slow/${i}?sleep=150` })));
-    const during = await waitFor(async () => {
-      const h = await hostOf(r);
-      return h.inFlight > 0 ? h : undefined;
-    }, 3000, 10);
+    const during = await waitFor(
+      async () => {
+        const h = await hostOf(r);
+        return h.inFlight > 0 ? h : undefined;
+      },
+      3000,
+      10,
+    );
     expect(during.inFlight).toBeLessThanOrEqual(2);
     await waitDone(batch.id);
     expect(r.maxActive).toBe(2);

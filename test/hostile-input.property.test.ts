@@ -18,7 +18,18 @@ const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c)
 const hostileText = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('\r\n', 'a\r\nHost: evil', '\u0000', '%0d%0a', '../../etc/passwd', '${jndi:ldap://x}', "'; DROP TABLE batch; --", '<script>', '\u202e', '💥'.repeat(50)),
+  fc.constantFrom(
+    '\r\n',
+    'a\r\nHost: evil',
+    '\u0000',
+    '%0d%0a',
+    '../../etc/passwd',
+    '${jndi:ldap://x}',
+    "'; DROP TABLE batch; --",
+    '<script>',
+    '\u202e',
+    '💥'.repeat(50),
+  ),
 );
 const url = fc.oneof(
   fc.constantFrom('http://127.0.0.1:9/hook', 'https://127.0.0.2/h?x=1', 'http://localhost:1/', 'http://[::1]:9/', 'http://169.254.169.254/latest'),
@@ -28,7 +39,20 @@ const url = fc.oneof(
   fc.integer(),
 );
 const headerName = fc.oneof(
-  fc.constantFrom('x-ok', 'content-type', 'Host', 'content-length', 'Transfer-Encoding', 'connection', 'webhook-id', 'Webhook-Signature', 'x bad', 'x:y', 'x\r\ny', ''),
+  fc.constantFrom(
+    'x-ok',
+    'content-type',
+    'Host',
+    'content-length',
+    'Transfer-Encoding',
+    'connection',
+    'webhook-id',
+    'Webhook-Signature',
+    'x bad',
+    'x:y',
+    'x\r\ny',
+    '',
+  ),
   printable,
 );
 const headers = fc.oneof(
@@ -47,30 +71,40 @@ const unknownField = fc.oneof(
   { weight: 9, arbitrary: fc.constant({}) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((value) => ({ [`f${JSON.stringify(value).length}`]: value })) },
 );
-const callback = fc.record(
-  {
-    url,
-    method: fc.oneof(fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'GET', 'TRACE', 'post', 'CONNECT'), hostileText),
-    headers,
-    body: fc.oneof(fc.jsonValue({ maxDepth: 8 }), hostileText, deep, fc.string({ minLength: 2_000, maxLength: 2_100 })),
-    timeoutMs: number,
-    maxAttempts: number,
-    retryDelaysMs: fc.oneof(fc.array(number, { maxLength: 4 }), number),
-    runAt: fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), hostileText),
-    externalId: fc.oneof(printable, fc.integer(), fc.string({ minLength: 190, maxLength: 210 })),
-    extra: unknownField,
-  },
-  { requiredKeys: [] },
-).map(({ extra, ...c }) => ({ ...c, ...extra }));
+const callback = fc
+  .record(
+    {
+      url,
+      method: fc.oneof(fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'GET', 'TRACE', 'post', 'CONNECT'), hostileText),
+      headers,
+      body: fc.oneof(fc.jsonValue({ maxDepth: 8 }), hostileText, deep, fc.string({ minLength: 2_000, maxLength: 2_100 })),
+      timeoutMs: number,
+      maxAttempts: number,
+      retryDelaysMs: fc.oneof(fc.array(number, { maxLength: 4 }), number),
+      runAt: fc.oneof(
+        fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+        hostileText,
+      ),
+      externalId: fc.oneof(printable, fc.integer(), fc.string({ minLength: 190, maxLength: 210 })),
+      extra: unknownField,
+    },
+    { requiredKeys: [] },
+  )
+  .map(({ extra, ...c }) => ({ ...c, ...extra }));
 
 /** JSON objects keyed by names of JavaScript built-ins, which the API once dropped from bodies and headers. */
 const builtinKeys = fc.constantFrom('constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__', 'x');
-const builtinKeyed = fc.dictionary(builtinKeys, fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(builtinKeys, fc.jsonValue({ maxDepth: 1 }))), { maxKeys: 4 });
+const builtinKeyed = fc.dictionary(builtinKeys, fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(builtinKeys, fc.jsonValue({ maxDepth: 1 }))), {
+  maxKeys: 4,
+});
 
 /** A callback that should pass validation (mostly), and one with a single field made hostile. */
 const validCallback = fc.record(
   {
-    url: fc.oneof(fc.constantFrom('http://127.0.0.1:9/hook', 'https://example.com/h?x=1'), fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true })),
+    url: fc.oneof(
+      fc.constantFrom('http://127.0.0.1:9/hook', 'https://example.com/h?x=1'),
+      fc.webUrl({ validSchemes: ['http', 'https'], withQueryParameters: true }),
+    ),
     method: fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'GET'),
     headers: fc.dictionary(fc.stringMatching(/^x-[a-z0-9-]{1,20}$/), printable, { maxKeys: 5 }),
     body: fc.oneof(fc.jsonValue({ maxDepth: 4 }), printable, builtinKeyed),
@@ -84,7 +118,9 @@ const validCallback = fc.record(
 );
 const mutatedCallback = fc
   .tuple(validCallback, callback)
-  .chain(([valid, hostile]) => fc.constantFrom(...(Object.keys(hostile).length ? Object.keys(hostile) : ['url'])).map((k) => ({ ...valid, [k]: (hostile as Record<string, unknown>)[k] })));
+  .chain(([valid, hostile]) =>
+    fc.constantFrom(...(Object.keys(hostile).length ? Object.keys(hostile) : ['url'])).map((k) => ({ ...valid, [k]: (hostile as Record<string, unknown>)[k] })),
+  );
 
 const batchDocument = fc.record(
   {
@@ -102,13 +138,26 @@ const request = fc.record({
   body: fc.oneof(
     { weight: 3, arbitrary: batchDocument.map((d) => JSON.stringify(d)) },
     { weight: 3, arbitrary: fc.array(validCallback, { minLength: 1, maxLength: 7 }).map((callbacks) => JSON.stringify({ label: 'ok', callbacks })) },
-    { weight: 3, arbitrary: fc.tuple(fc.array(validCallback, { maxLength: 3 }), mutatedCallback).map(([ok, bad]) => JSON.stringify({ callbacks: [...ok, bad] })) },
+    {
+      weight: 3,
+      arbitrary: fc.tuple(fc.array(validCallback, { maxLength: 3 }), mutatedCallback).map(([ok, bad]) => JSON.stringify({ callbacks: [...ok, bad] })),
+    },
     { weight: 1, arbitrary: batchDocument.map((d) => JSON.stringify(d)).chain((s) => fc.nat(s.length).map((n) => s.slice(0, n))) },
     { weight: 1, arbitrary: fc.oneof(fc.json(), fc.string({ maxLength: 200 }), fc.constant(`{"__proto__":{"x":1},"callbacks":[]}`)) },
   ),
   contentType: fc.oneof(
     { weight: 8, arbitrary: fc.constant('application/json') },
-    { weight: 1, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'application/merge-patch+json', '') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        'application/json; charset=utf-8',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/xml',
+        'application/merge-patch+json',
+        '',
+      ),
+    },
   ),
   idempotencyKey: fc.option(fc.oneof(printable, fc.string({ minLength: 250, maxLength: 300, unit: fc.constantFrom('k') })), { freq: 4 }),
 });
@@ -126,60 +175,77 @@ describe(BatchController.name, () => {
     await service?.dispose();
   });
 
-  it(`should answer ${RUNS} hostile batches with 2xx or 4xx only and store exactly the accepted ones`, async () => {
-    const accepted = new Map<string, number>();
-    /** What each accepted callback's stored body must be: a string as sent, any other JSON value as its JSON. */
-    const sentBodies = new Map<string, string | null>();
-    const statuses = new Map<number, number>();
-    let runs = 0;
-    await fc.assert(
-      fc.asyncProperty(request, async (r) => {
-        runs++;
-        const headers: Record<string, string> = {};
-        if (r.contentType) headers['content-type'] = r.contentType;
-        if (r.idempotencyKey !== null) headers['idempotency-key'] = r.idempotencyKey;
-        const res = await service.api('/v1/batches', { method: 'POST', headers, body: r.body });
-        const text = await res.text();
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        expect(res.status === 202 || (res.status >= 400 && res.status < 500), `${res.status} ${text}`).toBe(true);
-        const json = JSON.parse(text);
-        if (res.status === 202) {
-          accepted.set(json.id, json.callbacks.length);
-          const sent = (JSON.parse(r.body) as { callbacks: Array<{ body?: unknown }> }).callbacks;
-          json.callbacks.forEach((c: { id: string }, i: number) => {
-            const body = sent[i].body;
-            sentBodies.set(c.id, body === undefined || body === null ? null : typeof body === 'string' ? body.toWellFormed() : JSON.stringify(body));
-          });
-        }
-        else expect(json).toEqual(expect.objectContaining({ code: expect.any(String), message: expect.any(String), requestId: expect.any(String) }));
-      }),
-      { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
-    );
+  it(
+    `should answer ${RUNS} hostile batches with 2xx or 4xx only and store exactly the accepted ones`,
+    async () => {
+      const accepted = new Map<string, number>();
+      /** What each accepted callback's stored body must be: a string as sent, any other JSON value as its JSON. */
+      const sentBodies = new Map<string, string | null>();
+      const statuses = new Map<number, number>();
+      let runs = 0;
+      await fc.assert(
+        fc.asyncProperty(request, async (r) => {
+          runs++;
+          const headers: Record<string, string> = {};
+          if (r.contentType) headers['content-type'] = r.contentType;
+          if (r.idempotencyKey !== null) headers['idempotency-key'] = r.idempotencyKey;
+          const res = await service.api('/v1/batches', { method: 'POST', headers, body: r.body });
+          const text = await res.text();
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          expect(res.status === 202 || (res.status >= 400 && res.status < 500), `${res.status} ${text}`).toBe(true);
+          const json = JSON.parse(text);
+          if (res.status === 202) {
+            accepted.set(json.id, json.callbacks.length);
+            const sent = (JSON.parse(r.body) as { callbacks: Array<{ body?: unknown }> }).callbacks;
+            json.callbacks.forEach((c: { id: string }, i: number) => {
+              const body = sent[i].body;
+              sentBodies.set(c.id, body === undefined || body === null ? null : typeof body === 'string' ? body.toWellFormed() : JSON.stringify(body));
+            });
+          } else expect(json).toEqual(expect.objectContaining({ code: expect.any(String), message: expect.any(String), requestId: expect.any(String) }));
+        }),
+        { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
+      );
 
-    const { rows } = await db.query('SELECT (SELECT count(*) FROM batch)::int AS batches, (SELECT count(*) FROM callback)::int AS callbacks');
-    const expectedCallbacks = [...accepted.values()].reduce((a, b) => a + b, 0);
-    expect(rows[0]).toEqual({ batches: accepted.size, callbacks: expectedCallbacks });
-    const stored = await db.query<{ id: string; body: string | null }>('SELECT id, body FROM callback');
-    expect(new Map(stored.rows.map((c) => [c.id, c.body]))).toEqual(sentBodies);
-    // The generator must reach both sides, or the property says little.
-    expect(runs).toBeGreaterThanOrEqual(RUNS / 2);
-    expect(accepted.size).toBeGreaterThan(20);
-    expect([...statuses.keys()].filter((s) => s >= 400).length).toBeGreaterThanOrEqual(3);
-  }, TIME_LIMIT_MS + 60_000);
+      const { rows } = await db.query('SELECT (SELECT count(*) FROM batch)::int AS batches, (SELECT count(*) FROM callback)::int AS callbacks');
+      const expectedCallbacks = [...accepted.values()].reduce((a, b) => a + b, 0);
+      expect(rows[0]).toEqual({ batches: accepted.size, callbacks: expectedCallbacks });
+      const stored = await db.query<{ id: string; body: string | null }>('SELECT id, body FROM callback');
+      expect(new Map(stored.rows.map((c) => [c.id, c.body]))).toEqual(sentBodies);
+      // The generator must reach both sides, or the property says little.
+      expect(runs).toBeGreaterThanOrEqual(RUNS / 2);
+      expect(accepted.size).toBeGreaterThan(20);
+      expect([...statuses.keys()].filter((s) => s >= 400).length).toBeGreaterThanOrEqual(3);
+    },
+    TIME_LIMIT_MS + 60_000,
+  );
 
   it('should answer hostile receiver PUTs with 2xx or 4xx only, and store a receiver only when answered 2xx', async () => {
     const secret = fc.oneof(
       fc.uint8Array({ minLength: 0, maxLength: 40 }).map((b) => `whsec_${Buffer.from(b).toString('base64')}`),
-      hostileText, fc.constantFrom('whsec_', 'whsec_===', null, 5),
+      hostileText,
+      fc.constantFrom('whsec_', 'whsec_===', null, 5),
     );
-    const settings = fc.record({
-      url: fc.oneof(url, fc.constant(null)), description: fc.oneof(printable, hostileText, fc.constant(null), fc.integer()),
-      headers: fc.oneof(headers, fc.constant(null)), timeoutMs: fc.oneof(number, fc.constant(null)), maxAttempts: fc.oneof(number, fc.constant(null)),
-      retryDelaysMs: fc.oneof(fc.array(number, { maxLength: 4 }), number, fc.constant(null)),
-      disabled: fc.oneof(fc.boolean(), fc.constant(null), printable), secret, extra: unknownField,
-    }, { requiredKeys: [] }).map(({ extra, ...r }) => ({ ...r, ...extra }));
+    const settings = fc
+      .record(
+        {
+          url: fc.oneof(url, fc.constant(null)),
+          description: fc.oneof(printable, hostileText, fc.constant(null), fc.integer()),
+          headers: fc.oneof(headers, fc.constant(null)),
+          timeoutMs: fc.oneof(number, fc.constant(null)),
+          maxAttempts: fc.oneof(number, fc.constant(null)),
+          retryDelaysMs: fc.oneof(fc.array(number, { maxLength: 4 }), number, fc.constant(null)),
+          disabled: fc.oneof(fc.boolean(), fc.constant(null), printable),
+          secret,
+          extra: unknownField,
+        },
+        { requiredKeys: [] },
+      )
+      .map(({ extra, ...r }) => ({ ...r, ...extra }));
     const name = fc.oneof(fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/), hostileText, fc.constantFrom('..', '%2e%2e', 'a/b', 'x'.repeat(200)));
-    const body = fc.oneof({ weight: 5, arbitrary: settings.map((x) => JSON.stringify(x)) }, { weight: 1, arbitrary: fc.oneof(fc.json(), fc.string({ maxLength: 50 })) });
+    const body = fc.oneof(
+      { weight: 5, arbitrary: settings.map((x) => JSON.stringify(x)) },
+      { weight: 1, arbitrary: fc.oneof(fc.json(), fc.string({ maxLength: 50 })) },
+    );
     const created = new Set<string>();
     await fc.assert(
       fc.asyncProperty(name, body, async (n, b) => {
@@ -198,12 +264,39 @@ describe(BatchController.name, () => {
   it('should answer hostile ids and query strings on the read routes with 2xx or 4xx only', async () => {
     const segment = fc.oneof(hostileText, fc.uuid(), fc.constantFrom('..', '%00', '%2e%2e', '00000000-0000-0000-0000-000000000000'));
     // Pairs, not a dictionary: repeated keys (?status=a&status=b) arrive as arrays.
-    const name = fc.constantFrom('status', 'cursor', 'limit', 'host', 'since', 'format', 'from', 'to', 'bucket', 'batch', 'status[]', 'limit[0]',
-      'receiver', 'destination');
-    const query = fc.array(fc.tuple(name, fc.oneof(hostileText, fc.integer().map(String), fc.constantFrom('failed', 'json', '1m', '2026-01-01T00:00:00Z'))), { maxLength: 5 });
+    const name = fc.constantFrom(
+      'status',
+      'cursor',
+      'limit',
+      'host',
+      'since',
+      'format',
+      'from',
+      'to',
+      'bucket',
+      'batch',
+      'status[]',
+      'limit[0]',
+      'receiver',
+      'destination',
+    );
+    const query = fc.array(fc.tuple(name, fc.oneof(hostileText, fc.integer().map(String), fc.constantFrom('failed', 'json', '1m', '2026-01-01T00:00:00Z'))), {
+      maxLength: 5,
+    });
     const route = fc.constantFrom(
-      '/v1/batches/%s', '/v1/batches/%s/callbacks', '/v1/batches/%s/sequence', '/v1/callbacks/%s', '/v1/callbacks', '/v1/batches',
-      '/v1/history/latency', '/v1/hosts', '/v1/hosts/%s', '/v1/signing-secret', '/v1/keys', '/v1/receivers', '/v1/receivers/%s',
+      '/v1/batches/%s',
+      '/v1/batches/%s/callbacks',
+      '/v1/batches/%s/sequence',
+      '/v1/callbacks/%s',
+      '/v1/callbacks',
+      '/v1/batches',
+      '/v1/history/latency',
+      '/v1/hosts',
+      '/v1/hosts/%s',
+      '/v1/signing-secret',
+      '/v1/keys',
+      '/v1/receivers',
+      '/v1/receivers/%s',
     );
     await fc.assert(
       fc.asyncProperty(route, segment, query, async (r, id, q) => {

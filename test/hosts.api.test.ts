@@ -33,7 +33,7 @@ describe(HostController.name, () => {
 
   const hostRow = async () => (await db.query('SELECT max_in_flight, rate_per_sec, limits_updated_by FROM host WHERE host = $1', [receiver.url])).rows[0];
 
-  it('should list a destination with its limits, in-flight count, queue depth, breaker and the caller\'s latency', async () => {
+  it("should list a destination with its limits, in-flight count, queue depth, breaker and the caller's latency", async () => {
     const list = await service.apiJson('/v1/hosts');
     expect(Date.parse(list.since)).toBeLessThan(Date.now());
     const item = list.items.find((h: { host: string }) => h.host === receiver.url);
@@ -58,7 +58,7 @@ describe(HostController.name, () => {
     expect(item).toMatchObject({ host: receiver.url, latency: { attempts: 1, errorRate: 0 } });
   });
 
-  it('should let only admin keys change a host\'s limits, and restore defaults with null', async () => {
+  it("should let only admin keys change a host's limits, and restore defaults with null", async () => {
     const denied = await service.api(`${path}/limits`, { method: 'PUT', key: tenant.key, json: { maxInFlight: 1 } });
     expect(denied.status).toBe(403);
     expect((await jsonOf(denied)).code).toBe('forbidden');
@@ -104,7 +104,10 @@ describe(HostController.name, () => {
     // History: destinations nothing goes to any more (no work, no limits, no recent attempts of this key).
     await db.query(`INSERT INTO host (host) SELECT 'https://old-' || i || '.example.com:443' FROM generate_series(1, 50) AS i`);
     // In use: a destination with pending rows (due tomorrow), one with a cap of its own, one with failures in a row.
-    await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.8:2/later', runAt: new Date(Date.now() + 86_400_000).toISOString() }] } });
+    await service.apiJson('/v1/batches', {
+      method: 'POST',
+      json: { callbacks: [{ url: 'http://127.0.0.8:2/later', runAt: new Date(Date.now() + 86_400_000).toISOString() }] },
+    });
     await db.query(`INSERT INTO host (host, max_in_flight) VALUES ('https://capped.example.com:443', 3)`);
     await db.query(`INSERT INTO host (host, consecutive_failures) VALUES ('https://failing.example.com:443', 2)`);
     try {
@@ -118,7 +121,15 @@ describe(HostController.name, () => {
       }
       expect(seen).toEqual([...seen].sort());
       expect(new Set(seen).size).toBe(seen.length);
-      expect(seen).toEqual(expect.arrayContaining([receiver.url, 'http://127.0.0.8:2', 'https://capped.example.com:443', 'https://failing.example.com:443', 'https://hooks.example.com:443']));
+      expect(seen).toEqual(
+        expect.arrayContaining([
+          receiver.url,
+          'http://127.0.0.8:2',
+          'https://capped.example.com:443',
+          'https://failing.example.com:443',
+          'https://hooks.example.com:443',
+        ]),
+      );
       expect(seen.filter((h) => h.startsWith('https://old-'))).toEqual([]);
       // Any one host can still be read by name.
       expect((await service.api(`/v1/hosts/${encodeURIComponent('https://old-7.example.com:443')}`)).status).toBe(200);

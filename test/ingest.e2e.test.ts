@@ -17,8 +17,7 @@ describe(BatchService.name, () => {
     await service?.dispose();
   });
 
-  const post = (body: unknown, headers: Record<string, string> = {}, key?: string) =>
-    service.api('/v1/batches', { method: 'POST', json: body, headers, key });
+  const post = (body: unknown, headers: Record<string, string> = {}, key?: string) => service.api('/v1/batches', { method: 'POST', json: body, headers, key });
   const count = async (table: string) => (await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n as number;
 
   it('should store 10,000 callbacks in one batch and answer with their ids in request order', async () => {
@@ -39,12 +38,15 @@ describe(BatchService.name, () => {
     const n = 120;
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) =>
-        post({ label: `one-${i}`, callbacks: [{ url: `http://127.0.0.1:9/one/${i}`, externalId: `one-${i}` }] }).then(jsonOf)),
+        post({ label: `one-${i}`, callbacks: [{ url: `http://127.0.0.1:9/one/${i}`, externalId: `one-${i}` }] }).then(jsonOf),
+      ),
     );
-    const stored = (await db.query(
-      `SELECT b.id AS batch_id, b.label, b.total, c.id, c.url, c.external_id FROM batch b JOIN callback c ON c.batch_id = b.id
+    const stored = (
+      await db.query(
+        `SELECT b.id AS batch_id, b.label, b.total, c.id, c.url, c.external_id FROM batch b JOIN callback c ON c.batch_id = b.id
        WHERE b.label LIKE 'one-%'`,
-    )).rows;
+      )
+    ).rows;
     expect(stored).toHaveLength(n);
     const byBatch = new Map(stored.map((r) => [r.batch_id, r]));
     results.forEach((res, i) => {
@@ -57,7 +59,8 @@ describe(BatchService.name, () => {
     const res = await post({ label: 'lone-\ud800', callbacks: [{ url: 'http://127.0.0.1:9/\udc00', externalId: 'x-\ud800', body: 'b-\udfff' }] });
     expect(res.status).toBe(202);
     const { id } = await jsonOf(res);
-    const row = (await db.query('SELECT b.label, c.external_id, c.url, c.body FROM batch b JOIN callback c ON c.batch_id = b.id WHERE b.id = $1', [id])).rows[0];
+    const row = (await db.query('SELECT b.label, c.external_id, c.url, c.body FROM batch b JOIN callback c ON c.batch_id = b.id WHERE b.id = $1', [id]))
+      .rows[0];
     expect(row).toEqual({ label: 'lone-\ufffd', external_id: 'x-\ufffd', url: 'http://127.0.0.1:9/\ufffd', body: 'b-\ufffd' });
   });
 
@@ -104,14 +107,17 @@ describe(BatchService.name, () => {
   });
 
   describe('tenancy', () => {
-    it('should let neither of two keys see the other\'s batches or callbacks', async () => {
+    it("should let neither of two keys see the other's batches or callbacks", async () => {
       const alice = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'alice' } })).key as string;
       const bob = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'bob' } })).key as string;
       const a = await jsonOf(await post({ callbacks: [{ url: 'http://127.0.0.1:9/a' }] }, {}, alice));
       const b = await jsonOf(await post({ callbacks: [{ url: 'http://127.0.0.1:9/b' }] }, {}, bob));
       const as = (key: string, path: string, init: RequestInit = {}) => service.api(path, { ...init, key });
 
-      for (const [reader, batch] of [[alice, b], [bob, a]] as const) {
+      for (const [reader, batch] of [
+        [alice, b],
+        [bob, a],
+      ] as const) {
         expect((await as(reader, `/v1/batches/${batch.id}`)).status).toBe(404);
         expect((await as(reader, `/v1/batches/${batch.id}/callbacks`)).status).toBe(404);
         expect((await as(reader, `/v1/batches/${batch.id}/sequence`)).status).toBe(404);

@@ -29,11 +29,16 @@ describe(LatencyController.name, () => {
 
   /** A batch of `host` with one callback, for attempts to hang on. */
   async function seedCallback(apiKeyId: string, host: string): Promise<{ batchId: string; callbackId: string }> {
-    const { rows: [b] } = await db.query(
-      `INSERT INTO batch (id, api_key_id, total) VALUES (gen_random_uuid(), $1, 1) RETURNING id`, [apiKeyId]);
-    const { rows: [c] } = await db.query(
+    const {
+      rows: [b],
+    } = await db.query(`INSERT INTO batch (id, api_key_id, total) VALUES (gen_random_uuid(), $1, 1) RETURNING id`, [apiKeyId]);
+    const {
+      rows: [c],
+    } = await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, next_attempt_at)
-       VALUES (gen_random_uuid(), $1, $2, $3, $4, 'POST', 1000, 100, 'failed', now()) RETURNING id`, [b.id, apiKeyId, `${host}/hook`, host]);
+       VALUES (gen_random_uuid(), $1, $2, $3, $4, 'POST', 1000, 100, 'failed', now()) RETURNING id`,
+      [b.id, apiKeyId, `${host}/hook`, host],
+    );
     return { batchId: b.id, callbackId: c.id };
   }
 
@@ -59,7 +64,12 @@ describe(LatencyController.name, () => {
     batchA = a.batchId;
     batchB = b.batchId;
     // 10:00–10:01: 20 attempts on A (durations 10..200, two failures), 1 on B.
-    await seedAttempts(a.callbackId, keyId, HOST_A, Array.from({ length: 20 }, (_, i) => [i * 1000, (i + 1) * 10, i % 10 === 3 ? 'timeout' : 'success']));
+    await seedAttempts(
+      a.callbackId,
+      keyId,
+      HOST_A,
+      Array.from({ length: 20 }, (_, i) => [i * 1000, (i + 1) * 10, i % 10 === 3 ? 'timeout' : 'success']),
+    );
     await seedAttempts(b.callbackId, keyId, HOST_B, [[30_000, 5000.5, 'http_error']]);
     // 10:05: one more on A; 10:02–10:04 stay empty.
     await seedAttempts(a.callbackId, keyId, HOST_A, [[5 * 60_000 + 1, 42.125, 'success']]);
@@ -79,9 +89,14 @@ describe(LatencyController.name, () => {
     expect(res.items.map((b: Bucket) => b.start)).toEqual(['2026-11-02T10:00:00.000Z', '2026-11-02T10:05:00.000Z']);
     const durations = [...Array.from({ length: 20 }, (_, i) => (i + 1) * 10), 5000.5].sort((x, y) => x - y);
     expect(res.items[0]).toEqual({
-      start: '2026-11-02T10:00:00.000Z', count: 21, ok: 18, failed: 3,
-      p50: percentile(durations, 0.5), p90: percentile(durations, 0.9),
-      p99: Math.round(percentile(durations, 0.99) * 1000) / 1000, max: 5000.5,
+      start: '2026-11-02T10:00:00.000Z',
+      count: 21,
+      ok: 18,
+      failed: 3,
+      p50: percentile(durations, 0.5),
+      p90: percentile(durations, 0.9),
+      p99: Math.round(percentile(durations, 0.99) * 1000) / 1000,
+      max: 5000.5,
     });
     expect(res.items[1]).toEqual({ start: '2026-11-02T10:05:00.000Z', count: 1, ok: 1, failed: 0, p50: 42.125, p90: 42.125, p99: 42.125, max: 42.125 });
   });
@@ -142,7 +157,11 @@ describe(LatencyController.name, () => {
     );
     const from = '2026-11-10T05:17:00.000Z';
     const to = '2026-11-12T20:03:00.000Z';
-    for (const [bucket, width] of [['5m', '5 minutes'], ['1h', '1 hour'], ['1d', '1 day']]) {
+    for (const [bucket, width] of [
+      ['5m', '5 minutes'],
+      ['1h', '1 hour'],
+      ['1d', '1 day'],
+    ]) {
       for (const host of [undefined, HOST_B]) {
         const { rows } = await db.query(
           `SELECT date_bin($5::interval, started_at, timestamptz '2000-01-01 00:00:00+00') AS start, count(*)::int AS count,
@@ -154,8 +173,14 @@ describe(LatencyController.name, () => {
         );
         const r3 = (v: number) => Math.round(v * 1000) / 1000;
         const expected = rows.map((r) => ({
-          start: r.start.toISOString(), count: r.count, ok: r.ok, failed: r.count - r.ok,
-          p50: r3(r.pct[0]), p90: r3(r.pct[1]), p99: r3(r.pct[2]), max: r3(r.max),
+          start: r.start.toISOString(),
+          count: r.count,
+          ok: r.ok,
+          failed: r.count - r.ok,
+          p50: r3(r.pct[0]),
+          p90: r3(r.pct[1]),
+          p99: r3(r.pct[2]),
+          max: r3(r.max),
         }));
         const qs = `from=${from}&to=${to}&bucket=${bucket}${host ? `&host=${encodeURIComponent(host)}` : ''}`;
         const res = await service.apiJson(`/v1/history/latency?${qs}`);

@@ -44,7 +44,7 @@ describe('source layout', () => {
     expect(upward).toEqual([]);
   });
 
-  it("should not reach into dispatch/ from another folder (only its module is public)", () => {
+  it('should not reach into dispatch/ from another folder (only its module is public)', () => {
     const inward = edges.filter((e) => top(e.to) === 'dispatch' && top(e.from) !== 'dispatch' && !DISPATCH_ENTRY.has(e.to));
     expect(inward).toEqual([]);
   });

@@ -73,9 +73,26 @@ describe(ClaimRepository.name, () => {
     Object.fromEntries((await db.query('SELECT status, count(*)::int AS n FROM callback GROUP BY status')).rows.map((r) => [r.status, r.n]));
 
   const outcome = (id: string, row: { apiKeyId: string; host: string; attempts: number }): RecordedOutcome => ({
-    callbackId: id, apiKeyId: row.apiKeyId, host: row.host, number: row.attempts + 1, status: 'succeeded', nextAttemptAt: null,
-    completedAt: new Date(), startedAt: new Date(), durationMs: 5, dnsMs: 0, connectMs: 0, tlsMs: null, tunnelMs: null, firstByteMs: 4,
-    statusCode: 200, outcome: 'success', error: null, responseHeaders: { a: 'b' }, responseBody: 'ok', receiverId: null,
+    callbackId: id,
+    apiKeyId: row.apiKeyId,
+    host: row.host,
+    number: row.attempts + 1,
+    status: 'succeeded',
+    nextAttemptAt: null,
+    completedAt: new Date(),
+    startedAt: new Date(),
+    durationMs: 5,
+    dnsMs: 0,
+    connectMs: 0,
+    tlsMs: null,
+    tunnelMs: null,
+    firstByteMs: 4,
+    statusCode: 200,
+    outcome: 'success',
+    error: null,
+    responseHeaders: { a: 'b' },
+    responseBody: 'ok',
+    receiverId: null,
   });
 
   it('should never give one row to two concurrent claimers, and leave other states untouched', async () => {
@@ -176,11 +193,13 @@ describe(ClaimRepository.name, () => {
     }
   });
 
-  it('should take another host\'s rows past a larger backlog of a host at its cap, reading at most the front of it', async () => {
+  it("should take another host's rows past a larger backlog of a host at its cap, reading at most the front of it", async () => {
     await db.query('DELETE FROM batch');
     // Host A: more due rows than the front walk reads, at its cap. Host B: a few rows behind them.
     const ids = await batchOf(1);
-    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    const {
+      rows: [{ batch_id: batchId, api_key_id: keyId }],
+    } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
     await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
        SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.2:9/a', 'http://127.0.0.2:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 hour' + i * interval '1 ms'
@@ -225,7 +244,9 @@ describe(ClaimRepository.name, () => {
     const [seed] = await batchOf(1);
     await db.query(`UPDATE callback SET status = 'succeeded', completed_at = now() WHERE id = $1`, [seed]);
     await db.query('ANALYZE callback');
-    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [seed]);
+    const {
+      rows: [{ batch_id: batchId, api_key_id: keyId }],
+    } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [seed]);
     await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
        SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.1:9/x', 'http://127.0.0.1:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 minute'
@@ -237,7 +258,10 @@ describe(ClaimRepository.name, () => {
     let rows: ClaimedCallback[] = [];
     const seen = await statementsOf(async () => {
       rows = await claims.claimDue('w', 200, 1000, []);
-      await outcomes.recordOutcomes('w', rows.map((r) => outcome(r.id, r)));
+      await outcomes.recordOutcomes(
+        'w',
+        rows.map((r) => outcome(r.id, r)),
+      );
     });
     expect(rows).toHaveLength(200);
     const [claimPlan, writePlan] = [await planOf(seen[0]), await planOf(seen[1])];
@@ -248,13 +272,19 @@ describe(ClaimRepository.name, () => {
     expect(writePlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
   });
 
-  it('should pass over held rows (a disabled receiver\'s) in the front walk and past it, keeping the key and host index walks', async () => {
+  it("should pass over held rows (a disabled receiver's) in the front walk and past it, keeping the key and host index walks", async () => {
     await db.query('DELETE FROM batch');
     const ids = await batchOf(40);
     const held = ids.filter((_, i) => i % 2 === 0); // every other row, the oldest first
-    const { rows: [{ api_key_id: key }] } = await db.query('SELECT api_key_id FROM callback WHERE id = $1', [ids[0]]);
-    const { rows: [{ id: receiverId }] } = await db.query(
-      `INSERT INTO receiver (id, api_key_id, name, disabled, disabled_at) VALUES (gen_random_uuid(), $1, 'held-test', true, now()) RETURNING id`, [key]);
+    const {
+      rows: [{ api_key_id: key }],
+    } = await db.query('SELECT api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    const {
+      rows: [{ id: receiverId }],
+    } = await db.query(
+      `INSERT INTO receiver (id, api_key_id, name, disabled, disabled_at) VALUES (gen_random_uuid(), $1, 'held-test', true, now()) RETURNING id`,
+      [key],
+    );
     await db.query('UPDATE callback SET receiver_id = $2 WHERE id = ANY($1::uuid[])', [held, receiverId]);
     const run = (st: Prisma.Sql) => db.query(st.text, st.values);
     const before = (await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows;
@@ -273,12 +303,16 @@ describe(ClaimRepository.name, () => {
     await run(holdReceiverCallbacks([receiverId], false));
     expect((await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows).toEqual(before);
     expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual([...held].sort());
-    await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE id = ANY($1::uuid[])`, [held]);
+    await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE id = ANY($1::uuid[])`, [
+      held,
+    ]);
     await run(holdReceiverCallbacks([receiverId], true));
 
     // Past the front: a host at its cap with more due rows than the front reads, then these 40 again, half held.
     await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE status = 'in_flight'`);
-    const { rows: [{ batch_id: batchId, api_key_id: keyId }] } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
+    const {
+      rows: [{ batch_id: batchId, api_key_id: keyId }],
+    } = await db.query('SELECT batch_id, api_key_id FROM callback WHERE id = $1', [ids[0]]);
     await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at)
        SELECT gen_random_uuid(), $1, $2, 'http://127.0.0.2:9/a', 'http://127.0.0.2:9', 'POST', '{}', 1000, 1, 'pending', now() - interval '1 hour' + i * interval '1 ms'

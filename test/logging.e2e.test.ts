@@ -15,7 +15,11 @@ describe(`${AppLogger.name} in the running service`, () => {
   const out = () => proc.output();
   let receiver: Receiver;
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
-  const jsonLines = (): Line[] => out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
+  const jsonLines = (): Line[] =>
+    out()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Line);
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers } });
 
@@ -44,7 +48,7 @@ describe(`${AppLogger.name} in the running service`, () => {
     });
     expect(res.status).toBe(202);
     const batch = (await res.json()) as { id: string };
-    const secret = ((await (await api(`/v1/signing-secret?destination=${encodeURIComponent(receiver.url)}`)).json()) as { secrets?: Array<{ secret: string }> });
+    const secret = (await (await api(`/v1/signing-secret?destination=${encodeURIComponent(receiver.url)}`)).json()) as { secrets?: Array<{ secret: string }> };
     await waitFor(() => jsonLines().some((l) => String(l.msg).includes('completed') && JSON.stringify(l).includes(batch.id)), 10_000);
     await waitFor(() => jsonLines().some((l) => l.msg === 'request' && String(l.url).startsWith('/v1/signing-secret')), 5000);
 
@@ -72,7 +76,7 @@ describe(`${AppLogger.name} in the running service`, () => {
     expect(jsonLines().filter((l) => l.requestId === 'log-test-2')).toEqual([expect.objectContaining({ msg: 'request', statusCode: 400 })]);
   });
 
-  it('should keep receivers\' secrets out of the log, brought, made, rotated or refused', async () => {
+  it("should keep receivers' secrets out of the log, brought, made, rotated or refused", async () => {
     const brought = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
     const short = `whsec_${Buffer.from('too short').toString('base64')}`;
     const put = (name: string, body: unknown, id: string) =>
@@ -80,9 +84,14 @@ describe(`${AppLogger.name} in the running service`, () => {
     expect((await put('logged-shop', { url: `${receiver.url}/shop`, secret: brought }, 'log-rcv-1')).status).toBe(201);
     expect((await put('logged-shop', { secret: short }, 'log-rcv-2')).status).toBe(400);
     expect((await put('logged-shop', { secret: 'whsec_not base64!' }, 'log-rcv-3')).status).toBe(400);
-    const rotated = await (await api('/v1/receivers/logged-shop/secret/rotate', { method: 'POST', body: '{}', headers: { 'x-request-id': 'log-rcv-4' } })).json() as { secrets: Array<{ secret: string }> };
+    const rotated = (await (
+      await api('/v1/receivers/logged-shop/secret/rotate', { method: 'POST', body: '{}', headers: { 'x-request-id': 'log-rcv-4' } })
+    ).json()) as { secrets: Array<{ secret: string }> };
     expect(rotated.secrets[1].secret).toBe(brought);
-    await waitFor(() => ['log-rcv-1', 'log-rcv-2', 'log-rcv-3', 'log-rcv-4'].every((id) => jsonLines().some((l) => l.requestId === id && l.msg === 'request')), 5000);
+    await waitFor(
+      () => ['log-rcv-1', 'log-rcv-2', 'log-rcv-3', 'log-rcv-4'].every((id) => jsonLines().some((l) => l.requestId === id && l.msg === 'request')),
+      5000,
+    );
     for (const secret of [brought, short, rotated.secrets[0].secret]) {
       expect(out()).not.toContain(secret.slice('whsec_'.length));
     }

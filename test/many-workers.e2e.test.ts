@@ -44,10 +44,14 @@ describe(`${WorkerService.name} scaled out`, () => {
 
     const received = () => receivers.reduce((n, r) => n + r.requests.length, 0);
     const started = Date.now();
-    await waitFor(async () => {
-      const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
-      return rows[0].n === 20_000;
-    }, 120_000, 500);
+    await waitFor(
+      async () => {
+        const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
+        return rows[0].n === 20_000;
+      },
+      120_000,
+      500,
+    );
     await waitFor(() => received() >= 20_000, 5000);
     console.log(`20,000 callbacks delivered by 3 workers in ${Date.now() - started} ms`);
 

@@ -41,7 +41,10 @@ function registeredRoutes(service: TestService): { documented: string[]; exclude
         const method = typeof handler === 'function' ? Reflect.getMetadata(METHOD_METADATA, handler) : undefined;
         if (method === undefined) continue;
         const path = [Reflect.getMetadata(PATH_METADATA, handler) ?? ''].flat()[0] as string;
-        const full = `/${[base, path].join('/')}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1').replace(/:(\w+)/g, '{$1}');
+        const full = `/${[base, path].join('/')}`
+          .replace(/\/+/g, '/')
+          .replace(/(.)\/$/, '$1')
+          .replace(/:(\w+)/g, '{$1}');
         const route = `${RequestMethod[method]} ${full}`;
         const hidden = hiddenClass || Reflect.getMetadata(EXCLUDE_ENDPOINT, handler)?.disable === true;
         (hidden ? excluded : documented).push(route);
@@ -73,7 +76,9 @@ describe('OpenAPI document', () => {
 
   it('should document every registered route', () => {
     const { documented } = registeredRoutes(service);
-    const inDoc = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+    const inDoc = Object.entries(doc.paths)
+      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+      .sort();
     expect(documented.length).toBeGreaterThan(15);
     expect(documented.filter((r) => !inDoc.includes(r))).toEqual([]);
     expect(inDoc.filter((r) => !documented.includes(r))).toEqual([]);
@@ -119,7 +124,10 @@ describe('OpenAPI document', () => {
 
   it('should document query parameters of the listing routes', () => {
     const names = (path: string, method = 'get') =>
-      ((doc.paths[path][method] as { parameters?: Array<{ name: string; in: string }> }).parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name).sort();
+      ((doc.paths[path][method] as { parameters?: Array<{ name: string; in: string }> }).parameters ?? [])
+        .filter((p) => p.in === 'query')
+        .map((p) => p.name)
+        .sort();
     expect(names('/v1/callbacks')).toEqual(['cursor', 'host', 'limit', 'receiver', 'since', 'status']);
     expect(names('/v1/batches/{id}/callbacks')).toEqual(['cursor', 'limit', 'status']);
     expect(names('/v1/hosts')).toEqual(['cursor', 'limit', 'since']);

@@ -33,7 +33,14 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
 
   it('should deliver each ordering key in order, never two at once, with three workers and one killed', async () => {
     // Leases of 2 s (a 1 s timeout and the margin's floor of 1 s): a killed worker's rows come back soon.
-    const env = { DATABASE_URL: database.url, DISPATCH_POLL_MS: '100', LOG_LEVEL: 'error', RETRY_DELAYS_MS: '50', RETRY_JITTER_PERMILLE: '0', DISPATCH_LEASE_MARGIN_MS: '1000' };
+    const env = {
+      DATABASE_URL: database.url,
+      DISPATCH_POLL_MS: '100',
+      LOG_LEVEL: 'error',
+      RETRY_DELAYS_MS: '50',
+      RETRY_JITTER_PERMILLE: '0',
+      DISPATCH_LEASE_MARGIN_MS: '1000',
+    };
     const api = await spawnService({ ...env, ROLE: 'api' });
     procs.push(api);
     const workers: ServiceProcess[] = [];
@@ -62,10 +69,14 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
     workers[0].kill('SIGKILL');
     await workers[0].exited;
 
-    await waitFor(async () => {
-      const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
-      return rows[0].n === KEYS * PER_KEY;
-    }, 120_000, 200);
+    await waitFor(
+      async () => {
+        const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
+        return rows[0].n === KEYS * PER_KEY;
+      },
+      120_000,
+      200,
+    );
 
     const requests: ReceivedRequest[] = receivers.flatMap((r) => r.requests);
     const end = (q: ReceivedRequest) => q.startedAt + (q.handledMs ?? 0);

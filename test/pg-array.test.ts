@@ -8,7 +8,23 @@ describe('pgArray', () => {
   const roundTrip = async (literal: string, type: string) => (await test.db.query(`SELECT $1::${type} AS a`, [literal])).rows[0].a as unknown[];
 
   it('should give Postgres back exactly the strings, whatever characters they hold', async () => {
-    const values = ['plain', '', 'NULL', 'null', ' spaced ', 'a,b', '{braces}', '"quoted"', 'back\\slash', '\\"', 'x"\\"y', '\t\r\n', 'é ✓ 💥', '{"json":[1,"two"]}', null];
+    const values = [
+      'plain',
+      '',
+      'NULL',
+      'null',
+      ' spaced ',
+      'a,b',
+      '{braces}',
+      '"quoted"',
+      'back\\slash',
+      '\\"',
+      'x"\\"y',
+      '\t\r\n',
+      'é ✓ 💥',
+      '{"json":[1,"two"]}',
+      null,
+    ];
     expect(await roundTrip(pgArray(values), 'text[]')).toEqual(values);
   });
 

@@ -49,7 +49,10 @@ describe(`${HealthController.name} readiness at start-up`, () => {
       const probe = (async () => {
         const until = Date.now() + START_LIMIT_MS;
         while (!stopProbing && Date.now() < until) {
-          const status = await fetch(`${base}/health/ready`).then((r) => r.status, () => 0);
+          const status = await fetch(`${base}/health/ready`).then(
+            (r) => r.status,
+            () => 0,
+          );
           if (status !== 0) seen.push(status);
           if (status === 200) {
             ready = true;

@@ -52,7 +52,7 @@ describe(ReceiverService.name, () => {
   const received = (id: string) => [...shopA.byId(id), ...shopB.byId(id)];
   const batchCount = async () => Number((await service.apiJson('/v1/batches?limit=500')).items.length);
 
-  it('should sign each receiver\'s callbacks with its own secret only, never another receiver\'s or a destination\'s', async () => {
+  it("should sign each receiver's callbacks with its own secret only, never another receiver's or a destination's", async () => {
     const created = await Promise.all([
       put('merchant-a', { url: `${shopA.url}/hooks` }),
       put('merchant-b', { url: `${shopB.url}/hooks` }),
@@ -88,7 +88,10 @@ describe(ReceiverService.name, () => {
     const destB = (await service.apiJson(`/v1/signing-secret?destination=${encodeURIComponent(shopB.url)}`)).secrets[0].secret;
     const destA = (await service.apiJson(`/v1/signing-secret?destination=${encodeURIComponent(shopA.url)}`)).secrets[0].secret;
     const all = { ...secrets, destA, destB };
-    const verifiedBy = (r: ReceivedRequest) => Object.entries(all).filter(([, s]) => verifies(s, r)).map(([k]) => k);
+    const verifiedBy = (r: ReceivedRequest) =>
+      Object.entries(all)
+        .filter(([, s]) => verifies(s, r))
+        .map(([k]) => k);
     expect(verifiedBy(ra[0])).toEqual(['a']);
     expect(verifiedBy(ra2[0])).toEqual(['a']);
     expect(verifiedBy(rb[0])).toEqual(['b']);
@@ -101,7 +104,7 @@ describe(ReceiverService.name, () => {
     expect((await service.apiJson(`/v1/callbacks/${ids[4]}`)).receiver).toBeNull();
   });
 
-  it('should answer a secret per destination, 400 without one, and keep another destination\'s when one rotates', async () => {
+  it("should answer a secret per destination, 400 without one, and keep another destination's when one rotates", async () => {
     const res = await service.api('/v1/signing-secret');
     expect(res.status).toBe(400);
     expect((await jsonOf(res)).message).toMatch(/destination/);
@@ -117,7 +120,7 @@ describe(ReceiverService.name, () => {
     expect((await service.apiJson(`/v1/signing-secret${q('https://other.example')}`)).secrets).toEqual(other.secrets);
   });
 
-  it('should rotate one receiver\'s secret and leave the others alone', async () => {
+  it("should rotate one receiver's secret and leave the others alone", async () => {
     const before = { a: secretOf(await service.apiJson('/v1/receivers/merchant-a')), b: secretOf(await service.apiJson('/v1/receivers/merchant-b')) };
     const rotated = await service.apiJson('/v1/receivers/merchant-a/secret/rotate', { method: 'POST' });
     expect(rotated.secrets).toHaveLength(2);
@@ -127,7 +130,12 @@ describe(ReceiverService.name, () => {
     const b = await service.apiJson('/v1/receivers/merchant-b');
     expect(b.secrets.map((s: { secret: string }) => s.secret)).toEqual([before.b]);
 
-    const [ida, idb] = await deliver({ callbacks: [{ receiver: 'merchant-a', body: { r: 1 } }, { receiver: 'merchant-b', body: { r: 2 } }] });
+    const [ida, idb] = await deliver({
+      callbacks: [
+        { receiver: 'merchant-a', body: { r: 1 } },
+        { receiver: 'merchant-b', body: { r: 2 } },
+      ],
+    });
     const [ra] = received(ida);
     const [rb] = received(idb);
     expect(String(ra.headers['webhook-signature']).split(' ')).toHaveLength(2);
@@ -139,8 +147,13 @@ describe(ReceiverService.name, () => {
   it('should take a brought secret, resolve settings callback > defaults > receiver > configuration, and update with 200', async () => {
     const brought = `whsec_${randomBytes(24).toString('base64')}`;
     const res = await put('merchant-d', {
-      url: `${shopA.url}/d`, secret: brought, headers: { 'x-shop': 'd', 'x-level': 'receiver' }, timeoutMs: 4000, maxAttempts: 3,
-      retryDelaysMs: [0], description: 'shop D',
+      url: `${shopA.url}/d`,
+      secret: brought,
+      headers: { 'x-shop': 'd', 'x-level': 'receiver' },
+      timeoutMs: 4000,
+      maxAttempts: 3,
+      retryDelaysMs: [0],
+      description: 'shop D',
     });
     expect(res.status).toBe(201);
     expect(await res.json()).toMatchObject({ name: 'merchant-d', description: 'shop D', timeoutMs: 4000, secrets: [{ secret: brought }] });
@@ -189,7 +202,7 @@ describe(ReceiverService.name, () => {
     expect(await batchCount()).toBe(before);
   });
 
-  it('should keep one key\'s receivers from another key (404, and a 400 for its name in a batch)', async () => {
+  it("should keep one key's receivers from another key (404, and a 400 for its name in a batch)", async () => {
     const other = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant two' } })).key as string;
     expect((await service.api('/v1/receivers/merchant-a', { key: other })).status).toBe(404);
     expect((await service.api('/v1/receivers/merchant-a/secret/rotate', { method: 'POST', key: other })).status).toBe(404);
@@ -207,7 +220,7 @@ describe(ReceiverService.name, () => {
     expect(verifies(secretOf(await service.apiJson('/v1/receivers/merchant-a')), r)).toBe(false);
   });
 
-  it('should hold a disabled receiver\'s callbacks (pending, no attempt, shown as held) and send them once enabled', async () => {
+  it("should hold a disabled receiver's callbacks (pending, no attempt, shown as held) and send them once enabled", async () => {
     expect((await put('merchant-e', { url: `${shopB.url}/e`, disabled: true })).status).toBe(201);
     const batch = await send({ callbacks: [1, 2, 3].map((n) => ({ receiver: 'merchant-e', body: { n } })) });
     const [other] = await deliver({ callbacks: [{ receiver: 'merchant-b', body: { beside: 'held' } }] });
@@ -216,7 +229,12 @@ describe(ReceiverService.name, () => {
     for (const { id } of batch.callbacks) {
       expect(received(id)).toEqual([]);
       expect(await service.apiJson(`/v1/callbacks/${id}`)).toMatchObject({
-        status: 'pending', attemptCount: 0, attempts: [], receiver: 'merchant-e', waiting: { reason: 'receiver_disabled' }, nextAttemptAt: null,
+        status: 'pending',
+        attemptCount: 0,
+        attempts: [],
+        receiver: 'merchant-e',
+        waiting: { reason: 'receiver_disabled' },
+        nextAttemptAt: null,
       });
     }
     const shown = await service.apiJson('/v1/receivers/merchant-e');
@@ -242,7 +260,12 @@ describe(ReceiverService.name, () => {
 
   it('should disable a receiver whose every attempt failed for RECEIVER_DISABLE_AFTER_HOURS, hold the rest, and say why', async () => {
     await put('merchant-f', { url: `${shopA.url}/f?code=503`, retryDelaysMs: [150], maxAttempts: 100 });
-    const batch = await send({ callbacks: [{ receiver: 'merchant-f', body: { n: 1 } }, { receiver: 'merchant-f', body: { n: 2 } }] });
+    const batch = await send({
+      callbacks: [
+        { receiver: 'merchant-f', body: { n: 1 } },
+        { receiver: 'merchant-f', body: { n: 2 } },
+      ],
+    });
     const disabled = await waitFor(async () => {
       const r = await service.apiJson('/v1/receivers/merchant-f');
       return r.disabled ? r : undefined;
@@ -255,7 +278,10 @@ describe(ReceiverService.name, () => {
     await sleep(800);
     expect(batch.callbacks.map(({ id }) => received(id).length)).toEqual(sent);
     for (const { id } of batch.callbacks) {
-      expect(await service.apiJson(`/v1/callbacks/${id}`)).toMatchObject({ status: 'pending', waiting: { reason: 'receiver_disabled', detail: expect.stringMatching(/merchant-f/) } });
+      expect(await service.apiJson(`/v1/callbacks/${id}`)).toMatchObject({
+        status: 'pending',
+        waiting: { reason: 'receiver_disabled', detail: expect.stringMatching(/merchant-f/) },
+      });
     }
     const metrics = await (await service.api('/metrics', { key: null })).text();
     expect(metrics).toMatch(/^receivers_auto_disabled_total 1$/m);

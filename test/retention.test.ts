@@ -13,9 +13,12 @@ describe(RetentionService.name, () => {
 
   async function batch(completedHoursAgo: number | null): Promise<string> {
     const completedAt = completedHoursAgo === null ? null : new Date(Date.now() - completedHoursAgo * H);
-    const { rows: [b] } = await db.query(
+    const {
+      rows: [b],
+    } = await db.query(
       `INSERT INTO batch (id, api_key_id, total, created_at, completed_at) VALUES (gen_random_uuid(), $1, 1, now() - interval '60 hours', $2) RETURNING id`,
-      [keyId, completedAt]);
+      [keyId, completedAt],
+    );
     return b.id;
   }
 
@@ -23,18 +26,30 @@ describe(RetentionService.name, () => {
   async function callback(batchId: string, status: string, hoursAgo: number, attempts = 2): Promise<string> {
     const finished = ['succeeded', 'failed', 'cancelled'].includes(status);
     const at = new Date(Date.now() - hoursAgo * H);
-    const { rows: [c] } = await db.query(
+    const {
+      rows: [c],
+    } = await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, attempts,
                              next_attempt_at, completed_at, created_at, lease_owner, lease_expires_at)
        VALUES (gen_random_uuid(), $1, $2, 'http://127.0.0.1:9/x', 'http://127.0.0.1:9', 'POST', 1000, 8, $3, $4,
                $5, $6, $5::timestamptz - interval '1 hour', $7, $8) RETURNING id`,
-      [batchId, keyId, status, attempts, at, finished ? at : null,
-        status === 'in_flight' ? 'someone' : null, status === 'in_flight' ? new Date(Date.now() + H) : null]);
+      [
+        batchId,
+        keyId,
+        status,
+        attempts,
+        at,
+        finished ? at : null,
+        status === 'in_flight' ? 'someone' : null,
+        status === 'in_flight' ? new Date(Date.now() + H) : null,
+      ],
+    );
     await db.query(
       `INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, outcome)
        SELECT $1, $2, 'http://127.0.0.1:9', n, $3::timestamptz - (n * interval '1 minute'), 10 * n, 'success'
        FROM generate_series(1, $4::int) AS n`,
-      [c.id, keyId, at, attempts]);
+      [c.id, keyId, at, attempts],
+    );
     return c.id;
   }
 
@@ -53,9 +68,7 @@ describe(RetentionService.name, () => {
 
   it('should purge old finished callbacks with their attempts and empty old batches, and touch nothing else', async () => {
     const oldDone = await batch(50);
-    const doomed = [
-      await callback(oldDone, 'succeeded', 50), await callback(oldDone, 'failed', 49), await callback(oldDone, 'cancelled', 48, 0),
-    ];
+    const doomed = [await callback(oldDone, 'succeeded', 50), await callback(oldDone, 'failed', 49), await callback(oldDone, 'cancelled', 48, 0)];
     const oldOpen = await batch(null);
     doomed.push(await callback(oldOpen, 'succeeded', 30), await callback(oldOpen, 'failed', 25, 8));
     const kept = [

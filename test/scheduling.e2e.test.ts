@@ -50,7 +50,10 @@ describe(`${ProducerService.name} scheduling`, () => {
     const b = await newKey('tenant-b');
     const flood = await post(a, spread(6000, 'ok/a?sleep=5'));
     await waitFor(() => arrivals(flood.ids).length > 200, 10_000, 5); // A is draining
-    const small = await post(b, Array.from({ length: 10 }, (_, i) => ({ url: `${receivers[9].url}/ok/b/${i}` })));
+    const small = await post(
+      b,
+      Array.from({ length: 10 }, (_, i) => ({ url: `${receivers[9].url}/ok/b/${i}` })),
+    );
     await done(small.ids);
     const lastB = Math.max(...arrivals(small.ids).map((q) => q.arrivedAt));
     const aSoFar = arrivals(flood.ids).length;

@@ -29,15 +29,18 @@ async function schemaDump(db: pg.Client): Promise<string> {
   for (const r of await q(`
     SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
     WHERE connamespace = 'public'::regnamespace AND conrelid <> 'public._prisma_migrations'::regclass
-    ORDER BY 1, 2`)) out.push(`ALTER TABLE ${r.tbl} ADD CONSTRAINT ${r.conname} ${r.def};`);
+    ORDER BY 1, 2`))
+    out.push(`ALTER TABLE ${r.tbl} ADD CONSTRAINT ${r.conname} ${r.def};`);
   out.push('');
   for (const r of await q(`
     SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_prisma_migrations'
-    ORDER BY tablename, indexname`)) out.push(`${r.indexdef};`);
+    ORDER BY tablename, indexname`))
+    out.push(`${r.indexdef};`);
   out.push('');
   for (const r of await q(`
     SELECT pg_get_triggerdef(t.oid) AS def FROM pg_trigger t
-    WHERE NOT t.tgisinternal AND t.tgrelid::regclass::text NOT LIKE 'pg_%' ORDER BY t.tgrelid::regclass::text, t.tgname`)) out.push(`${r.def};`);
+    WHERE NOT t.tgisinternal AND t.tgrelid::regclass::text NOT LIKE 'pg_%' ORDER BY t.tgrelid::regclass::text, t.tgname`))
+    out.push(`${r.def};`);
   out.push('');
   for (const r of await q(`
     SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace ORDER BY p.proname`)) {

@@ -62,7 +62,7 @@ describe(SigningSecretService.name, () => {
     }
   });
 
-  it('should not verify with another key\'s secret for the same destination, nor a changed body, id or timestamp', async () => {
+  it("should not verify with another key's secret for the same destination, nor a changed body, id or timestamp", async () => {
     const created = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'other tenant' } });
     const [otherSecret] = await currentSecrets(created.key);
     const [secret] = await currentSecrets();

@@ -68,7 +68,10 @@ describe(NetworkPolicy.name, () => {
         'http://[fe80::1]/',
         'https://10.1.2.3/tls',
       ];
-      const views = await sendAndSettle(s, urls.map((url) => ({ url, retryDelaysMs: [0] })));
+      const views = await sendAndSettle(
+        s,
+        urls.map((url) => ({ url, retryDelaysMs: [0] })),
+      );
       for (const [i, v] of views.entries()) {
         expect({ url: urls[i], status: v.status, attempts: v.attempts.length }).toEqual({ url: urls[i], status: 'failed', attempts: 1 });
         expect(v.attempts[0]).toMatchObject({ outcome: 'blocked', statusCode: null });

@@ -48,7 +48,7 @@ describe(ApiKeyGuard.name, () => {
     ['POST', `/v1/batches/${batchId}/retry`],
   ];
 
-  it('should answer 404 to another key on each route naming the owner\'s batch or callback, and change nothing', async () => {
+  it("should answer 404 to another key on each route naming the owner's batch or callback, and change nothing", async () => {
     const before = await db.query('SELECT status, attempts FROM callback WHERE id = $1', [callbackId]);
     for (const [method, path] of ownerRoutes()) {
       const res = await service.api(path, { method, key: other.key });
@@ -61,10 +61,12 @@ describe(ApiKeyGuard.name, () => {
     for (const [, path] of ownerRoutes().filter(([m]) => m === 'GET')) expect((await service.api(path)).status).toBe(200);
   });
 
-  it('should answer each of many concurrent status reads from both keys with its own callback, or 404 for the other key\'s (reads share statements)', async () => {
+  it("should answer each of many concurrent status reads from both keys with its own callback, or 404 for the other key's (reads share statements)", async () => {
     const third = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant c' } });
     const theirs = await service.apiJson('/v1/batches', {
-      method: 'POST', key: third.key, json: { callbacks: Array.from({ length: 20 }, (_, i) => ({ url: `http://127.0.0.1:9/b/${i}`, externalId: `b-${i}` })), defaults: { maxAttempts: 1 } },
+      method: 'POST',
+      key: third.key,
+      json: { callbacks: Array.from({ length: 20 }, (_, i) => ({ url: `http://127.0.0.1:9/b/${i}`, externalId: `b-${i}` })), defaults: { maxAttempts: 1 } },
     });
     const reads = theirs.callbacks.flatMap((c: { id: string; externalId: string }) => [
       { key: third.key, id: c.id, status: 200, externalId: c.externalId },
@@ -72,10 +74,12 @@ describe(ApiKeyGuard.name, () => {
       { key: undefined, id: callbackId, status: 200, externalId: null },
       { key: third.key, id: callbackId, status: 404 },
     ]);
-    const answers = await Promise.all(reads.map(async (r: { key?: string; id: string }) => {
-      const res = await service.api(`/v1/callbacks/${r.id}`, { key: r.key });
-      return { res, body: (await res.json()) as { id?: string; externalId?: string | null; code?: string } };
-    }));
+    const answers = await Promise.all(
+      reads.map(async (r: { key?: string; id: string }) => {
+        const res = await service.api(`/v1/callbacks/${r.id}`, { key: r.key });
+        return { res, body: (await res.json()) as { id?: string; externalId?: string | null; code?: string } };
+      }),
+    );
     answers.forEach(({ res, body }, i) => {
       const want = reads[i];
       expect(res.status).toBe(want.status);
@@ -84,7 +88,7 @@ describe(ApiKeyGuard.name, () => {
     });
   });
 
-  it('should list and aggregate only the calling key\'s rows', async () => {
+  it("should list and aggregate only the calling key's rows", async () => {
     const lists = [
       '/v1/batches',
       '/v1/callbacks',
@@ -103,7 +107,7 @@ describe(ApiKeyGuard.name, () => {
     }
   });
 
-  it('should not show another key\'s destinations or their latency under /v1/hosts', async () => {
+  it("should not show another key's destinations or their latency under /v1/hosts", async () => {
     const mine = await service.api('/v1/hosts');
     const theirs = await service.api('/v1/hosts', { key: other.key });
     expect([mine.status, theirs.status]).toEqual([200, 200]);

@@ -13,11 +13,19 @@ const SERVER = 2;
 const CLIENT = 3;
 
 type AnyValue = { stringValue?: string; intValue?: number | string; doubleValue?: number; boolValue?: boolean };
-type OtlpSpan = { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number;
-  attributes?: Array<{ key: string; value: AnyValue }>; links?: Array<{ traceId: string; spanId: string }>; status?: { code?: number } };
+type OtlpSpan = {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: Array<{ key: string; value: AnyValue }>;
+  links?: Array<{ traceId: string; spanId: string }>;
+  status?: { code?: number };
+};
 type Span = OtlpSpan & { attrs: Record<string, unknown>; service: unknown };
 
-const valueOf = (v: AnyValue) => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.doubleValue ?? v.boolValue);
+const valueOf = (v: AnyValue) => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.doubleValue ?? v.boolValue));
 
 /**
  * A real OTLP/HTTP receiver: POST /v1/traces, bodies decoded as OTLP JSON
@@ -71,13 +79,17 @@ describe(traceAttempt.name, () => {
       body: init.json === undefined ? undefined : JSON.stringify(init.json),
     });
 
-  it('should put the API request, every attempt and the write-backs in the caller\'s trace, over OTLP http/json', async () => {
+  it("should put the API request, every attempt and the write-backs in the caller's trace, over OTLP http/json", async () => {
     const db = await createTestDatabase();
     cleanups.push(db.drop);
     const svc = await spawnService({
-      DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error',
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'dispatch-under-test', OTEL_BSP_SCHEDULE_DELAY: '50',
+      DATABASE_URL: db.url,
+      BOOTSTRAP_API_KEY: KEY,
+      LOG_LEVEL: 'error',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'dispatch-under-test',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
     });
     cleanups.push(svc.stop);
 
@@ -85,10 +97,12 @@ describe(traceAttempt.name, () => {
     const callerSpan = randomBytes(8).toString('hex');
     const res = await api(svc, '/v1/batches', {
       headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
-      json: { callbacks: [
-        { url: `${receiver.url}/ok`, maxAttempts: 1, headers: { traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01` } },
-        { url: `${receiver.url}/flaky?failTimes=1&failCode=503`, maxAttempts: 2, retryDelaysMs: [20] },
-      ] },
+      json: {
+        callbacks: [
+          { url: `${receiver.url}/ok`, maxAttempts: 1, headers: { traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01` } },
+          { url: `${receiver.url}/flaky?failTimes=1&failCode=503`, maxAttempts: 2, retryDelaysMs: [20] },
+        ],
+      },
     });
     expect(res.status).toBe(202);
     const { id, callbacks } = (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
@@ -101,7 +115,12 @@ describe(traceAttempt.name, () => {
     const server = inTrace().filter((s) => s.kind === SERVER);
     expect(server).toHaveLength(1);
     expect(server[0]).toMatchObject({ name: 'POST /v1/batches', parentSpanId: callerSpan, service: 'dispatch-under-test' });
-    expect(server[0].attrs).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/v1/batches', 'url.path': '/v1/batches', 'http.response.status_code': 202 });
+    expect(server[0].attrs).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/v1/batches',
+      'url.path': '/v1/batches',
+      'http.response.status_code': 202,
+    });
 
     const attempts = inTrace().filter((s) => s.kind === CLIENT);
     expect(attempts).toHaveLength(3);
@@ -140,8 +159,12 @@ describe(traceAttempt.name, () => {
     cleanups.push(db.drop);
     const before = collector.seen.protobufPosts;
     const svc = await spawnService({
-      DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error',
-      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_BSP_SCHEDULE_DELAY: '50',
+      DATABASE_URL: db.url,
+      BOOTSTRAP_API_KEY: KEY,
+      LOG_LEVEL: 'error',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
     });
     cleanups.push(svc.stop);
     expect((await api(svc, '/v1/batches')).status).toBe(200);

@@ -55,7 +55,10 @@ export async function connect(url) {
 
 /** BENCH_SERVICE_ENV='WRITEBACK_MAX_ROWS=2000 DISPATCH_CLAIM_BATCH=1000': settings to try, on top of every scenario's. */
 function serviceEnvOverrides() {
-  const pairs = (process.env.BENCH_SERVICE_ENV ?? '').split(/\s+/).filter(Boolean).map((p) => p.split('='));
+  const pairs = (process.env.BENCH_SERVICE_ENV ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((p) => p.split('='));
   return Object.fromEntries(pairs.filter(([k, v]) => k && v !== undefined));
 }
 

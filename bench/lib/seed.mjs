@@ -29,7 +29,10 @@ export async function seedDue(db, keyId, urls, n, { timeoutMs = 15_000 } = {}) {
     return `${x.protocol}//${x.hostname}:${x.port || 80}`;
   });
   await db.query('BEGIN');
-  const { rows } = await db.query(`INSERT INTO batch (id, api_key_id, label, total) VALUES (${idAt('clock_timestamp()')}, $1, 'bench', $2) RETURNING id`, [keyId, n]);
+  const { rows } = await db.query(`INSERT INTO batch (id, api_key_id, label, total) VALUES (${idAt('clock_timestamp()')}, $1, 'bench', $2) RETURNING id`, [
+    keyId,
+    n,
+  ]);
   const batchId = rows[0].id;
   await db.query(
     `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts, status, next_attempt_at)

@@ -16,9 +16,7 @@ export const AdminOnly = () => SetMetadata(ADMIN, true);
 type KeyedRequest = FastifyRequest & { apiKey?: AuthenticatedKey };
 
 /** The calling key, set by ApiKeyGuard. */
-export const CurrentKey = createParamDecorator(
-  (_: unknown, ctx: ExecutionContext): AuthenticatedKey => ctx.switchToHttp().getRequest<KeyedRequest>().apiKey!,
-);
+export const CurrentKey = createParamDecorator((_: unknown, ctx: ExecutionContext): AuthenticatedKey => ctx.switchToHttp().getRequest<KeyedRequest>().apiKey!);
 
 /**
  * Global guard: every route needs `Authorization: Bearer <key>` unless @Public.

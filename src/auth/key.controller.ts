@@ -30,8 +30,13 @@ export class KeyController {
     const rows = await this.keys.listKeys();
     return {
       items: rows.map((k) => ({
-        id: k.id, name: k.name, prefix: k.prefix, isAdmin: k.isAdmin, weight: k.weight,
-        createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null,
+        id: k.id,
+        name: k.name,
+        prefix: k.prefix,
+        isAdmin: k.isAdmin,
+        weight: k.weight,
+        createdAt: k.createdAt.toISOString(),
+        revokedAt: k.revokedAt?.toISOString() ?? null,
       })),
     };
   }
@@ -43,7 +48,15 @@ export class KeyController {
   async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto): Promise<KeyDto> {
     const k = await this.keys.setWeight(id, dto.weight);
     if (!k) throw notFound('key');
-    return { id: k.id, name: k.name, prefix: k.prefix, isAdmin: k.isAdmin, weight: k.weight, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
+    return {
+      id: k.id,
+      name: k.name,
+      prefix: k.prefix,
+      isAdmin: k.isAdmin,
+      weight: k.weight,
+      createdAt: k.createdAt.toISOString(),
+      revokedAt: k.revokedAt?.toISOString() ?? null,
+    };
   }
 
   @Delete(':id')

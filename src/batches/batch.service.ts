@@ -65,7 +65,13 @@ export class BatchService {
       throw new AppError('validation_failed', 'a receiver this batch names was deleted while the batch was being stored; nothing was stored');
     });
     if (!result.inserted) return this.replay(result.existing, batch.requestHash!);
-    this.logger.log({ msg: `batch ${batch.id} accepted: ${rows.length} callbacks`, event: 'batch_accepted', batchId: batch.id, callbacks: rows.length, label: batch.label ?? null });
+    this.logger.log({
+      msg: `batch ${batch.id} accepted: ${rows.length} callbacks`,
+      event: 'batch_accepted',
+      batchId: batch.id,
+      callbacks: rows.length,
+      label: batch.label ?? null,
+    });
     return {
       id: batch.id,
       label: batch.label,
@@ -99,9 +105,10 @@ export class BatchService {
     const r = name === undefined ? undefined : receivers.get(name)!;
     const url = c.url ?? r?.url;
     if (!url) {
-      throw new AppError('validation_failed', r
-        ? `callbacks[${index}].url is required: receiver ${r.name} has no url`
-        : `callbacks[${index}].url is required (or a receiver with a url)`);
+      throw new AppError(
+        'validation_failed',
+        r ? `callbacks[${index}].url is required: receiver ${r.name} has no url` : `callbacks[${index}].url is required (or a receiver with a url)`,
+      );
     }
     const timeoutMs = c.timeoutMs ?? d.timeoutMs ?? r?.timeoutMs ?? this.config.httpTimeoutMs;
     if (timeoutMs > this.config.httpMaxTimeoutMs) {
@@ -116,8 +123,7 @@ export class BatchService {
       // Postgres text cannot hold NUL; a JSON body keeps it escaped (\u0000) and is fine.
       if (c.body.includes('\u0000')) throw new AppError('validation_failed', `callbacks[${index}].body: a string body must not contain NUL characters`);
       body = c.body.toWellFormed();
-    }
-    else if (c.body !== undefined && c.body !== null) {
+    } else if (c.body !== undefined && c.body !== null) {
       if (jsonDepth(c.body, this.config.maxJsonDepth) > this.config.maxJsonDepth) {
         throw new AppError('validation_failed', `callbacks[${index}].body is nested deeper than ${this.config.maxJsonDepth} levels`);
       }

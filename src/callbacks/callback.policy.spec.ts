@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { waitingReason } from './callback.policy.js';
 import type { WaitingState } from './callback.repository.js';
 
-const due: WaitingState = { notDue: false, dueAt: new Date('2026-12-01T10:00:00Z'), behind: null, breakerState: 'closed', openUntil: null, slots: 5, tokens: null };
+const due: WaitingState = {
+  notDue: false,
+  dueAt: new Date('2026-12-01T10:00:00Z'),
+  behind: null,
+  breakerState: 'closed',
+  openUntil: null,
+  slots: 5,
+  tokens: null,
+};
 
 describe('waitingReason', () => {
   it.each<[string, Partial<WaitingState>, string]>([

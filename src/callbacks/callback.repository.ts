@@ -30,20 +30,66 @@ const READS_IN_FLIGHT = 2;
 const READ_MAX_ROWS = 200;
 
 /** An attempt as the status API shows it; `startedAt` as Postgres writes a timestamptz in JSON (ISO-8601, microseconds). */
-export type AttemptRow = Pick<Attempt,
-  'number' | 'durationMs' | 'dnsMs' | 'connectMs' | 'tlsMs' | 'tunnelMs' | 'firstByteMs' | 'statusCode' | 'outcome' |
-  'error' | 'responseHeaders' | 'responseBody'> & { startedAt: string };
+export type AttemptRow = Pick<
+  Attempt,
+  | 'number'
+  | 'durationMs'
+  | 'dnsMs'
+  | 'connectMs'
+  | 'tlsMs'
+  | 'tunnelMs'
+  | 'firstByteMs'
+  | 'statusCode'
+  | 'outcome'
+  | 'error'
+  | 'responseHeaders'
+  | 'responseBody'
+> & { startedAt: string };
 /** The columns of a callback the status API shows (not its headers, body or lease). */
-export type CallbackStatusRow = Pick<Callback,
-  'id' | 'batchId' | 'externalId' | 'url' | 'host' | 'method' | 'status' | 'attempts' | 'maxAttempts' | 'timeoutMs' |
-  'nextAttemptAt' | 'lastStatusCode' | 'lastError' | 'createdAt' | 'completedAt' | 'priority' | 'orderingKey' | 'held'> & {
+export type CallbackStatusRow = Pick<
+  Callback,
+  | 'id'
+  | 'batchId'
+  | 'externalId'
+  | 'url'
+  | 'host'
+  | 'method'
+  | 'status'
+  | 'attempts'
+  | 'maxAttempts'
+  | 'timeoutMs'
+  | 'nextAttemptAt'
+  | 'lastStatusCode'
+  | 'lastError'
+  | 'createdAt'
+  | 'completedAt'
+  | 'priority'
+  | 'orderingKey'
+  | 'held'
+> & {
   /** Its receiver's name and why it is disabled, if it has one. */
   receiver: { name: string; disabledReason: string | null } | null;
 };
 const STATUS_COLUMNS = {
-  id: true, batchId: true, externalId: true, url: true, host: true, method: true, status: true, attempts: true,
-  maxAttempts: true, timeoutMs: true, nextAttemptAt: true, lastStatusCode: true, lastError: true, createdAt: true,
-  completedAt: true, priority: true, orderingKey: true, held: true, receiver: { select: { name: true, disabledReason: true } },
+  id: true,
+  batchId: true,
+  externalId: true,
+  url: true,
+  host: true,
+  method: true,
+  status: true,
+  attempts: true,
+  maxAttempts: true,
+  timeoutMs: true,
+  nextAttemptAt: true,
+  lastStatusCode: true,
+  lastError: true,
+  createdAt: true,
+  completedAt: true,
+  priority: true,
+  orderingKey: true,
+  held: true,
+  receiver: { select: { name: true, disabledReason: true } },
 } as const satisfies Record<keyof CallbackStatusRow, unknown>;
 /** Raw facts behind a pending callback's wait (callback.policy.ts turns them into a reason). */
 export interface WaitingState {
@@ -145,8 +191,18 @@ export class CallbackRepository {
   /** Every attempt of a batch, for its timeline. */
   batchAttempts(batchId: string) {
     return this.db.query<{
-      callbackId: string; url: string; externalId: string | null; number: number; startedAt: Date; durationMs: number;
-      statusCode: number | null; outcome: string; dnsMs: number | null; connectMs: number | null; tlsMs: number | null; firstByteMs: number | null;
+      callbackId: string;
+      url: string;
+      externalId: string | null;
+      number: number;
+      startedAt: Date;
+      durationMs: number;
+      statusCode: number | null;
+      outcome: string;
+      dnsMs: number | null;
+      connectMs: number | null;
+      tlsMs: number | null;
+      firstByteMs: number | null;
     }>(Prisma.sql`
       SELECT c.id AS "callbackId", c.url, c.external_id AS "externalId", a.number, a.started_at AS "startedAt",
              a.duration_ms AS "durationMs", a.status_code AS "statusCode", a.outcome, a.dns_ms AS "dnsMs",

@@ -80,7 +80,9 @@ export function toCallbackView(c: Omit<CallbackRow, 'attemptRows'>): CallbackDto
 /** Held by its receiver (disabled): known from the row itself, so lists show it too. */
 function waitingOf(c: Pick<CallbackRow, 'status' | 'held' | 'receiver'>): Waiting | null {
   if (c.status !== 'pending' || !c.held) return null;
-  const detail = c.receiver?.disabledReason ? `receiver ${c.receiver.name}: ${c.receiver.disabledReason}` : `receiver ${c.receiver?.name ?? '(deleted)'} is disabled`;
+  const detail = c.receiver?.disabledReason
+    ? `receiver ${c.receiver.name}: ${c.receiver.disabledReason}`
+    : `receiver ${c.receiver?.name ?? '(deleted)'} is disabled`;
   return { reason: 'receiver_disabled', detail };
 }
 
@@ -93,7 +95,13 @@ export function toAttemptView(a: AttemptRow): AttemptDto {
     outcome: a.outcome,
     error: a.error,
     // tunnelMs only on attempts that opened a tunnel through EGRESS_PROXY_URL (connectMs is then the proxy's).
-    phases: { dnsMs: a.dnsMs, connectMs: a.connectMs, tlsMs: a.tlsMs, firstByteMs: a.firstByteMs, ...(a.tunnelMs !== null && a.tunnelMs !== undefined && { tunnelMs: a.tunnelMs }) },
+    phases: {
+      dnsMs: a.dnsMs,
+      connectMs: a.connectMs,
+      tlsMs: a.tlsMs,
+      firstByteMs: a.firstByteMs,
+      ...(a.tunnelMs !== null && a.tunnelMs !== undefined && { tunnelMs: a.tunnelMs }),
+    },
     responseHeaders: a.responseHeaders,
     responseBody: a.responseBody,
   };

@@ -48,8 +48,13 @@ export interface CliArgs {
   help: boolean;
   /** receivers put: the settings flags given. */
   receiver: {
-    url?: string; description?: string; timeoutMs?: number; maxAttempts?: number; secret?: string;
-    disabled?: boolean; file?: string;
+    url?: string;
+    description?: string;
+    timeoutMs?: number;
+    maxAttempts?: number;
+    secret?: string;
+    disabled?: boolean;
+    file?: string;
   };
 }
 
@@ -73,11 +78,24 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
       args: argv,
       allowPositionals: true,
       options: {
-        url: { type: 'string' }, key: { type: 'string' }, wait: { type: 'boolean' }, 'wait-timeout': { type: 'string' },
-        json: { type: 'boolean' }, admin: { type: 'boolean' }, host: { type: 'string' }, bucket: { type: 'string' },
-        since: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-        endpoint: { type: 'string' }, description: { type: 'string' }, 'timeout-ms': { type: 'string' }, 'max-attempts': { type: 'string' },
-        secret: { type: 'string' }, disable: { type: 'boolean' }, enable: { type: 'boolean' }, file: { type: 'string' },
+        url: { type: 'string' },
+        key: { type: 'string' },
+        wait: { type: 'boolean' },
+        'wait-timeout': { type: 'string' },
+        json: { type: 'boolean' },
+        admin: { type: 'boolean' },
+        host: { type: 'string' },
+        bucket: { type: 'string' },
+        since: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        endpoint: { type: 'string' },
+        description: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        'max-attempts': { type: 'string' },
+        secret: { type: 'string' },
+        disable: { type: 'boolean' },
+        enable: { type: 'boolean' },
+        file: { type: 'string' },
       },
     });
   } catch (error) {
@@ -97,14 +115,28 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     return n;
   };
   const receiver = {
-    url: v.endpoint, description: v.description,
-    timeoutMs: count('timeout-ms', v['timeout-ms']), maxAttempts: count('max-attempts', v['max-attempts']),
-    secret: v.secret, disabled: v.disable ? true : v.enable ? false : undefined, file: v.file,
+    url: v.endpoint,
+    description: v.description,
+    timeoutMs: count('timeout-ms', v['timeout-ms']),
+    maxAttempts: count('max-attempts', v['max-attempts']),
+    secret: v.secret,
+    disabled: v.disable ? true : v.enable ? false : undefined,
+    file: v.file,
   };
   return {
-    receiver, sinceSet: v.since !== undefined,
-    command, positionals: rest, url, key: v.key ?? env.CALLBACKS_API_KEY, wait: v.wait ?? false, waitTimeoutMs: waitTimeoutS * 1000,
-    json: v.json ?? false, admin: v.admin ?? false, host: v.host, bucket: v.bucket,
-    sinceMs: parseDuration(v.since ?? '1h'), help: v.help ?? false,
+    receiver,
+    sinceSet: v.since !== undefined,
+    command,
+    positionals: rest,
+    url,
+    key: v.key ?? env.CALLBACKS_API_KEY,
+    wait: v.wait ?? false,
+    waitTimeoutMs: waitTimeoutS * 1000,
+    json: v.json ?? false,
+    admin: v.admin ?? false,
+    host: v.host,
+    bucket: v.bucket,
+    sinceMs: parseDuration(v.since ?? '1h'),
+    help: v.help ?? false,
   };
 }

@@ -21,7 +21,11 @@ export async function send(api: CliApi, args: CliArgs, io: Output): Promise<numb
   if (!file) throw new UsageError('send needs a batch file (or - for stdin)');
   const raw = file === '-' ? await readStdin() : await readFile(file, 'utf8');
   let body: unknown;
-  try { body = JSON.parse(raw); } catch (error) { throw new UsageError(`${file} is not JSON: ${(error as Error).message}`); }
+  try {
+    body = JSON.parse(raw);
+  } catch (error) {
+    throw new UsageError(`${file} is not JSON: ${(error as Error).message}`);
+  }
   if (Array.isArray(body)) body = { callbacks: body };
   // The file's JSON goes as it is: the service validates it and says what is wrong.
   const accepted = await api.call(api.client.POST('/v1/batches', { body: body as Schemas['CreateBatchDto'] }));
@@ -67,26 +71,35 @@ export async function status(api: CliApi, args: CliArgs, io: Output): Promise<nu
     return undefined;
   });
   if (!b) return callbackStatus(api, id, args, io);
-  if (args.json) return io.out(JSON.stringify(b)), 0;
-  io.out([
-    `batch     ${b.id}${b.label ? `  (${b.label})` : ''}`,
-    `status    ${b.status}`,
-    `progress  ${progressLine(b.counts, b.total, 0).replace(/\s+[\d.]+ s$/, '')}`,
-    `makespan  ${ms(b.makespanMs)}`,
-    `created   ${b.createdAt}`,
-    `completed ${b.completedAt ?? '-'}`,
-  ].join('\n'));
+  if (args.json) return (io.out(JSON.stringify(b)), 0);
+  io.out(
+    [
+      `batch     ${b.id}${b.label ? `  (${b.label})` : ''}`,
+      `status    ${b.status}`,
+      `progress  ${progressLine(b.counts, b.total, 0).replace(/\s+[\d.]+ s$/, '')}`,
+      `makespan  ${ms(b.makespanMs)}`,
+      `created   ${b.createdAt}`,
+      `completed ${b.completedAt ?? '-'}`,
+    ].join('\n'),
+  );
   return 0;
 }
 
 async function callbackStatus(api: CliApi, id: string, args: CliArgs, io: Output): Promise<number> {
   const c = await api.call(api.client.GET('/v1/callbacks/{id}', { params: { path: { id } } }));
-  if (args.json) return io.out(JSON.stringify(c)), 0;
-  io.out([
-    `callback  ${c.id}  (batch ${c.batchId})`, `url       ${c.url}`, `status    ${c.status}`, '',
-    table(['#', 'started', 'outcome', 'code', 'duration', 'error'],
-      c.attempts.map((a) => [a.number, a.startedAt, a.outcome, a.statusCode, ms(a.durationMs), a.error])),
-  ].join('\n'));
+  if (args.json) return (io.out(JSON.stringify(c)), 0);
+  io.out(
+    [
+      `callback  ${c.id}  (batch ${c.batchId})`,
+      `url       ${c.url}`,
+      `status    ${c.status}`,
+      '',
+      table(
+        ['#', 'started', 'outcome', 'code', 'duration', 'error'],
+        c.attempts.map((a) => [a.number, a.startedAt, a.outcome, a.statusCode, ms(a.durationMs), a.error]),
+      ),
+    ].join('\n'),
+  );
   return 0;
 }
 
@@ -100,11 +113,15 @@ export async function history(api: CliApi, args: CliArgs, io: Output): Promise<n
     ...(args.bucket && { bucket: args.bucket as LatencyQuery['bucket'] }),
   };
   const h = await api.call(api.client.GET('/v1/history/latency', { params: { query } }));
-  if (args.json) return io.out(JSON.stringify(h)), 0;
+  if (args.json) return (io.out(JSON.stringify(h)), 0);
   io.out(`latency${args.host ? ` of ${args.host}` : ''}, ${h.bucket} buckets, ${query.from} → ${query.to}`);
-  if (h.items.length === 0) return io.out('no calls in this range'), 0;
-  io.out(table(['bucket start', 'calls', 'ok', 'failed', 'p50', 'p90', 'p99', 'max'],
-    h.items.map((b) => [b.start, b.count, b.ok, b.failed, ms(b.p50), ms(b.p90), ms(b.p99), ms(b.max)])));
+  if (h.items.length === 0) return (io.out('no calls in this range'), 0);
+  io.out(
+    table(
+      ['bucket start', 'calls', 'ok', 'failed', 'p50', 'p90', 'p99', 'max'],
+      h.items.map((b) => [b.start, b.count, b.ok, b.failed, ms(b.p50), ms(b.p90), ms(b.p99), ms(b.max)]),
+    ),
+  );
   return 0;
 }
 
@@ -113,16 +130,20 @@ export async function keys(api: CliApi, args: CliArgs, io: Output): Promise<numb
   if (sub === 'create') {
     if (!arg) throw new UsageError('keys create needs a name');
     const k = await api.call(api.client.POST('/v1/keys', { body: { name: arg, admin: args.admin } }));
-    if (args.json) return io.out(JSON.stringify(k)), 0;
+    if (args.json) return (io.out(JSON.stringify(k)), 0);
     io.out(k.key);
     io.err(`key ${k.id} "${k.name}"${k.isAdmin ? ' (admin)' : ''} created: shown once, store it now`);
     return 0;
   }
   if (sub === 'list') {
     const { items } = await api.call(api.client.GET('/v1/keys'));
-    if (args.json) return io.out(JSON.stringify(items)), 0;
-    io.out(table(['id', 'name', 'prefix', 'admin', 'created', 'revoked'],
-      items.map((k) => [k.id, k.name, `${k.prefix}…`, k.isAdmin ? 'yes' : 'no', k.createdAt, k.revokedAt])));
+    if (args.json) return (io.out(JSON.stringify(items)), 0);
+    io.out(
+      table(
+        ['id', 'name', 'prefix', 'admin', 'created', 'revoked'],
+        items.map((k) => [k.id, k.name, `${k.prefix}…`, k.isAdmin ? 'yes' : 'no', k.createdAt, k.revokedAt]),
+      ),
+    );
     return 0;
   }
   if (sub === 'revoke') {

@@ -17,11 +17,14 @@ describe('progressLine', () => {
 
 describe('table', () => {
   it('should align text left and numbers right under a header', () => {
-    expect(table(['name', 'n', 'p50'], [['a', 1, ms(12.4)], ['long name', 100, ms(null)]])).toBe([
-      'name         n    p50',
-      '---------  ---  -----',
-      'a            1  12 ms',
-      'long name  100      -',
-    ].join('\n'));
+    expect(
+      table(
+        ['name', 'n', 'p50'],
+        [
+          ['a', 1, ms(12.4)],
+          ['long name', 100, ms(null)],
+        ],
+      ),
+    ).toBe(['name         n    p50', '---------  ---  -----', 'a            1  12 ms', 'long name  100      -'].join('\n'));
   });
 });

@@ -1,6 +1,12 @@
 // Pure text formatting of the CLI's output (table-tested in cli.format.spec.ts).
 
-export interface Counts { pending: number; in_flight: number; succeeded: number; failed: number; cancelled: number }
+export interface Counts {
+  pending: number;
+  in_flight: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+}
 
 /** `[#########...........]  9/20 done  (8 ok, 1 failed, 11 open)  1.2 s` */
 export function progressLine(counts: Counts, total: number, elapsedMs: number, width = 30): string {
@@ -18,7 +24,11 @@ export function table(headers: string[], rows: Array<Array<string | number | nul
   const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i].length)));
   const numeric = headers.map((_, i) => cells.length > 0 && cells.every((r) => /^-?[\d.]+( ms)?$|^-$/.test(r[i])));
-  const line = (r: string[]) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 

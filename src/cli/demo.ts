@@ -45,13 +45,22 @@ async function isUp(url: string): Promise<boolean> {
 async function startService(url: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [fileURLToPath(new URL('../main.js', import.meta.url))], {
     env: {
-      ...process.env, PORT: String(DEMO_PORT), HOST: '127.0.0.1', DATA_DIR: '.data/demo', EMBEDDED_PG_PORT: String(DEMO_PORT + 50500),
-      ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8', BOOTSTRAP_API_KEY: DEMO_KEY, LOG_LEVEL: 'warn', DATABASE_URL: '',
+      ...process.env,
+      PORT: String(DEMO_PORT),
+      HOST: '127.0.0.1',
+      DATA_DIR: '.data/demo',
+      EMBEDDED_PG_PORT: String(DEMO_PORT + 50500),
+      ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8',
+      BOOTSTRAP_API_KEY: DEMO_KEY,
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr!.on('data', (c) => { stderr += c; });
+  child.stderr!.on('data', (c) => {
+    stderr += c;
+  });
   const until = Date.now() + START_TIMEOUT_MS;
   while (!(await isUp(url))) {
     if (child.exitCode !== null || Date.now() > until) {
@@ -98,15 +107,15 @@ async function main(): Promise<void> {
     io.out(`receiver ${receiver.url}: each call sleeps ?sleep= seconds (${SLEEPS_S.join(', ')}); one after another they take ${serial} s`);
     const a = await runBatch(api, receiver.url, '8 calls, all at once', { timeoutMs: 10_000 });
     const b = await runBatch(api, receiver.url, 'the same 8 calls with a 5 s timeout', { timeoutMs: 5_000 });
-    io.out([
-      '',
-      `serially: ${serial} s.  all at once: ${(a / 1000).toFixed(1)} s, the slowest call.`,
-      `with a 5 s timeout: ${(b / 1000).toFixed(1)} s; the calls sleeping ${SLEEPS_S.filter((s) => s >= 5).join(' and ')} s ended as code=0 at 5 s`,
-      '  (failed attempts, recorded like any other outcome: the batch is never stuck behind them).',
-      service
-        ? 'to look closer in the dashboard, run the service yourself (README: First use) and open /dashboard'
-        : `look closer: ${url}/dashboard`,
-    ].join('\n'));
+    io.out(
+      [
+        '',
+        `serially: ${serial} s.  all at once: ${(a / 1000).toFixed(1)} s, the slowest call.`,
+        `with a 5 s timeout: ${(b / 1000).toFixed(1)} s; the calls sleeping ${SLEEPS_S.filter((s) => s >= 5).join(' and ')} s ended as code=0 at 5 s`,
+        '  (failed attempts, recorded like any other outcome: the batch is never stuck behind them).',
+        service ? 'to look closer in the dashboard, run the service yourself (README: First use) and open /dashboard' : `look closer: ${url}/dashboard`,
+      ].join('\n'),
+    );
   } finally {
     await stop();
   }

@@ -11,7 +11,7 @@ const COMMANDS = { send, status, history, keys, receivers };
 export async function run(argv: string[], env: Record<string, string | undefined>, io: Output): Promise<number> {
   try {
     const args = parseCliArgs(argv, env);
-    if (args.help || args.command === '' || args.command === 'help') return io.out(USAGE.trimEnd()), 0;
+    if (args.help || args.command === '' || args.command === 'help') return (io.out(USAGE.trimEnd()), 0);
     const command = COMMANDS[args.command as keyof typeof COMMANDS];
     if (!command) throw new UsageError(`unknown command: ${args.command}`);
     return await command(connect(args.url, args.key), args, io);

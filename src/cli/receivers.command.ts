@@ -21,9 +21,13 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
       items.push(...page.items);
       cursor = page.nextCursor;
     } while (cursor);
-    if (args.json) return io.out(JSON.stringify(items)), 0;
-    io.out(table(['name', 'url', 'state', 'description'],
-      items.map((r) => [r.name, r.url, r.disabled ? 'disabled' : 'enabled', r.description])));
+    if (args.json) return (io.out(JSON.stringify(items)), 0);
+    io.out(
+      table(
+        ['name', 'url', 'state', 'description'],
+        items.map((r) => [r.name, r.url, r.disabled ? 'disabled' : 'enabled', r.description]),
+      ),
+    );
     return 0;
   }
   if (!['put', 'show', 'rotate', 'delete'].includes(sub ?? '')) {
@@ -32,7 +36,7 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
   if (!name) throw new UsageError(`receivers ${sub} needs a receiver name`);
   if (sub === 'delete') {
     const r = await api.call(api.client.DELETE('/v1/receivers/{name}', { params: { path: { name } } }));
-    if (args.json) return io.out(JSON.stringify(r)), 0;
+    if (args.json) return (io.out(JSON.stringify(r)), 0);
     io.out(`deleted receiver ${r.name}; ${r.cancelledCallbacks} pending callback(s) cancelled`);
     return 0;
   }
@@ -45,7 +49,7 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
     const since = args.sinceSet ? new Date(Date.now() - args.sinceMs).toISOString() : undefined;
     r = await api.call(api.client.GET('/v1/receivers/{name}', { params: { ...params, query: since ? { since } : {} } }));
   }
-  if (args.json) return io.out(JSON.stringify(r)), 0;
+  if (args.json) return (io.out(JSON.stringify(r)), 0);
   io.out(describe(r));
   return 0;
 }
@@ -55,7 +59,11 @@ async function putBody(args: CliArgs): Promise<Record<string, unknown>> {
   const { file, ...flags } = args.receiver;
   if (file) {
     const raw = file === '-' ? await readStdinText() : await readFile(file, 'utf8');
-    try { body = JSON.parse(raw); } catch (error) { throw new UsageError(`${file} is not JSON: ${(error as Error).message}`); }
+    try {
+      body = JSON.parse(raw);
+    } catch (error) {
+      throw new UsageError(`${file} is not JSON: ${(error as Error).message}`);
+    }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new UsageError(`${file} must hold a JSON object`);
   }
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) body[k] = v;
@@ -69,15 +77,32 @@ function describe(r: ReceiverView): string {
     `state     ${r.disabled ? `disabled: ${r.disabledReason ?? ''}` : 'enabled'}${r.failingSince ? `  (failing since ${r.failingSince})` : ''}`,
     `settings  timeout ${r.timeoutMs ?? '-'} ms, max attempts ${r.maxAttempts ?? '-'}, retry delays ${r.retryDelaysMs.length ? r.retryDelaysMs.join(',') : '-'}`,
   ];
-  if (Object.keys(r.headers).length > 0) lines.push(`headers   ${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('; ')}`);
+  if (Object.keys(r.headers).length > 0)
+    lines.push(
+      `headers   ${Object.entries(r.headers)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ')}`,
+    );
   if (r.secrets) {
-    lines.push('', table(['secret', 'created', 'expires'], r.secrets.map((s) => [s.secret, s.createdAt, s.expiresAt ?? 'current'])));
+    lines.push(
+      '',
+      table(
+        ['secret', 'created', 'expires'],
+        r.secrets.map((s) => [s.secret, s.createdAt, s.expiresAt ?? 'current']),
+      ),
+    );
   }
   const f = r.figures;
   if (f) {
-    const outcomes = Object.entries(f.outcomes).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
-    lines.push('', `since ${f.since}: ${f.pending} pending, ${f.inFlight} in flight, ${f.held} held; ${f.attempts} attempts (${outcomes})`,
-      `latency   p50 ${ms(f.latency.p50)}, p90 ${ms(f.latency.p90)}, p99 ${ms(f.latency.p99)}`);
+    const outcomes =
+      Object.entries(f.outcomes)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none';
+    lines.push(
+      '',
+      `since ${f.since}: ${f.pending} pending, ${f.inFlight} in flight, ${f.held} held; ${f.attempts} attempts (${outcomes})`,
+      `latency   p50 ${ms(f.latency.p50)}, p90 ${ms(f.latency.p90)}, p99 ${ms(f.latency.p99)}`,
+    );
   }
   return lines.join('\n');
 }

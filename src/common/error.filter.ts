@@ -38,10 +38,7 @@ export class ErrorFilter implements ExceptionFilter {
     const reply = ctx.getResponse<FastifyReply>();
     const { status, body, headers } = this.toResponse(exception, String(request.id));
     if (status === 500) {
-      this.logger.error(
-        { requestId: body.requestId, method: request.method, url: request.url },
-        (exception as Error)?.stack ?? String(exception),
-      );
+      this.logger.error({ requestId: body.requestId, method: request.method, url: request.url }, (exception as Error)?.stack ?? String(exception));
     }
     for (const [k, v] of Object.entries(headers)) void reply.header(k, v);
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
@@ -60,9 +57,7 @@ export class ErrorFilter implements ExceptionFilter {
       // Nest wraps Fastify's own errors (bad JSON, wrong media type) in an HttpException with the original as cause.
       const fastifyCode = (exception as { code?: string }).code ?? (exception as { cause?: { code?: string } }).cause?.code;
       const code: ErrorCode =
-        fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || exception instanceof SyntaxError
-          ? 'malformed_json'
-          : (STATUS_CODES[status] ?? 'validation_failed');
+        fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || exception instanceof SyntaxError ? 'malformed_json' : (STATUS_CODES[status] ?? 'validation_failed');
       return { status, body: { code, message: messageOf(exception, status), requestId }, headers: {} };
     }
     if (isDatabaseUnavailable(exception)) {

@@ -67,5 +67,8 @@ const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;|$)/i;
 
 /** Answers from a hook (before Nest's filter exists for this request) with the API's error shape; the hook then does not call `done`. */
 function refuse(req: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string): void {
-  void reply.code(status).header('content-type', 'application/json; charset=utf-8').send({ code, message, requestId: String(req.id) });
+  void reply
+    .code(status)
+    .header('content-type', 'application/json; charset=utf-8')
+    .send({ code, message, requestId: String(req.id) });
 }

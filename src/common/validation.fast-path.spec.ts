@@ -24,9 +24,42 @@ const classValidatorErrors = (plain: unknown) => validateSync(instance(plain), O
 /** Values that break one rule or another, or none. */
 const anyValue = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
-  fc.constantFrom(undefined, null, '', 'x', 0, -1, 1.5, 3_600_001, '2030-01-01', 'ftp://x/', 'http://u:p@x/', 'https://example.com/h', ['a'], [1, -1], {}, { 'x-a': 'v' }, { Host: 'h' }, 'a\u0000b'),
+  fc.constantFrom(
+    undefined,
+    null,
+    '',
+    'x',
+    0,
+    -1,
+    1.5,
+    3_600_001,
+    '2030-01-01',
+    'ftp://x/',
+    'http://u:p@x/',
+    'https://example.com/h',
+    ['a'],
+    [1, -1],
+    {},
+    { 'x-a': 'v' },
+    { Host: 'h' },
+    'a\u0000b',
+  ),
 );
-const field = fc.constantFrom('url', 'method', 'headers', 'body', 'timeoutMs', 'maxAttempts', 'retryDelaysMs', 'runAt', 'externalId', 'unknown', 'label', 'defaults', 'callbacks');
+const field = fc.constantFrom(
+  'url',
+  'method',
+  'headers',
+  'body',
+  'timeoutMs',
+  'maxAttempts',
+  'retryDelaysMs',
+  'runAt',
+  'externalId',
+  'unknown',
+  'label',
+  'defaults',
+  'callbacks',
+);
 
 describe('passesAllRules', () => {
   it('should accept a valid batch, as class-validator does', () => {

@@ -1,6 +1,4 @@
-import {
-  getMetadataStorage, ValidationTypes, type ValidationArguments, type ValidatorConstraintInterface, type ValidatorOptions,
-} from 'class-validator';
+import { getMetadataStorage, ValidationTypes, type ValidationArguments, type ValidatorConstraintInterface, type ValidatorOptions } from 'class-validator';
 
 type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getTargetValidationMetadatas']>[number];
 
@@ -32,7 +30,15 @@ const rulesByClass = new Map<Function, ClassRules>();
  * against class-validator on valid and invalid batches.
  */
 export function passesAllRules(object: unknown, options: ValidatorOptions): boolean {
-  if (options.groups?.length || options.always || options.strictGroups || options.skipMissingProperties || options.skipNullProperties || options.skipUndefinedProperties) return false;
+  if (
+    options.groups?.length ||
+    options.always ||
+    options.strictGroups ||
+    options.skipMissingProperties ||
+    options.skipNullProperties ||
+    options.skipUndefinedProperties
+  )
+    return false;
   if (options.forbidUnknownValues === false || (options.whitelist && !options.forbidNonWhitelisted)) return false;
   return passes(object, options);
 }
@@ -112,7 +118,11 @@ const declaredByClass = new Map<Function, ReadonlySet<string>>();
 export function declaredProperties(target: Function): ReadonlySet<string> {
   let names = declaredByClass.get(target);
   if (!names) {
-    names = new Set(getMetadataStorage().getTargetValidationMetadatas(target, '', false, false, undefined).map((m) => m.propertyName));
+    names = new Set(
+      getMetadataStorage()
+        .getTargetValidationMetadatas(target, '', false, false, undefined)
+        .map((m) => m.propertyName),
+    );
     declaredByClass.set(target, names);
   }
   return names;

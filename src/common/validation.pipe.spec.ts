@@ -23,13 +23,20 @@ async function outcome(p: ValidationPipe, value: unknown): Promise<unknown> {
 describe('buildValidationPipe', () => {
   it.each<[string, unknown]>([
     ['a one-callback batch', { callbacks: [{ url: 'http://127.0.0.1:9/h', body: { order: 1, note: 'n' }, externalId: 'o-1' }] }],
-    ['a batch with defaults and nested bodies', {
-      label: 'l', defaults: { method: 'PUT', headers: { 'x-a': '1' }, retryDelaysMs: [1, 2] },
-      callbacks: [{ url: 'https://e.com/', body: [{ a: [null, true, 1.5] }] }, { url: 'https://e.com/b', body: 'text' }],
-    }],
+    [
+      'a batch with defaults and nested bodies',
+      {
+        label: 'l',
+        defaults: { method: 'PUT', headers: { 'x-a': '1' }, retryDelaysMs: [1, 2] },
+        callbacks: [
+          { url: 'https://e.com/', body: [{ a: [null, true, 1.5] }] },
+          { url: 'https://e.com/b', body: 'text' },
+        ],
+      },
+    ],
     ['an unknown field', { callbacks: [{ url: 'https://e.com/', extra: 1 }] }],
     ['a bad URL', { callbacks: [{ url: 'ftp://e.com/' }] }],
-  ])('should answer %s as Nest\'s own ValidationPipe does', async (_name, value) => {
+  ])("should answer %s as Nest's own ValidationPipe does", async (_name, value) => {
     expect(await outcome(pipe, value)).toEqual(await outcome(stock, value));
   });
 
@@ -41,14 +48,22 @@ describe('buildValidationPipe', () => {
     ['keys naming inherited methods, at any depth', { toString: null, valueOf: 1, n: { hasOwnProperty: 2, k: 3 }, a: [{ toString: 'y' }] }],
     ['a body made only of such keys', { constructor: { name: 'c' } }],
   ])('should keep a callback body with %s exactly as sent', async (_name, callbackBody) => {
-    const sent = { callbacks: [{ url: 'https://e.com/', body: callbackBody }, { url: 'https://e.com/b', body: [callbackBody] }] };
+    const sent = {
+      callbacks: [
+        { url: 'https://e.com/', body: callbackBody },
+        { url: 'https://e.com/b', body: [callbackBody] },
+      ],
+    };
     const dto = (await pipe.transform(structuredClone(sent), body)) as CreateBatchDto;
     expect(dto).toBeInstanceOf(CreateBatchDto);
     expect(JSON.stringify(dto.callbacks.map((c) => c.body))).toBe(JSON.stringify([callbackBody, [callbackBody]]));
   });
 
   it('should keep header names such as "toString" or "valueOf", in a callback and in the defaults', async () => {
-    const sent = { defaults: { headers: { toString: 'd', 'x-a': '1' } }, callbacks: [{ url: 'https://e.com/', headers: { hasOwnProperty: 'h', valueOf: 'v' } }] };
+    const sent = {
+      defaults: { headers: { toString: 'd', 'x-a': '1' } },
+      callbacks: [{ url: 'https://e.com/', headers: { hasOwnProperty: 'h', valueOf: 'v' } }],
+    };
     const dto = (await pipe.transform(structuredClone(sent), body)) as CreateBatchDto;
     expect(JSON.stringify(dto.defaults?.headers)).toBe(JSON.stringify(sent.defaults.headers));
     expect(JSON.stringify(dto.callbacks[0].headers)).toBe(JSON.stringify(sent.callbacks[0].headers));
@@ -76,7 +91,10 @@ describe('buildValidationPipe', () => {
     ['a number externalId', { callbacks: [{ url: 'https://e.com/', externalId: 5 }] }, 'callbacks.0.externalId', /must be a string/],
     ['an object for the callbacks', { callbacks: { url: 'https://e.com/' } }, 'callbacks', /must be an array/],
   ])('should say what is wrong with %s, not a later rule', async (_name, value, field, message) => {
-    const error = await pipe.transform(structuredClone(value), body).then(() => undefined, (e: AppError) => e);
+    const error = await pipe.transform(structuredClone(value), body).then(
+      () => undefined,
+      (e: AppError) => e,
+    );
     expect(error?.details).toMatchObject({ problems: [{ field, message: expect.stringMatching(message) }] });
   });
 

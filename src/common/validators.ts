@@ -8,8 +8,20 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Headers the service owns: framing, routing and the signature headers. */
 export const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer',
-  'proxy-authorization', 'proxy-connection', 'expect', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-connection',
+  'expect',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
 ]);
 
 export const MAX_HEADERS = 50;
@@ -26,7 +38,8 @@ export function headerMapProblem(value: unknown): string | undefined {
   if (entries.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`;
   for (const [name, v] of entries) {
     if (!HEADER_NAME.test(name)) return `invalid header name ${JSON.stringify(name)}`;
-    if (RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('webhook-')) return `header ${name} is set by the service and cannot be given`;
+    if (RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('webhook-'))
+      return `header ${name} is set by the service and cannot be given`;
     if (UNSENDABLE_HEADERS.has(name)) return `header ${name} cannot be sent: the HTTP client (axios) drops a header of that name`;
     if (typeof v !== 'string') return `header ${name} must be a string`;
     if (v.length > MAX_HEADER_VALUE_LENGTH) return `header ${name} is longer than ${MAX_HEADER_VALUE_LENGTH} characters`;

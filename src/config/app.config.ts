@@ -63,7 +63,8 @@ export class AppConfig {
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
   @IsArray() @IsString({ each: true }) @IsCidrList() allowPrivateNetworks: string[] = [];
   /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */
-  @IsOptional() @Matches(/^https?:\/\/([^/@\s]+@)?[^/@\s]+\/?$/, { message: 'must be http://[user:password@]host[:port] or https://…; socks5 is not supported' })
+  @IsOptional()
+  @Matches(/^https?:\/\/([^/@\s]+@)?[^/@\s]+\/?$/, { message: 'must be http://[user:password@]host[:port] or https://…; socks5 is not supported' })
   egressProxyUrl?: string;
 
   /*
@@ -82,16 +83,20 @@ export class AppConfig {
   /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: full URL for traces, used as is (unset). */
   @IsOptional() @Matches(/^https?:\/\/\S+$/, { message: 'must be an http:// or https:// URL' }) otelExporterOtlpTracesEndpoint?: string;
   /** OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf or http/json (http/protobuf); grpc is not supported. */
-  @IsOptional() @IsIn(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
+  @IsOptional()
+  @IsIn(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
   otelExporterOtlpProtocol?: string;
   /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: overrides OTEL_EXPORTER_OTLP_PROTOCOL for traces. */
-  @IsOptional() @IsIn(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
+  @IsOptional()
+  @IsIn(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' })
   otelExporterOtlpTracesProtocol?: string;
 
   /** DEFAULT_MAX_ATTEMPTS: attempts per callback unless the batch says otherwise (8). */
   @IsInt() @Min(1) @Max(100) defaultMaxAttempts = 8;
   /** RETRY_DELAYS_MS: delays before attempt 2, 3, …; the last repeats (Standard Webhooks). */
-  @IsArray() @IsInt({ each: true }) @Min(0, { each: true })
+  @IsArray()
+  @IsInt({ each: true })
+  @Min(0, { each: true })
   retryDelaysMs = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
   /** RETRY_JITTER_PERMILLE: each delay is spread by ± this many thousandths (200 = ±20%). */
   @IsInt() @Min(0) @Max(1000) retryJitterPermille = 200;
@@ -134,7 +139,11 @@ type Parser = (raw: string) => unknown;
 const int: Parser = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN);
 const num: Parser = (raw) => (/^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN);
 const str: Parser = (raw) => raw;
-const list: Parser = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const list: Parser = (raw) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const intList: Parser = (raw) => (list(raw) as string[]).map((s) => int(s));
 
 /** Environment variable → config field and parser. */
@@ -216,4 +225,3 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
   }
   return config;
 }
-

@@ -4,11 +4,27 @@
  * retried by the worker; anything else is a bug.
  */
 const UNAVAILABLE_CODES = new Set([
-  'P1001', 'P1002', 'P1008', 'P1017', 'P2024', // Prisma: can't reach, timed out, closed, pool timeout
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND',
-  '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', // admin shutdown, cannot connect now, connection failures
+  'P1001',
+  'P1002',
+  'P1008',
+  'P1017',
+  'P2024', // Prisma: can't reach, timed out, closed, pool timeout
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004', // admin shutdown, cannot connect now, connection failures
 ]);
-const UNAVAILABLE_TEXT = /ECONNREFUSED|ECONNRESET|Connection terminated|terminating connection|connection (is )?closed|Can't reach database|server closed the connection|the database system is (starting up|shutting down)|Timed out fetching a new connection|timeout exceeded when trying to connect/i;
+const UNAVAILABLE_TEXT =
+  /ECONNREFUSED|ECONNRESET|Connection terminated|terminating connection|connection (is )?closed|Can't reach database|server closed the connection|the database system is (starting up|shutting down)|Timed out fetching a new connection|timeout exceeded when trying to connect/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error as { code?: unknown; cause?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {

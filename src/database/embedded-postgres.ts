@@ -21,14 +21,9 @@ const DATABASE = 'callbacks';
  * with its files under `<dataDir>/pg`. A server left running by a process that was
  * killed is re-used rather than fought over, so `kill -9` then restart just works.
  */
-export async function startEmbeddedPostgres(
-  dataDir: string,
-  port: number,
-  onError: (message: string) => void = () => undefined,
-): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(dataDir: string, port: number, onError: (message: string) => void = () => undefined): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir, 'pg');
-  const serverUrl = (database: string) =>
-    `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
+  const serverUrl = (database: string) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
   let stop = async () => undefined as void;
 
   if (!(await canConnect(serverUrl('postgres')))) {

@@ -57,8 +57,13 @@ export class ClaimRepository {
    */
   async claimDue(owner: string, limit: number, leaseMarginMs: number, skipHosts: string[], options: ClaimOptions = {}): Promise<ClaimedCallback[]> {
     const args: claims.ClaimArgs = {
-      owner, limit, leaseMarginMs, skipHosts, now: nowSql(options.now),
-      defaultCap: this.config.hostMaxInFlight, cooldownMs: this.config.hostBreakerCooldownMs,
+      owner,
+      limit,
+      leaseMarginMs,
+      skipHosts,
+      now: nowSql(options.now),
+      defaultCap: this.config.hostMaxInFlight,
+      cooldownMs: this.config.hostBreakerCooldownMs,
     };
     const front = await this.run(claims.claimFront(args));
     const goOn = front.length > 0 ? await options.onClaimed?.(front) : undefined;

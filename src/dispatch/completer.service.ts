@@ -84,7 +84,10 @@ export class CompleterService {
   async release(rows: ClaimedCallback[]): Promise<void> {
     if (rows.length === 0) return;
     try {
-      await this.repo.releaseClaims(this.status.owner, rows.map((r) => r.id));
+      await this.repo.releaseClaims(
+        this.status.owner,
+        rows.map((r) => r.id),
+      );
     } catch (error) {
       this.logger.warn(`could not hand back ${rows.length} claimed callbacks (their leases will expire): ${(error as Error).message}`);
     }

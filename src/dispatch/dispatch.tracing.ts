@@ -24,16 +24,20 @@ const TRACE_HEADERS = new Set(['traceparent', 'tracestate']);
 export async function traceAttempt(tracer: Tracer, call: OutgoingCall, send: (call: OutgoingCall) => Promise<CallResult>): Promise<CallResult> {
   const url = new URL(call.url);
   const callbackId = call.headers['webhook-id'];
-  const span = tracer.startSpan(call.method, {
-    kind: SpanKind.CLIENT,
-    attributes: {
-      'http.request.method': call.method,
-      'url.full': call.url,
-      'server.address': url.hostname.replace(/^\[(.*)\]$/, '$1'),
-      'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
-      ...(callbackId && { 'callback.id': callbackId }),
+  const span = tracer.startSpan(
+    call.method,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': call.method,
+        'url.full': call.url,
+        'server.address': url.hostname.replace(/^\[(.*)\]$/, '$1'),
+        'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+        ...(callbackId && { 'callback.id': callbackId }),
+      },
     },
-  }, contextFromTraceparent(call.traceparent));
+    contextFromTraceparent(call.traceparent),
+  );
   const sc = span.spanContext();
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(call.headers)) if (!TRACE_HEADERS.has(k.toLowerCase())) headers[k] = v;
@@ -50,9 +54,8 @@ export async function traceAttempt(tracer: Tracer, call: OutgoingCall, send: (ca
   if (t.firstByteMs !== undefined) attributes['dispatch.phase.first_byte_ms'] = t.firstByteMs;
   // error.type: the status code for an answered failure (>= 400, per the HTTP client
   // conventions), else the transport's error code (ECONNREFUSED, ETIMEDOUT, …).
-  const errorType = result.statusCode !== undefined
-    ? (result.statusCode >= 400 ? String(result.statusCode) : undefined)
-    : (result.error?.split(':')[0] || result.outcome);
+  const errorType =
+    result.statusCode !== undefined ? (result.statusCode >= 400 ? String(result.statusCode) : undefined) : result.error?.split(':')[0] || result.outcome;
   if (errorType) {
     attributes['error.type'] = errorType;
     span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
@@ -79,11 +82,15 @@ export async function traceWriteBack<T>(rows: ReadonlyArray<{ callbackId: string
     const context = unwritten.get(r.callbackId);
     if (context) links.push({ context });
   }
-  const span = tracer.startSpan('write-back', {
-    kind: SpanKind.CLIENT,
-    links,
-    attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'UPDATE', 'db.collection.name': 'callback', 'dispatch.write_back.rows': rows.length },
-  }, ROOT_CONTEXT);
+  const span = tracer.startSpan(
+    'write-back',
+    {
+      kind: SpanKind.CLIENT,
+      links,
+      attributes: { 'db.system.name': 'postgresql', 'db.operation.name': 'UPDATE', 'db.collection.name': 'callback', 'dispatch.write_back.rows': rows.length },
+    },
+    ROOT_CONTEXT,
+  );
   try {
     const value = await write();
     for (const r of rows) unwritten.delete(r.callbackId);

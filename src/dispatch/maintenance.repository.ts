@@ -27,7 +27,13 @@ export class MaintenanceRepository {
   disableFailingReceivers(hours: number, reason: string): Promise<Array<{ id: string; apiKeyId: string; name: string; failingSince: Date }>> {
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<{ id: string; apiKeyId: string; name: string; failingSince: Date }>(disableFailingReceivers(hours, reason));
-      if (rows.length > 0) await tx.execute(holdReceiverCallbacks(rows.map((r) => r.id), true));
+      if (rows.length > 0)
+        await tx.execute(
+          holdReceiverCallbacks(
+            rows.map((r) => r.id),
+            true,
+          ),
+        );
       return rows;
     });
   }

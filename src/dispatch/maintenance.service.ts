@@ -116,7 +116,12 @@ export class MaintenanceService {
     const reason = `every attempt failed for ${hours} h (RECEIVER_DISABLE_AFTER_HOURS); its callbacks are held until it is enabled`;
     for (const r of await this.repo.disableFailingReceivers(hours, reason)) {
       this.metrics.receiverAutoDisabled();
-      this.logger.warn({ msg: `receiver ${r.name} disabled: every attempt failed since ${r.failingSince.toISOString()}`, event: 'receiver_disabled', receiver: r.name, apiKeyId: r.apiKeyId });
+      this.logger.warn({
+        msg: `receiver ${r.name} disabled: every attempt failed since ${r.failingSince.toISOString()}`,
+        event: 'receiver_disabled',
+        receiver: r.name,
+        apiKeyId: r.apiKeyId,
+      });
     }
   }
 

@@ -20,10 +20,15 @@ describe('outcome.policy', () => {
     expect(classifyError(code)).toBe(outcome);
   });
 
-  it.each([[200, 'success'], [204, 'success'], [299, 'success'], [199, 'http_error'], [301, 'http_error'], [404, 'http_error'], [500, 'http_error']])(
-    'should classify status %i as %s',
-    (status, outcome) => {
-      expect(classifyStatus(status)).toBe(outcome);
-    },
-  );
+  it.each([
+    [200, 'success'],
+    [204, 'success'],
+    [299, 'success'],
+    [199, 'http_error'],
+    [301, 'http_error'],
+    [404, 'http_error'],
+    [500, 'http_error'],
+  ])('should classify status %i as %s', (status, outcome) => {
+    expect(classifyStatus(status)).toBe(outcome);
+  });
 });

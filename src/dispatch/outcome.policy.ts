@@ -33,5 +33,4 @@ export function classifyError(code: string | undefined): Outcome {
 }
 
 /** Outcome of an answered request: only 2xx is success (3xx is not followed). */
-export const classifyStatus = (statusCode: number): Outcome =>
-  statusCode >= 200 && statusCode < 300 ? 'success' : 'http_error';
+export const classifyStatus = (statusCode: number): Outcome => (statusCode >= 200 && statusCode < 300 ? 'success' : 'http_error');

@@ -55,4 +55,3 @@ export class OutcomeRepository {
     return this.db.query(completeBatches(batchIds));
   }
 }
-

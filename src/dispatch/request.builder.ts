@@ -25,12 +25,17 @@ export function buildRequest(row: ClaimedCallback, secrets: readonly string[], d
 /** The row to write back for a finished call: the attempt and the callback's next state. */
 export function toRecordedOutcome(row: ClaimedCallback, result: CallResult, config: AppConfig, now = Date.now()): RecordedOutcome & { batchId: string } {
   const number = row.attempts + 1;
-  const next = nextState(result, number, {
-    maxAttempts: row.maxAttempts,
-    retryDelaysMs: row.retryDelaysMs ?? config.retryDelaysMs,
-    jitterPermille: config.retryJitterPermille,
-    retryAfterMaxMs: config.retryAfterMaxMs,
-  }, now);
+  const next = nextState(
+    result,
+    number,
+    {
+      maxAttempts: row.maxAttempts,
+      retryDelaysMs: row.retryDelaysMs ?? config.retryDelaysMs,
+      jitterPermille: config.retryJitterPermille,
+      retryAfterMaxMs: config.retryAfterMaxMs,
+    },
+    now,
+  );
   const t = result.trace;
   return {
     callbackId: row.id,

@@ -27,8 +27,12 @@ describe('retry.policy', () => {
   });
 
   it.each([
-    [1, 0, 800], [1, 0.5, 1000], [1, 0.999999, 1200],
-    [2, 0.5, 5000], [3, 0.5, 60000], [7, 0.5, 60000],
+    [1, 0, 800],
+    [1, 0.5, 1000],
+    [1, 0.999999, 1200],
+    [2, 0.5, 5000],
+    [3, 0.5, 60000],
+    [7, 0.5, 60000],
   ])('should delay attempt %i+1 (random %f) by %i ms, the last delay repeating', (attempt, random, expected) => {
     expect(retryDelayMs(attempt, settings, random)).toBe(expected);
   });
@@ -42,9 +46,15 @@ describe('retry.policy', () => {
   });
 
   it.each<[string | undefined, number | undefined]>([
-    [undefined, undefined], ['', undefined], ['soon', undefined],
-    ['3', 3000], [' 7 ', 7000], ['0', 0], ['100000', 10_000],
-    ['Mon, 30 Nov 2026 12:00:05 GMT', 5000], ['Mon, 30 Nov 2026 11:00:00 GMT', 0],
+    [undefined, undefined],
+    ['', undefined],
+    ['soon', undefined],
+    ['3', 3000],
+    [' 7 ', 7000],
+    ['0', 0],
+    ['100000', 10_000],
+    ['Mon, 30 Nov 2026 12:00:05 GMT', 5000],
+    ['Mon, 30 Nov 2026 11:00:00 GMT', 0],
   ])('should read Retry-After %j as %j ms', (header, expected) => {
     expect(retryAfterMs(header, NOW, settings.retryAfterMaxMs)).toBe(expected);
   });
@@ -62,8 +72,14 @@ describe('retry.policy', () => {
   });
 
   it('should prefer a capped Retry-After to the schedule', () => {
-    expect(nextState({ outcome: 'http_error', statusCode: 429, retryAfter: '2' }, 1, settings, NOW)).toEqual({ status: 'pending', nextAttemptAt: new Date(NOW + 2000) });
-    expect(nextState({ outcome: 'http_error', statusCode: 503, retryAfter: '86400' }, 1, settings, NOW)).toEqual({ status: 'pending', nextAttemptAt: new Date(NOW + 10_000) });
+    expect(nextState({ outcome: 'http_error', statusCode: 429, retryAfter: '2' }, 1, settings, NOW)).toEqual({
+      status: 'pending',
+      nextAttemptAt: new Date(NOW + 2000),
+    });
+    expect(nextState({ outcome: 'http_error', statusCode: 503, retryAfter: '86400' }, 1, settings, NOW)).toEqual({
+      status: 'pending',
+      nextAttemptAt: new Date(NOW + 10_000),
+    });
   });
 
   it('should fail after the last attempt', () => {

@@ -55,5 +55,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 /** Driver errors often start with a blank line; the first line with text says what happened. */
 function firstLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.split('\n').map((l) => l.trim()).find(Boolean) ?? (error as { code?: string })?.code ?? 'unreachable';
+  return (
+    message
+      .split('\n')
+      .map((l) => l.trim())
+      .find(Boolean) ??
+    (error as { code?: string })?.code ??
+    'unreachable'
+  );
 }

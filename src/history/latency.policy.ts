@@ -36,7 +36,10 @@ export function resolveLatencyWindow(q: { from?: Date; to?: Date; bucket?: strin
   const bucket = (q.bucket as Bucket | undefined) ?? defaultBucket(span);
   const count = Math.ceil(span / BUCKETS[bucket]);
   if (count > MAX_BUCKETS) {
-    throw new AppError('validation_failed', `bucket ${bucket} cuts this range into ${count} buckets; at most ${MAX_BUCKETS}: pick a wider bucket or a shorter range`);
+    throw new AppError(
+      'validation_failed',
+      `bucket ${bucket} cuts this range into ${count} buckets; at most ${MAX_BUCKETS}: pick a wider bucket or a shorter range`,
+    );
   }
   return { from, to, bucket, bucketMs: BUCKETS[bucket] };
 }

@@ -43,12 +43,11 @@ export class LatencyRepository {
   bucketStats(f: LatencyFilter): Promise<LatencyRow[]> {
     const width = Prisma.sql`(${f.bucketMs}::int * interval '1 millisecond')`;
     const host = f.host === undefined ? Prisma.empty : Prisma.sql`AND a.host = ${f.host}`;
-    const batch = f.batchId === undefined
-      ? Prisma.empty
-      : Prisma.sql`AND a.callback_id IN (SELECT id FROM callback WHERE batch_id = ${f.batchId}::uuid AND api_key_id = ${f.apiKeyId}::uuid)`;
-    const owner = f.receiverId === undefined
-      ? Prisma.sql`a.api_key_id = ${f.apiKeyId}::uuid`
-      : Prisma.sql`a.receiver_id = ${f.receiverId}::uuid`;
+    const batch =
+      f.batchId === undefined
+        ? Prisma.empty
+        : Prisma.sql`AND a.callback_id IN (SELECT id FROM callback WHERE batch_id = ${f.batchId}::uuid AND api_key_id = ${f.apiKeyId}::uuid)`;
+    const owner = f.receiverId === undefined ? Prisma.sql`a.api_key_id = ${f.apiKeyId}::uuid` : Prisma.sql`a.receiver_id = ${f.receiverId}::uuid`;
     return this.db.query<LatencyRow>(Prisma.sql`
       SELECT b.start, s.count, s.ok, s.pct, s.max
       FROM generate_series(date_bin(${width}, ${f.from}::timestamptz, timestamptz '2000-01-01 00:00:00+00'),

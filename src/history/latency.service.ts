@@ -16,13 +16,14 @@ export class LatencyService {
 
   /** The key's latency history: per bucket the count, successes, failures and duration percentiles. */
   async latencyHistory(apiKeyId: string, q: LatencyQueryDto): Promise<LatencyHistoryDto> {
-    const window = resolveLatencyWindow(
-      { from: q.from ? new Date(q.from) : undefined, to: q.to ? new Date(q.to) : undefined, bucket: q.bucket },
-      new Date(),
-    );
+    const window = resolveLatencyWindow({ from: q.from ? new Date(q.from) : undefined, to: q.to ? new Date(q.to) : undefined, bucket: q.bucket }, new Date());
     const receiver = q.receiver === undefined ? undefined : await this.receivers.require(apiKeyId, q.receiver);
     const rows = await this.repo.bucketStats({
-      apiKeyId, ...window, host: optionalDestinationParam('host', q.host), batchId: q.batch?.toLowerCase(), receiverId: receiver?.id,
+      apiKeyId,
+      ...window,
+      host: optionalDestinationParam('host', q.host),
+      batchId: q.batch?.toLowerCase(),
+      receiverId: receiver?.id,
     });
     return {
       bucket: window.bucket,

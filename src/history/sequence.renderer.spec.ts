@@ -2,8 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { buildTimeline, renderSequence } from './sequence.renderer.js';
 
 const row = (url: string, startOffsetMs: number, durationMs: number, statusCode: number | null, outcome = 'success') => ({
-  callbackId: url, url, externalId: null, number: 1, startedAt: new Date(Date.parse('2026-11-30T12:00:00Z') + startOffsetMs),
-  durationMs, statusCode, outcome, dnsMs: 0, connectMs: 0, tlsMs: null, firstByteMs: durationMs,
+  callbackId: url,
+  url,
+  externalId: null,
+  number: 1,
+  startedAt: new Date(Date.parse('2026-11-30T12:00:00Z') + startOffsetMs),
+  durationMs,
+  statusCode,
+  outcome,
+  dnsMs: 0,
+  connectMs: 0,
+  tlsMs: null,
+  firstByteMs: durationMs,
 });
 
 describe('sequence.renderer', () => {

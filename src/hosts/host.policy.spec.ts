@@ -26,7 +26,11 @@ describe('host.policy', () => {
   );
 
   it.each([
-    [0, 0, null], [10, 0, 0], [10, 1, 0.1], [3, 1, 0.3333], [4, 4, 1],
+    [0, 0, null],
+    [10, 0, 0],
+    [10, 1, 0.1],
+    [3, 1, 0.3333],
+    [4, 4, 1],
   ])('should give %i attempts with %i failed an error rate of %s', (count, failed, expected) => {
     expect(errorRate(count, failed)).toBe(expected);
   });

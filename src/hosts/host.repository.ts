@@ -44,8 +44,15 @@ export interface HostPage {
 const after = (page: HostPage) => (page.after === undefined ? Prisma.sql`true` : Prisma.sql`host > ${page.after}`);
 
 const HOST_FIELDS = {
-  host: true, maxInFlight: true, ratePerSec: true, inFlight: true, breakerState: true, consecutiveFailures: true,
-  openedAt: true, openUntil: true, limitsUpdatedAt: true,
+  host: true,
+  maxInFlight: true,
+  ratePerSec: true,
+  inFlight: true,
+  breakerState: true,
+  consecutiveFailures: true,
+  openedAt: true,
+  openUntil: true,
+  limitsUpdatedAt: true,
 } as const;
 
 @Injectable()
@@ -92,10 +99,13 @@ export class HostRepository {
    * pending or in-flight rows, or attempts since `since`.
    */
   hostsOfKey(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
-    return this.page(page, Prisma.sql`
+    return this.page(
+      page,
+      Prisma.sql`
       SELECT host FROM callback WHERE status IN ${UNFINISHED} AND api_key_id = ${apiKeyId}::uuid
       UNION
-      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`);
+      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`,
+    );
   }
 
   /**
@@ -115,7 +125,9 @@ export class HostRepository {
         SELECT (SELECT c.host FROM callback c WHERE c.status = ${STATUS.pending} AND c.host > p.host ORDER BY c.host LIMIT 1), p.n + 1
         FROM pending p WHERE p.host IS NOT NULL AND p.n < ${page.limit}
       )`;
-    return this.page(page, Prisma.sql`
+    return this.page(
+      page,
+      Prisma.sql`
       SELECT host FROM host
       WHERE in_flight > 0 OR breaker_state <> ${BREAKER.closed} OR consecutive_failures > 0
          OR max_in_flight IS NOT NULL OR rate_per_sec IS NOT NULL
@@ -124,7 +136,9 @@ export class HostRepository {
       UNION
       SELECT host FROM gone_endpoint
       UNION
-      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`, pending);
+      SELECT host FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since}`,
+      pending,
+    );
   }
 
   /** The page of `names` (a query of `host` values, `with` its CTEs) in name order. */

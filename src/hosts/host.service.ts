@@ -64,7 +64,14 @@ export class HostService {
       this.hosts.findGoneEndpoints(names, key.isAdmin ? null : key.id),
     ]);
     const statsBy = new Map(stats.map((s) => [s.host, s]));
-    return rows.map((r) => this.view(r, statsBy.get(r.host), depths.get(r.host) ?? 0, gone.filter((g) => g.host === r.host)));
+    return rows.map((r) =>
+      this.view(
+        r,
+        statsBy.get(r.host),
+        depths.get(r.host) ?? 0,
+        gone.filter((g) => g.host === r.host),
+      ),
+    );
   }
 
   private view(r: HostRow, s: HostStatsRow | undefined, queueDepth: number, gone: GoneEndpointRow[]): HostDto {

@@ -17,8 +17,15 @@ const LEVELS: Record<NestLogLevel, Level> = { fatal: 'fatal', error: 'error', wa
 export class AppLogger implements LoggerService {
   private readonly pino: Logger;
 
-  constructor(level: LogLevel, private readonly secrets: string[] = [], destination?: DestinationStream) {
-    this.pino = pino({ level: LEVELS[level], base: undefined, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } }, destination);
+  constructor(
+    level: LogLevel,
+    private readonly secrets: string[] = [],
+    destination?: DestinationStream,
+  ) {
+    this.pino = pino(
+      { level: LEVELS[level], base: undefined, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
+      destination,
+    );
   }
 
   log(message: unknown, ...params: unknown[]): void {

@@ -19,7 +19,12 @@ describe('redactText', () => {
 describe('redactValue', () => {
   it('should redact secret fields at any depth and secret-looking strings everywhere', () => {
     const input = { req: { headers: { Authorization: 'Bearer x', 'x-id': '1' } }, list: ['whsec_a', 'fine'], secret: 'whatever', n: 3 };
-    expect(redactValue(input)).toEqual({ req: { headers: { Authorization: '[redacted]', 'x-id': '1' } }, list: ['[redacted]', 'fine'], secret: '[redacted]', n: 3 });
+    expect(redactValue(input)).toEqual({
+      req: { headers: { Authorization: '[redacted]', 'x-id': '1' } },
+      list: ['[redacted]', 'fine'],
+      secret: '[redacted]',
+      n: 3,
+    });
   });
 
   it('should keep an error readable without its secrets', () => {

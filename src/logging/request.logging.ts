@@ -13,7 +13,14 @@ const QUIET = /^\/(health|metrics)(\/|\?|$)/;
 export function registerRequestLogging(fastify: FastifyInstance, logger: LoggerService): void {
   fastify.addHook('onRequest', (req, _reply, done) => requestContext.run({ requestId: String(req.id) }, done));
   fastify.addHook('onResponse', (req, reply, done) => {
-    const line = { msg: 'request', requestId: String(req.id), method: req.method, url: req.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 };
+    const line = {
+      msg: 'request',
+      requestId: String(req.id),
+      method: req.method,
+      url: req.url,
+      statusCode: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    };
     if (QUIET.test(req.url)) logger.debug?.(line, 'Http');
     else logger.log(line, 'Http');
     done();

@@ -26,9 +26,14 @@ export class MetricsCollector {
     private readonly worker: WorkerStatus,
   ) {
     this.backlog = metrics.gauge('callback_due_backlog', 'Callbacks due now and not claimed yet (counted up to 100000)');
-    this.window = metrics.gauge('dispatcher_window', "This worker's callbacks by place: in_flight, queued (claimed, waiting), unwritten (outcome buffered)", ['state']);
+    this.window = metrics.gauge('dispatcher_window', "This worker's callbacks by place: in_flight, queued (claimed, waiting), unwritten (outcome buffered)", [
+      'state',
+    ]);
     this.keyDue = metrics.gauge('callback_key_due_backlog', 'Due callbacks not claimed yet, of the busiest keys (at most 10)', ['key_id', 'key_name']);
-    this.keyInFlight = metrics.gauge('callback_key_in_flight', 'Callbacks in flight across all workers, of the busiest keys (at most 10)', ['key_id', 'key_name']);
+    this.keyInFlight = metrics.gauge('callback_key_in_flight', 'Callbacks in flight across all workers, of the busiest keys (at most 10)', [
+      'key_id',
+      'key_name',
+    ]);
     this.hostInFlight = metrics.gauge('host_in_flight', 'Calls in flight per destination, across all workers', ['host']);
     this.hostBreaker = metrics.gauge('host_breaker_state', 'Circuit breaker per destination: 1 for its current state', ['host', 'state']);
   }

@@ -17,30 +17,51 @@ const SQL_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 export class MetricsService {
   readonly registry = new Registry();
   private readonly attempts = new Counter({
-    name: 'callback_attempts_total', help: 'Finished call attempts by outcome', labelNames: ['outcome'], registers: [this.registry],
+    name: 'callback_attempts_total',
+    help: 'Finished call attempts by outcome',
+    labelNames: ['outcome'],
+    registers: [this.registry],
   });
   private readonly attemptSeconds = new Histogram({
-    name: 'callback_attempt_duration_seconds', help: 'Duration of call attempts (as recorded on the attempt) by outcome',
-    labelNames: ['outcome'], buckets: CALL_BUCKETS, registers: [this.registry],
+    name: 'callback_attempt_duration_seconds',
+    help: 'Duration of call attempts (as recorded on the attempt) by outcome',
+    labelNames: ['outcome'],
+    buckets: CALL_BUCKETS,
+    registers: [this.registry],
   });
   private readonly claimSeconds = new Histogram({
-    name: 'dispatch_claim_duration_seconds', help: 'Duration of one claim statement', buckets: SQL_BUCKETS, registers: [this.registry],
+    name: 'dispatch_claim_duration_seconds',
+    help: 'Duration of one claim statement',
+    buckets: SQL_BUCKETS,
+    registers: [this.registry],
   });
   private readonly claimedRows = new Counter({
-    name: 'dispatch_claimed_rows_total', help: 'Callbacks claimed (leased) by this worker', registers: [this.registry],
+    name: 'dispatch_claimed_rows_total',
+    help: 'Callbacks claimed (leased) by this worker',
+    registers: [this.registry],
   });
   private readonly writeBackSeconds = new Histogram({
-    name: 'dispatch_writeback_duration_seconds', help: 'Duration of one write-back statement', buckets: SQL_BUCKETS, registers: [this.registry],
+    name: 'dispatch_writeback_duration_seconds',
+    help: 'Duration of one write-back statement',
+    buckets: SQL_BUCKETS,
+    registers: [this.registry],
   });
   private readonly writtenRows = new Counter({
-    name: 'dispatch_written_rows_total', help: 'Attempt outcomes written back by this worker', registers: [this.registry],
+    name: 'dispatch_written_rows_total',
+    help: 'Attempt outcomes written back by this worker',
+    registers: [this.registry],
   });
   private readonly receiversDisabled = new Counter({
-    name: 'receivers_auto_disabled_total', help: 'Receivers the service disabled because every attempt failed for RECEIVER_DISABLE_AFTER_HOURS', registers: [this.registry],
+    name: 'receivers_auto_disabled_total',
+    help: 'Receivers the service disabled because every attempt failed for RECEIVER_DISABLE_AFTER_HOURS',
+    registers: [this.registry],
   });
   private readonly httpSeconds = new Histogram({
-    name: 'http_request_duration_seconds', help: 'API requests by method, route pattern and status',
-    labelNames: ['method', 'route', 'status'], buckets: SQL_BUCKETS, registers: [this.registry],
+    name: 'http_request_duration_seconds',
+    help: 'API requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: SQL_BUCKETS,
+    registers: [this.registry],
   });
 
   /** The attempt metrics' children per outcome: prom-client would hash a label object on every call. */

@@ -30,6 +30,7 @@ export const holdReceiverCallbacks = (receiverIds: string[], held: boolean) => P
   WHERE receiver_id = ANY(${receiverIds}::uuid[]) AND status IN ${UNFINISHED} AND held <> ${held}`;
 
 /** The columns a disable or enable sets (enabling also forgets the failure record). */
-export const disabledColumns = (disabled: boolean, reason: string) => (disabled
-  ? Prisma.sql`disabled = true, disabled_reason = ${reason}, disabled_at = now(),`
-  : Prisma.sql`disabled = false, disabled_reason = NULL, disabled_at = NULL, failing_since = NULL, last_failure_at = NULL,`);
+export const disabledColumns = (disabled: boolean, reason: string) =>
+  disabled
+    ? Prisma.sql`disabled = true, disabled_reason = ${reason}, disabled_at = now(),`
+    : Prisma.sql`disabled = false, disabled_reason = NULL, disabled_at = NULL, failing_since = NULL, last_failure_at = NULL,`;

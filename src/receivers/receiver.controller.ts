@@ -21,8 +21,12 @@ export class ReceiverController {
   @ApiCreatedResponse({ type: ReceiverWithSecretsDto, description: 'created' })
   @ApiOkResponse({ type: ReceiverWithSecretsDto, description: 'updated' })
   @ApiErrors(415)
-  async put(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string, @Body() dto: PutReceiverDto,
-    @Res({ passthrough: true }) reply: FastifyReply): Promise<ReceiverWithSecretsDto> {
+  async put(
+    @CurrentKey() key: AuthenticatedKey,
+    @Param('name') name: string,
+    @Body() dto: PutReceiverDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<ReceiverWithSecretsDto> {
     const { created, receiver } = await this.receivers.putReceiver(key.id, name, dto);
     void reply.status(created ? 201 : 200);
     return receiver;

@@ -63,8 +63,10 @@ export class ReceiverRepository {
    * already has a receiver of that name (ON CONFLICT on receiver_api_key_id_name_key:
    * a concurrent PUT of the same name waits for the first to commit, then updates).
    */
-  insertReceiver(row: { id: string; apiKeyId: string; name: string; disabled: boolean } & ReceiverSettings,
-    secret: { id: string; secret: string }): Promise<ReceiverRow | null> {
+  insertReceiver(
+    row: { id: string; apiKeyId: string; name: string; disabled: boolean } & ReceiverSettings,
+    secret: { id: string; secret: string },
+  ): Promise<ReceiverRow | null> {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
         INSERT INTO receiver (id, api_key_id, name, url, description, headers, timeout_ms, max_attempts, retry_delays_ms,
@@ -91,8 +93,11 @@ export class ReceiverRepository {
    * `callback_receiver_idx`. Enabling also clears the failure record the auto-disable
    * reads. Null when there is no such receiver.
    */
-  updateReceiver(apiKeyId: string, name: string, s: ReceiverSettings & { disabled?: boolean; reason?: string }):
-    Promise<{ row: ReceiverRow; released: boolean } | null> {
+  updateReceiver(
+    apiKeyId: string,
+    name: string,
+    s: ReceiverSettings & { disabled?: boolean; reason?: string },
+  ): Promise<{ row: ReceiverRow; released: boolean } | null> {
     return this.db.transaction(async (tx) => {
       const [before] = await tx.query<{ id: string; disabled: boolean }>(Prisma.sql`
         SELECT id, disabled FROM receiver WHERE api_key_id = ${apiKeyId}::uuid AND name = ${name} FOR UPDATE`);

@@ -15,13 +15,16 @@ const MIN_SECRET_BYTES = 24;
 const FIGURES_WINDOW_MS = 15 * 60_000;
 
 export function receiverNameProblem(name: unknown): string | undefined {
-  return typeof name === 'string' && NAME.test(name) ? undefined : 'a receiver name is 1 to 128 characters: letters, digits and . _ ~ : @ -, starting with a letter or digit';
+  return typeof name === 'string' && NAME.test(name)
+    ? undefined
+    : 'a receiver name is 1 to 128 characters: letters, digits and . _ ~ : @ -, starting with a letter or digit';
 }
 
 function checkSecret(secret: string | undefined): void {
   if (secret === undefined) return;
   const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64');
-  if (bytes.length < MIN_SECRET_BYTES) throw new AppError('validation_failed', `secret must hold at least ${MIN_SECRET_BYTES} bytes (base64 after whsec_); got ${bytes.length}`);
+  if (bytes.length < MIN_SECRET_BYTES)
+    throw new AppError('validation_failed', `secret must hold at least ${MIN_SECRET_BYTES} bytes (base64 after whsec_); got ${bytes.length}`);
 }
 
 export function toReceiverView(r: ReceiverRow) {
@@ -120,7 +123,11 @@ export class ReceiverService {
     const found = new Map((await this.receivers.findReceivers(apiKeyId, wanted)).map((r) => [r.name, r]));
     const unknown = wanted.filter((n) => !found.has(n));
     if (unknown.length > 0) {
-      throw new AppError('validation_failed', `unknown receiver${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 20).join(', ')} (create with PUT /v1/receivers/{name})`, { receivers: unknown });
+      throw new AppError(
+        'validation_failed',
+        `unknown receiver${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 20).join(', ')} (create with PUT /v1/receivers/{name})`,
+        { receivers: unknown },
+      );
     }
     return found;
   }

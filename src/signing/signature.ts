@@ -8,7 +8,12 @@ import { createHmac, randomBytes } from 'node:crypto';
 export function signWebhook(id: string, timestampSeconds: number, body: string, secrets: readonly string[]): string {
   const content = `${id}.${timestampSeconds}.${body}`;
   return secrets
-    .map((s) => `v1,${createHmac('sha256', Buffer.from(s.replace(/^whsec_/, ''), 'base64')).update(content).digest('base64')}`)
+    .map(
+      (s) =>
+        `v1,${createHmac('sha256', Buffer.from(s.replace(/^whsec_/, ''), 'base64'))
+          .update(content)
+          .digest('base64')}`,
+    )
     .join(' ');
 }
 

@@ -19,9 +19,8 @@ const COLUMNS = Prisma.sql`id, api_key_id AS "apiKeyId", receiver_id AS "receive
   created_at AS "createdAt", expires_at AS "expiresAt"`;
 const LIVE = Prisma.sql`(expires_at IS NULL OR expires_at > now())`;
 
-const ownedBy = (o: SecretOwner) => ('receiverId' in o
-  ? Prisma.sql`receiver_id = ${o.receiverId}::uuid`
-  : Prisma.sql`api_key_id = ${o.apiKeyId}::uuid AND destination = ${o.destination}`);
+const ownedBy = (o: SecretOwner) =>
+  'receiverId' in o ? Prisma.sql`receiver_id = ${o.receiverId}::uuid` : Prisma.sql`api_key_id = ${o.apiKeyId}::uuid AND destination = ${o.destination}`;
 
 @Injectable()
 export class SigningSecretRepository {

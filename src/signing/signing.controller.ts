@@ -11,7 +11,10 @@ import { SigningSecretService } from './signing-secret.service.js';
 /** `?destination=` is required: a key has one secret per destination, none of its own. */
 function destinationOf(raw: unknown): string {
   if (raw === undefined || raw === '' || typeof raw !== 'string') {
-    throw new AppError('validation_failed', 'destination is required: the scheme://host:port whose secret you want, like https://shop.example:443 (callbacks with a receiver use the receiver\'s secret: /v1/receivers/{name})');
+    throw new AppError(
+      'validation_failed',
+      "destination is required: the scheme://host:port whose secret you want, like https://shop.example:443 (callbacks with a receiver use the receiver's secret: /v1/receivers/{name})",
+    );
   }
   return destinationParam('destination', raw);
 }

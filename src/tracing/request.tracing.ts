@@ -24,17 +24,24 @@ export function registerRequestTracing(fastify: FastifyInstance): void {
       const parent = propagator.extract(ROOT_CONTEXT, req.headers, getter);
       const route = req.routeOptions?.url;
       const path = req.url.split('?')[0];
-      spans.set(req, tracer.startSpan(route ? `${req.method} ${route}` : req.method, {
-        kind: SpanKind.SERVER,
-        attributes: {
-          'http.request.method': req.method,
-          'url.path': path,
-          'url.scheme': req.protocol,
-          ...(route && { 'http.route': route }),
-          ...(req.headers['user-agent'] && { 'user_agent.original': req.headers['user-agent'] }),
-          'client.address': req.ip,
-        },
-      }, parent));
+      spans.set(
+        req,
+        tracer.startSpan(
+          route ? `${req.method} ${route}` : req.method,
+          {
+            kind: SpanKind.SERVER,
+            attributes: {
+              'http.request.method': req.method,
+              'url.path': path,
+              'url.scheme': req.protocol,
+              ...(route && { 'http.route': route }),
+              ...(req.headers['user-agent'] && { 'user_agent.original': req.headers['user-agent'] }),
+              'client.address': req.ip,
+            },
+          },
+          parent,
+        ),
+      );
     }
     done();
   });
@@ -58,4 +65,3 @@ export function traceparentOf(req: FastifyRequest): string | null {
   const span = spans.get(req);
   return span ? formatTraceparent(span.spanContext()) : null;
 }
-

@@ -7,9 +7,19 @@ describe(exportPlan.name, () => {
   it.each([
     [{}, undefined],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }, { exporter: 'otlp', url: 'http://c:4318/v1/traces', protocol: 'http/protobuf' }],
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, { exporter: 'otlp', url: 'http://c:4318/v1/traces', protocol: 'http/json' }],
-    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c/t', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' },
-      { exporter: 'otlp', url: 'http://c/t', protocol: 'http/protobuf' }],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+      { exporter: 'otlp', url: 'http://c:4318/v1/traces', protocol: 'http/json' },
+    ],
+    [
+      {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c/t',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+      },
+      { exporter: 'otlp', url: 'http://c/t', protocol: 'http/protobuf' },
+    ],
     [{ OTEL_TRACES_EXPORTER: 'otlp' }, { exporter: 'otlp', url: 'http://localhost:4318/v1/traces', protocol: 'http/protobuf' }],
     [{ OTEL_TRACES_EXPORTER: 'console' }, { exporter: 'console', url: 'http://localhost:4318/v1/traces', protocol: 'http/protobuf' }],
     [{ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }, undefined],
@@ -32,7 +42,9 @@ describe(contextFromTraceparent.name, () => {
   });
 
   it.each([null, '', 'garbage', '00-00000000000000000000000000000000-b7ad6b7169203331-01', 'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'])(
-    'should start a new trace for %j', (value) => {
+    'should start a new trace for %j',
+    (value) => {
       expect(trace.getSpanContext(contextFromTraceparent(value))).toBeUndefined();
-    });
+    },
+  );
 });

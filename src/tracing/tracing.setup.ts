@@ -18,8 +18,8 @@ const TRACES_PATH = '/v1/traces';
 export function exportPlan(config: AppConfig): { exporter: 'otlp' | 'console'; url: string; protocol: 'http/protobuf' | 'http/json' } | undefined {
   if (config.otelSdkDisabled === 'true') return undefined;
   const named = (config.otelTracesExporter ?? []).filter((e) => e !== 'none');
-  const endpoint = config.otelExporterOtlpTracesEndpoint
-    ?? (config.otelExporterOtlpEndpoint ? config.otelExporterOtlpEndpoint.replace(/\/$/, '') + TRACES_PATH : undefined);
+  const endpoint =
+    config.otelExporterOtlpTracesEndpoint ?? (config.otelExporterOtlpEndpoint ? config.otelExporterOtlpEndpoint.replace(/\/$/, '') + TRACES_PATH : undefined);
   // Off unless asked for: an exporter named, or (OTEL_TRACES_EXPORTER unset) an endpoint given.
   const exporter = named.length > 0 ? (named.includes('otlp') ? 'otlp' : 'console') : config.otelTracesExporter ? undefined : endpoint && 'otlp';
   if (!exporter) return undefined;
@@ -46,7 +46,8 @@ export async function startTracing(config: AppConfig): Promise<void> {
   else if (plan.protocol === 'http/json') exporter = new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: plan.url });
   else exporter = new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: plan.url });
   // Our name unless OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES say otherwise (envDetector reads them).
-  const resource = resources.defaultResource()
+  const resource = resources
+    .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': SERVICE_NAME }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
@@ -60,7 +61,7 @@ export async function startTracing(config: AppConfig): Promise<void> {
 
 /** A W3C traceparent header value for a span context. */
 export function formatTraceparent(sc: SpanContext): string {
-  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & TraceFlags.SAMPLED ? '01' : '00')}`;
+  return `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`;
 }
 
 /**

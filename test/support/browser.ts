@@ -8,8 +8,16 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 export const DEBIAN_CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOTS = 'test-results/screenshots';
 
-const HEADLESS_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const HEADLESS_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /**
  * Flags of @sparticuz/chromium that weaken the page's security model: dropped, so the
@@ -45,11 +53,15 @@ export async function openBrowser(): Promise<{ context: BrowserContext; page: Pa
   });
   const page = context.pages()[0] ?? (await context.newPage());
   const errors: string[] = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+  });
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   await mkdir(SCREENSHOTS, { recursive: true });
   return {
-    context, page, errors,
+    context,
+    page,
+    errors,
     close: async () => {
       await context.close();
       await rm(profile, { recursive: true, force: true });

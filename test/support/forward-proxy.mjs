@@ -26,17 +26,18 @@ const onRequest = (req, res) => {
   if (!loopback(target.hostname)) return void res.writeHead(403).end('loopback only');
   const headers = { ...req.headers };
   delete headers['proxy-authorization'];
-  const upstream = http.request({ host: target.hostname, port: target.port || 80, method: req.method, path: target.pathname + target.search, headers }, (up) => {
-    res.writeHead(up.statusCode ?? 502, up.headers);
-    up.pipe(res);
-  });
+  const upstream = http.request(
+    { host: target.hostname, port: target.port || 80, method: req.method, path: target.pathname + target.search, headers },
+    (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    },
+  );
   upstream.on('error', () => res.writeHead(502).end());
   req.pipe(upstream);
 };
 
-const server = certFile
-  ? https.createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, onRequest)
-  : http.createServer(onRequest);
+const server = certFile ? https.createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, onRequest) : http.createServer(onRequest);
 server.on('connect', (req, client, head) => {
   log({ method: 'CONNECT', target: req.url, host: req.headers.host ?? null, auth: req.headers['proxy-authorization'] ?? null });
   const m = /^\[?([^\]]+)\]?:(\d+)$/.exec(req.url ?? '');

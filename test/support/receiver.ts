@@ -34,7 +34,10 @@ export class Receiver {
   private port = 0;
   private readonly listeners = new Set<(m: { type: string; port?: number }) => void>();
 
-  private constructor(private readonly worker: Worker, private readonly host: string) {
+  private constructor(
+    private readonly worker: Worker,
+    private readonly host: string,
+  ) {
     worker.on('message', (m) => {
       if (m.type === 'request') this.requests.push(m.record);
       else if (m.type === 'queued') this.maxQueued = Math.max(this.maxQueued, m.depth);

@@ -36,10 +36,13 @@ function handle(req, res) {
   const headers = { 'content-type': 'text/plain' };
   if (q.get('retryAfter')) headers['retry-after'] = q.get('retryAfter');
   if (q.get('location')) headers.location = q.get('location');
-  setTimeout(() => {
-    res.writeHead(code, headers);
-    res.end(q.get('bodyBytes') ? Buffer.alloc(Number(q.get('bodyBytes')), 'x') : (q.get('body') ?? `ok ${n}`));
-  }, Number(q.get('sleep') ?? 0));
+  setTimeout(
+    () => {
+      res.writeHead(code, headers);
+      res.end(q.get('bodyBytes') ? Buffer.alloc(Number(q.get('bodyBytes')), 'x') : (q.get('body') ?? `ok ${n}`));
+    },
+    Number(q.get('sleep') ?? 0),
+  );
 }
 
 function start(listenPort) {

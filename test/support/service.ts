@@ -30,14 +30,17 @@ export const TEST_KEY = 'cbk_test_admin_key_0123456789abcdef';
  */
 export async function startTestService(overrides: Partial<AppConfig> = {}, databaseUrl?: string): Promise<TestService> {
   const db = databaseUrl ? { url: databaseUrl, drop: async () => undefined } : await createTestDatabase();
-  const config = loadConfig({}, {
-    port: 0,
-    databaseUrl: db.url,
-    allowPrivateNetworks: ['127.0.0.0/8'],
-    bootstrapApiKey: TEST_KEY,
-    logLevel: 'error',
-    ...overrides,
-  });
+  const config = loadConfig(
+    {},
+    {
+      port: 0,
+      databaseUrl: db.url,
+      allowPrivateNetworks: ['127.0.0.0/8'],
+      bootstrapApiKey: TEST_KEY,
+      logLevel: 'error',
+      ...overrides,
+    },
+  );
   const service = await startService(config);
   const api: TestService['api'] = (path, init = {}) => {
     const { json, key, ...rest } = init;

@@ -28,8 +28,15 @@ export class KeyDto {
 
 /** PATCH /v1/keys/:id. */
 export class UpdateKeyDto {
-  @ApiProperty({ minimum: 1, maximum: 1000, description: "The key's weight in the fair share of every claim while several keys have due callbacks (default 1)" })
-  @Max(1000) @Min(1) @IsInt() weight: number;
+  @ApiProperty({
+    minimum: 1,
+    maximum: 1000,
+    description: "The key's weight in the fair share of every claim while several keys have due callbacks (default 1)",
+  })
+  @Max(1000)
+  @Min(1)
+  @IsInt()
+  weight: number;
 }
 
 export class KeyListDto {

@@ -64,32 +64,42 @@ export class BatchRetryDto {
 /** ?cursor=&limit= of GET /v1/batches. */
 export class BatchListQueryDto {
   @ApiPropertyOptional({ description: 'nextCursor of the previous page' })
-  @Allow() @Transform(({ value }) => cursorParam(value))
+  @Allow()
+  @Transform(({ value }) => cursorParam(value))
   cursor?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 50 })
-  @Allow() @Transform(({ value }) => pageLimit(value, 50, 500))
+  @Allow()
+  @Transform(({ value }) => pageLimit(value, 50, 500))
   limit: number = 50;
 }
 
 /** ?status=&cursor=&limit= of GET /v1/batches/:id/callbacks. */
 export class BatchCallbacksQueryDto {
   @ApiPropertyOptional({ enum: CALLBACK_STATUSES })
-  @Allow() @Transform(({ value }) => statusParam(value))
+  @Allow()
+  @Transform(({ value }) => statusParam(value))
   status?: CallbackStatus;
 
   @ApiPropertyOptional({ description: 'nextCursor of the previous page' })
-  @Allow() @Transform(({ value }) => cursorParam(value))
+  @Allow()
+  @Transform(({ value }) => cursorParam(value))
   cursor?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000, default: 100 })
-  @Allow() @Transform(({ value }) => pageLimit(value))
+  @Allow()
+  @Transform(({ value }) => pageLimit(value))
   limit: number = 100;
 }
 
 /** ?status= of POST /v1/batches/:id/retry. */
 export class BatchRetryQueryDto {
   @ApiPropertyOptional({ type: String, description: 'failed (default), cancelled, or both comma-separated', example: 'failed,cancelled' })
-  @Allow() @Transform(({ value }) => String(value || 'failed').split(',').map((s) => statusParam(s, RETRYABLE)!))
+  @Allow()
+  @Transform(({ value }) =>
+    String(value || 'failed')
+      .split(',')
+      .map((s) => statusParam(s, RETRYABLE)!),
+  )
   status: CallbackStatus[] = ['failed'];
 }

@@ -1,7 +1,20 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, Max, MaxLength, Min, MinLength,
+  Allow,
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
   ValidateNested,
 } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
@@ -20,42 +33,89 @@ const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
 /** Settings shared by the callbacks of a batch; each callback may override them. */
 export class CallbackDefaultsDto {
   @ApiPropertyOptional({ enum: METHODS, default: 'POST' })
-  @IsOptional() @IsIn(METHODS) method?: (typeof METHODS)[number];
+  @IsOptional()
+  @IsIn(METHODS)
+  method?: (typeof METHODS)[number];
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
-  @IsOptional() @IsHeaderMap() @Verbatim() headers?: Record<string, string>;
+  @IsOptional()
+  @IsHeaderMap()
+  @Verbatim()
+  headers?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'Per-call timeout in ms (default 15000)' })
-  @IsOptional() @Max(MAX_TIMEOUT_MS) @Min(1) @IsInt() timeoutMs?: number;
+  @IsOptional()
+  @Max(MAX_TIMEOUT_MS)
+  @Min(1)
+  @IsInt()
+  timeoutMs?: number;
 
   @ApiPropertyOptional({ description: 'Attempts in all, first included (default 8)' })
-  @IsOptional() @Max(100) @Min(1) @IsInt() maxAttempts?: number;
+  @IsOptional()
+  @Max(100)
+  @Min(1)
+  @IsInt()
+  maxAttempts?: number;
 
   @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
-  @IsOptional() @Max(MAX_RETRY_DELAY_MS, { each: true }) @Min(0, { each: true }) @IsInt({ each: true }) @ArrayMaxSize(50) @IsArray()
+  @IsOptional()
+  @Max(MAX_RETRY_DELAY_MS, { each: true })
+  @Min(0, { each: true })
+  @IsInt({ each: true })
+  @ArrayMaxSize(50)
+  @IsArray()
   retryDelaysMs?: number[];
 
-  @ApiPropertyOptional({ enum: PRIORITIES, default: 'normal', description: "Within the key's share: due high callbacks go before normal, normal before low (low still moves)" })
-  @IsOptional() @IsIn(PRIORITIES) priority?: Priority;
-  @ApiPropertyOptional({ example: 'merchant-42', description: 'A receiver of your key (PUT /v1/receivers/{name}): signed with its secrets, its settings below these' })
-  @IsOptional() @MaxLength(128) @IsString() receiver?: string;
+  @ApiPropertyOptional({
+    enum: PRIORITIES,
+    default: 'normal',
+    description: "Within the key's share: due high callbacks go before normal, normal before low (low still moves)",
+  })
+  @IsOptional()
+  @IsIn(PRIORITIES)
+  priority?: Priority;
+  @ApiPropertyOptional({
+    example: 'merchant-42',
+    description: 'A receiver of your key (PUT /v1/receivers/{name}): signed with its secrets, its settings below these',
+  })
+  @IsOptional()
+  @MaxLength(128)
+  @IsString()
+  receiver?: string;
 }
 
 export class CallbackInputDto extends CallbackDefaultsDto {
-  @ApiPropertyOptional({ example: 'https://example.com/hooks/order', description: 'Required unless the callback\'s receiver has a url' })
-  @IsOptional() @IsHttpUrl() url?: string;
+  @ApiPropertyOptional({ example: 'https://example.com/hooks/order', description: "Required unless the callback's receiver has a url" })
+  @IsOptional()
+  @IsHttpUrl()
+  url?: string;
 
   @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json' })
-  @Allow() @Verbatim() body?: unknown;
+  @Allow()
+  @Verbatim()
+  body?: unknown;
 
   @ApiPropertyOptional({ description: 'Not before this time (ISO-8601)' })
-  @IsOptional() @IsISO8601({ strict: true }) runAt?: string;
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  runAt?: string;
 
   @ApiPropertyOptional({ description: 'Your own id for this callback, echoed back' })
-  @IsOptional() @NoNul() @MaxLength(200) @IsString() externalId?: string;
+  @IsOptional()
+  @NoNul()
+  @MaxLength(200)
+  @IsString()
+  externalId?: string;
 
-  @ApiPropertyOptional({ description: 'Callbacks of this key with the same ordering key are delivered one at a time, in the order accepted (batch order, then array order)' })
-  @IsOptional() @NoNul() @MaxLength(200) @MinLength(1) @IsString() orderingKey?: string;
+  @ApiPropertyOptional({
+    description: 'Callbacks of this key with the same ordering key are delivered one at a time, in the order accepted (batch order, then array order)',
+  })
+  @IsOptional()
+  @NoNul()
+  @MaxLength(200)
+  @MinLength(1)
+  @IsString()
+  orderingKey?: string;
 }
 
 export class CreateBatchDto {
@@ -63,9 +123,18 @@ export class CreateBatchDto {
 
   @ApiPropertyOptional({ type: CallbackDefaultsDto })
   // @IsObject: on its own, nested validation would take an array here (or in callbacks) and check its items instead.
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => CallbackDefaultsDto) defaults?: CallbackDefaultsDto;
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CallbackDefaultsDto)
+  defaults?: CallbackDefaultsDto;
 
   @ApiProperty({ type: [CallbackInputDto] })
-  @ValidateNested({ each: true }) @IsObject({ each: true }) @ArrayMaxSize(100_000) @ArrayMinSize(1) @IsArray() @Type(() => CallbackInputDto)
+  @ValidateNested({ each: true })
+  @IsObject({ each: true })
+  @ArrayMaxSize(100_000)
+  @ArrayMinSize(1)
+  @IsArray()
+  @Type(() => CallbackInputDto)
   callbacks: CallbackInputDto[];
 }

@@ -33,7 +33,8 @@ export class CallbackDto {
   orderingKey: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The receiver it was sent for, by name' }) receiver: string | null;
   @ApiProperty({
-    type: WaitingDto, nullable: true,
+    type: WaitingDto,
+    nullable: true,
     description: 'Why a pending callback is not being sent: in lists only a disabled receiver; on GET /v1/callbacks/{id} every reason',
   })
   waiting: WaitingDto | null;
@@ -73,26 +74,33 @@ export class CallbackPageDto {
 /** ?status=&host=&since=&cursor=&limit= of GET /v1/callbacks. */
 export class CallbackListQueryDto {
   @ApiPropertyOptional({ enum: CALLBACK_STATUSES })
-  @Allow() @Transform(({ value }) => statusParam(value))
+  @Allow()
+  @Transform(({ value }) => statusParam(value))
   status?: CallbackStatus;
 
   @ApiPropertyOptional({ description: 'Destination scheme://host:port', example: 'https://example.com:443' })
-  @Allow() @Transform(({ value }) => optionalDestinationParam('host', value))
+  @Allow()
+  @Transform(({ value }) => optionalDestinationParam('host', value))
   host?: string;
 
   @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Only callbacks created since (ISO-8601)' })
-  @Allow() @Transform(({ value }) => dateParam('since', value))
+  @Allow()
+  @Transform(({ value }) => dateParam('since', value))
   since?: Date;
 
   @ApiPropertyOptional({ description: 'nextCursor of the previous page' })
-  @Allow() @Transform(({ value }) => cursorParam(value))
+  @Allow()
+  @Transform(({ value }) => cursorParam(value))
   cursor?: string;
 
   @ApiPropertyOptional({ description: 'Only the callbacks of this receiver of your key (404 when there is none)' })
-  @IsOptional() @MaxLength(128) @IsString()
+  @IsOptional()
+  @MaxLength(128)
+  @IsString()
   receiver?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000, default: 100 })
-  @Allow() @Transform(({ value }) => pageLimit(value))
+  @Allow()
+  @Transform(({ value }) => pageLimit(value))
   limit: number = 100;
 }

@@ -16,7 +16,10 @@ export function confirmAction(question, confirmLabel = 'Confirm') {
     };
     yes.addEventListener('click', () => done(true));
     no.addEventListener('click', () => done(false));
-    dialog.addEventListener('cancel', (event) => { event.preventDefault(); done(false); });
+    dialog.addEventListener('cancel', (event) => {
+      event.preventDefault();
+      done(false);
+    });
     document.body.append(dialog);
     dialog.showModal();
     no.focus();
@@ -40,27 +43,31 @@ export function flashMessage() {
  */
 export function actionButton(label, { question, run, after, name }) {
   const message = h('span.action-result.muted');
-  const button = h('button.secondary', {
-    type: 'button',
-    'data-action': name,
-    onclick: async () => {
-      if (!(await confirmAction(question, label))) return;
-      button.disabled = true;
-      try {
-        const text = (await run()) ?? 'Done.';
-        message.textContent = text;
-        message.className = 'action-result muted';
-        if (after) {
-          flash = text;
-          await after();
+  const button = h(
+    'button.secondary',
+    {
+      type: 'button',
+      'data-action': name,
+      onclick: async () => {
+        if (!(await confirmAction(question, label))) return;
+        button.disabled = true;
+        try {
+          const text = (await run()) ?? 'Done.';
+          message.textContent = text;
+          message.className = 'action-result muted';
+          if (after) {
+            flash = text;
+            await after();
+          }
+        } catch (error) {
+          message.textContent = error instanceof ApiError ? error.message : String(error);
+          message.className = 'action-result error';
+        } finally {
+          button.disabled = false;
         }
-      } catch (error) {
-        message.textContent = error instanceof ApiError ? error.message : String(error);
-        message.className = 'action-result error';
-      } finally {
-        button.disabled = false;
-      }
+      },
     },
-  }, label);
+    label,
+  );
   return h('span.action', button, ' ', message);
 }

@@ -10,9 +10,15 @@
 const STORAGE = 'callbacks.apiKey';
 
 export const session = {
-  get key() { return sessionStorage.getItem(STORAGE); },
-  login(key) { sessionStorage.setItem(STORAGE, key); },
-  logout() { sessionStorage.removeItem(STORAGE); },
+  get key() {
+    return sessionStorage.getItem(STORAGE);
+  },
+  login(key) {
+    sessionStorage.setItem(STORAGE, key);
+  },
+  logout() {
+    sessionStorage.removeItem(STORAGE);
+  },
 };
 
 export class ApiError extends Error {

@@ -47,22 +47,27 @@ async function route() {
 function loginView() {
   const input = h('input', { type: 'password', name: 'key', placeholder: 'cbk_…', autocomplete: 'off', required: true, 'aria-label': 'API key' });
   const message = h('p.error', { hidden: true });
-  const form = h('form.login', {
-    onsubmit: async (event) => {
-      event.preventDefault();
-      const problem = await checkKey(input.value.trim());
-      if (problem) {
-        message.textContent = problem;
-        message.hidden = false;
-        return;
-      }
-      session.login(input.value.trim());
-      route();
+  const form = h(
+    'form.login',
+    {
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const problem = await checkKey(input.value.trim());
+        if (problem) {
+          message.textContent = problem;
+          message.hidden = false;
+          return;
+        }
+        session.login(input.value.trim());
+        route();
+      },
     },
-  },
-  h('h1', 'Log in'),
-  h('p.muted', 'Paste an API key. It is kept in this tab only (sessionStorage) and sent as a Bearer token to this service.'),
-  input, h('button', { type: 'submit' }, 'Log in'), message);
+    h('h1', 'Log in'),
+    h('p.muted', 'Paste an API key. It is kept in this tab only (sessionStorage) and sent as a Bearer token to this service.'),
+    input,
+    h('button', { type: 'submit' }, 'Log in'),
+    message,
+  );
   mount(main, form);
   input.focus();
 }

@@ -22,34 +22,45 @@ export async function batchView(main, context) {
     get(`/v1/batches/${id}/callbacks`, { status: 'failed', limit: 100 }),
   ]);
   if (!current()) return;
-  const open = (c) => { location.hash = `#/callback/${c.callbackId}`; };
-  mount(main,
+  const open = (c) => {
+    location.hash = `#/callback/${c.callbackId}`;
+  };
+  mount(
+    main,
     h('p', h('a', { href: '#/' }, '← Batches')),
     flashMessage(),
     h('h1', `Batch ${batch.label ? `“${batch.label}” ` : ''}`, h('span.muted', batch.id)),
     summary(batch, timeline),
     h('h2', `Waterfall (${timeline.calls.length} calls)`),
-    timeline.calls.length === 0
-      ? h('p.empty', 'No attempts yet: the calls have not been sent.')
-      : [legend(timeline.calls), orderedWaterfall(timeline, open)],
+    timeline.calls.length === 0 ? h('p.empty', 'No attempts yet: the calls have not been sent.') : [legend(timeline.calls), orderedWaterfall(timeline, open)],
     h('h2', 'Where the time went'),
     h('p', h('a', { href: `#/latency?batch=${id}&range=7d&bucket=1m` }, 'Latency over time of this batch')),
     phases(timeline.calls),
     h('h2', `Failed callbacks (${batch.counts.failed})`),
-    batch.counts.failed > 0 ? h('div.controls', actionButton('Retry failed callbacks', {
-      name: 'retry-batch', question: `Send this batch's ${batch.counts.failed} failed callback(s) again?`,
-      run: async () => `${(await send('POST', `/v1/batches/${id}/retry?status=failed`)).retried} queued again.`,
-      after: () => batchView(main, context),
-    })) : null,
-    failedTable(failed.items));
+    batch.counts.failed > 0
+      ? h(
+          'div.controls',
+          actionButton('Retry failed callbacks', {
+            name: 'retry-batch',
+            question: `Send this batch's ${batch.counts.failed} failed callback(s) again?`,
+            run: async () => `${(await send('POST', `/v1/batches/${id}/retry?status=failed`)).retried} queued again.`,
+            after: () => batchView(main, context),
+          }),
+        )
+      : null,
+    failedTable(failed.items),
+  );
   if (batch.status !== 'completed') {
-    setTimeout(() => { if (current()) batchView(main, context).catch(() => undefined); }, REFRESH_MS);
+    setTimeout(() => {
+      if (current()) batchView(main, context).catch(() => undefined);
+    }, REFRESH_MS);
   }
 }
 
 function summary(batch, timeline) {
   const item = (label, value) => h('div', h('span.muted', label), h('b', value));
-  return h('div.summary',
+  return h(
+    'div.summary',
     item('status', h('span', { class: `status ${batch.status}` }, batch.status)),
     item('calls', String(batch.total)),
     item('succeeded', String(batch.counts.succeeded)),
@@ -57,7 +68,8 @@ function summary(batch, timeline) {
     item('open', String(batch.counts.pending + batch.counts.in_flight)),
     item('makespan', formatMs(batch.makespanMs)),
     item('first send', when(timeline.startedAt)),
-    h('div', h('span.muted', 'progress'), countBar(batch.counts, batch.total)));
+    h('div', h('span.muted', 'progress'), countBar(batch.counts, batch.total)),
+  );
 }
 
 /** The waterfall with a choice of row order; the time axis stays the batch's. */
@@ -70,24 +82,40 @@ function orderedWaterfall(timeline, open) {
 }
 
 function legend(calls) {
-  return h('div.legend', ...outcomeCounts(calls).map(({ outcome, count }) =>
-    h('span', { style: { '--swatch': colourOf(outcome) } }, `${outcome} ${count}`)));
+  return h('div.legend', ...outcomeCounts(calls).map(({ outcome, count }) => h('span', { style: { '--swatch': colourOf(outcome) } }, `${outcome} ${count}`)));
 }
 
 function phases(calls) {
   const rows = phaseSummary(calls);
   if (rows.length === 0) return h('p.empty', 'No timings yet.');
   const legendRow = h('div.legend', ...rows.map((r) => h('span', { style: { '--swatch': PHASE_COLOURS[r.name] } }, r.name)));
-  return [legendRow, h('table#phases',
-    h('thead', h('tr', h('th', 'phase'), h('th.num', 'calls'), h('th.num', 'median'), h('th.num', 'p90'))),
-    h('tbody', ...rows.map((r) => h('tr', h('td', r.name), h('td.num', r.count), h('td.num', formatMs(r.p50)), h('td.num', formatMs(r.p90))))))];
+  return [
+    legendRow,
+    h(
+      'table#phases',
+      h('thead', h('tr', h('th', 'phase'), h('th.num', 'calls'), h('th.num', 'median'), h('th.num', 'p90'))),
+      h('tbody', ...rows.map((r) => h('tr', h('td', r.name), h('td.num', r.count), h('td.num', formatMs(r.p50)), h('td.num', formatMs(r.p90))))),
+    ),
+  ];
 }
 
 function failedTable(items) {
   if (items.length === 0) return h('p.empty', 'None.');
-  return h('table',
+  return h(
+    'table',
     h('thead', h('tr', h('th', 'callback'), h('th', 'url'), h('th.num', 'attempts'), h('th.num', 'last code'), h('th', 'last error'))),
-    h('tbody', ...items.map((c) => h('tr',
-      h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
-      h('td.url', c.url), h('td.num', c.attemptCount), h('td.num', c.lastStatusCode ?? '–'), h('td', c.lastError ?? '')))));
+    h(
+      'tbody',
+      ...items.map((c) =>
+        h(
+          'tr',
+          h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
+          h('td.url', c.url),
+          h('td.num', c.attemptCount),
+          h('td.num', c.lastStatusCode ?? '–'),
+          h('td', c.lastError ?? ''),
+        ),
+      ),
+    ),
+  );
 }

@@ -6,7 +6,11 @@ import { formatMs } from './timeline.js';
 const COUNT_COLOURS = { succeeded: '#2f9e44', failed: '#e03131', cancelled: '#868e96', in_flight: '#1c7ed6', pending: '#ced4da' };
 
 export function countBar(counts, total) {
-  const bar = h('div.countbar', { title: Object.entries(counts).map(([k, v]) => `${k}: ${v}`).join(', ') });
+  const bar = h('div.countbar', {
+    title: Object.entries(counts)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', '),
+  });
   for (const [status, colour] of Object.entries(COUNT_COLOURS)) {
     const n = counts[status] ?? 0;
     if (n > 0) bar.append(h('span', { style: { width: `${(100 * n) / Math.max(total, 1)}%`, background: colour } }));
@@ -25,26 +29,59 @@ export async function batchesView(main, { current }) {
     for (const b of page.items) body.append(batchRow(b));
     cursor = page.nextCursor;
     more.hidden = !cursor;
-    if (body.children.length === 0) body.append(h('tr', h('td.empty', { colspan: 7 }, 'No batches yet. Send one with POST /v1/batches or `npx callbacks send batch.json`.')));
+    if (body.children.length === 0)
+      body.append(h('tr', h('td.empty', { colspan: 7 }, 'No batches yet. Send one with POST /v1/batches or `npx callbacks send batch.json`.')));
   };
   more.addEventListener('click', load);
   await load();
-  mount(main, h('h1', 'Batches'), h('table#batches.clickable',
-    h('thead', h('tr', ...['Batch', 'Label', 'Status', 'Calls', 'Outcome', 'Makespan', 'Created'].map((t) => h(['Calls', 'Makespan'].includes(t) ? 'th.num' : 'th', t)))),
-    body), more);
+  mount(
+    main,
+    h('h1', 'Batches'),
+    h(
+      'table#batches.clickable',
+      h(
+        'thead',
+        h(
+          'tr',
+          ...['Batch', 'Label', 'Status', 'Calls', 'Outcome', 'Makespan', 'Created'].map((t) => h(['Calls', 'Makespan'].includes(t) ? 'th.num' : 'th', t)),
+        ),
+      ),
+      body,
+    ),
+    more,
+  );
 }
 
 function batchRow(b) {
   const makespan = h('td.num', '…');
-  get(`/v1/batches/${b.id}`).then((full) => { makespan.textContent = formatMs(full.makespanMs); }, () => { makespan.textContent = '–'; });
+  get(`/v1/batches/${b.id}`).then(
+    (full) => {
+      makespan.textContent = formatMs(full.makespanMs);
+    },
+    () => {
+      makespan.textContent = '–';
+    },
+  );
   // The whole row opens the batch (its id link stays, for keyboards and new tabs).
   const href = `#/batch/${b.id}`;
-  return h('tr', { 'data-batch': b.id, onclick: (event) => { if (!event.target.closest('a')) location.hash = href; } },
+  return h(
+    'tr',
+    {
+      'data-batch': b.id,
+      onclick: (event) => {
+        if (!event.target.closest('a')) location.hash = href;
+      },
+    },
     h('td', h('a', { href }, b.id.slice(0, 8) + '…')),
     h('td', b.label ?? ''),
     h('td', h('span', { class: `status ${b.status}` }, b.status)),
     h('td.num', b.total),
-    h('td', countBar(b.counts, b.total), h('span.muted', `${b.counts.succeeded} ok · ${b.counts.failed} failed · ${b.counts.pending + b.counts.in_flight} open`)),
+    h(
+      'td',
+      countBar(b.counts, b.total),
+      h('span.muted', `${b.counts.succeeded} ok · ${b.counts.failed} failed · ${b.counts.pending + b.counts.in_flight} open`),
+    ),
     makespan,
-    h('td', when(b.createdAt)));
+    h('td', when(b.createdAt)),
+  );
 }

@@ -15,11 +15,16 @@ export async function latencyView(main, { query, current }) {
   const [hosts, history] = await Promise.all([knownHosts(), latency(host, range, bucket, batch)]);
   if (!current()) return;
   const title = batch ? ['Latency over time of batch ', h('a', { href: `#/batch/${batch}` }, `${batch.slice(0, 8)}…`)] : 'Latency over time';
-  mount(main, h('h1', title), controls(hosts, host, range, bucket, batch), history.error
-    ? h('p.empty', history.error)
-    : history.items.length === 0
-      ? h('p.empty', 'No calls in this range yet.')
-      : [latencyChart(history.items), table(history.items)]);
+  mount(
+    main,
+    h('h1', title),
+    controls(hosts, host, range, bucket, batch),
+    history.error
+      ? h('p.empty', history.error)
+      : history.items.length === 0
+        ? h('p.empty', 'No calls in this range yet.')
+        : [latencyChart(history.items), table(history.items)],
+  );
 }
 
 /** @returns {Promise<import('./api.js').Schemas['LatencyHistoryDto'] | { error: string }>} */
@@ -51,20 +56,32 @@ function controls(hosts, host, range, bucket, batch) {
   const pick = (name, options, value) => h('select', { name }, ...options.map((o) => h('option', { value: o, selected: o === value }, o)));
   const rangeSel = pick('range', Object.keys(RANGES), range);
   const bucketSel = pick('bucket', BUCKETS, bucket);
-  return h('form.controls', {
-    onsubmit: (event) => {
-      event.preventDefault();
-      const q = new URLSearchParams({ host: hostInput.value.trim(), range: rangeSel.value, bucket: bucketSel.value });
-      if (batch) q.set('batch', batch);
-      location.hash = `#/latency?${q}`;
+  return h(
+    'form.controls',
+    {
+      onsubmit: (event) => {
+        event.preventDefault();
+        const q = new URLSearchParams({ host: hostInput.value.trim(), range: rangeSel.value, bucket: bucketSel.value });
+        if (batch) q.set('batch', batch);
+        location.hash = `#/latency?${q}`;
+      },
     },
-  }, h('label', 'host ', hostInput), h('datalist#hosts', ...hosts.map((x) => h('option', { value: x }))),
-  h('label', 'last ', rangeSel), h('label', 'bucket ', bucketSel), h('button', { type: 'submit' }, 'Show'));
+    h('label', 'host ', hostInput),
+    h('datalist#hosts', ...hosts.map((x) => h('option', { value: x }))),
+    h('label', 'last ', rangeSel),
+    h('label', 'bucket ', bucketSel),
+    h('button', { type: 'submit' }, 'Show'),
+  );
 }
 
 /** p50/p90/p99 lines of history buckets, with their legend (also on a receiver's page). */
 export function latencyChart(items) {
-  const W = 1000; const H = 280; const L = 60; const B = 30; const T = 12; const R = 12;
+  const W = 1000;
+  const H = 280;
+  const L = 60;
+  const B = 30;
+  const T = 12;
+  const R = 12;
   const t0 = Date.parse(items[0].start);
   const t1 = Math.max(Date.parse(items[items.length - 1].start), t0 + 1);
   const maxY = Math.max(1, ...items.flatMap((i) => SERIES.map((s) => i[s] ?? 0)));
@@ -87,14 +104,36 @@ export function latencyChart(items) {
     const d = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(p.start).toFixed(1)},${y(p[s]).toFixed(1)}`).join(' ');
     root.append(svg('path', { class: s, d: points.length === 1 ? `${d} h2` : d }));
   }
-  const legend = h('div.legend', ...[['p50', '#2f9e44'], ['p90', '#f08c00'], ['p99', '#e03131']].map(([s, c]) => h('span', { style: { '--swatch': c } }, s)));
+  const legend = h(
+    'div.legend',
+    ...[
+      ['p50', '#2f9e44'],
+      ['p90', '#f08c00'],
+      ['p99', '#e03131'],
+    ].map(([s, c]) => h('span', { style: { '--swatch': c } }, s)),
+  );
   return [legend, root];
 }
 
 function table(items) {
-  return h('table#latency',
+  return h(
+    'table#latency',
     h('thead', h('tr', ...['bucket start', 'calls', 'ok', 'failed', 'p50', 'p90', 'p99', 'max'].map((t, i) => h(i ? 'th.num' : 'th', t)))),
-    h('tbody', ...items.slice().reverse().map((i) => h('tr',
-      h('td', new Date(i.start).toLocaleString()), h('td.num', i.count), h('td.num', i.ok), h('td.num', i.failed),
-      ...['p50', 'p90', 'p99', 'max'].map((s) => h('td.num', formatMs(i[s])))))));
+    h(
+      'tbody',
+      ...items
+        .slice()
+        .reverse()
+        .map((i) =>
+          h(
+            'tr',
+            h('td', new Date(i.start).toLocaleString()),
+            h('td.num', i.count),
+            h('td.num', i.ok),
+            h('td.num', i.failed),
+            ...['p50', 'p90', 'p99', 'max'].map((s) => h('td.num', formatMs(i[s]))),
+          ),
+        ),
+    ),
+  );
 }

@@ -22,14 +22,25 @@ export async function receiverView(main, context) {
   const rerender = () => receiverView(main, context);
   const toggle = r.disabled
     ? actionButton('Enable', {
-      name: 'enable', question: `Enable ${r.name}? Its ${r.figures.held} held callback(s) will be sent.`,
-      run: async () => { await send('PUT', path, { disabled: false }); return 'Enabled.'; }, after: rerender,
-    })
+        name: 'enable',
+        question: `Enable ${r.name}? Its ${r.figures.held} held callback(s) will be sent.`,
+        run: async () => {
+          await send('PUT', path, { disabled: false });
+          return 'Enabled.';
+        },
+        after: rerender,
+      })
     : actionButton('Disable', {
-      name: 'disable', question: `Disable ${r.name}? Its callbacks will be held (not sent, no attempt used) until it is enabled.`,
-      run: async () => { await send('PUT', path, { disabled: true }); return 'Disabled.'; }, after: rerender,
-    });
-  mount(main,
+        name: 'disable',
+        question: `Disable ${r.name}? Its callbacks will be held (not sent, no attempt used) until it is enabled.`,
+        run: async () => {
+          await send('PUT', path, { disabled: true });
+          return 'Disabled.';
+        },
+        after: rerender,
+      });
+  mount(
+    main,
     h('p', h('a', { href: '#/receivers' }, '← Receivers')),
     flashMessage(),
     h('h1', 'Receiver ', h('span.muted', r.name)),
@@ -45,17 +56,28 @@ export async function receiverView(main, context) {
     h('h2', `Waiting callbacks (${waiting.items.length}${waiting.nextCursor ? '+' : ''})`),
     callbacksTable(waiting.items),
     h('h2', `Failed callbacks (${failed.items.length}${failed.nextCursor ? '+' : ''})`),
-    callbacksTable(failed.items));
+    callbacksTable(failed.items),
+  );
 }
 
 function settings(r) {
   const rows = [
-    ['url', r.url ?? '– (each callback gives its own)'], ['description', r.description ?? '–'],
-    ['headers', Object.keys(r.headers).length ? Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join('; ') : '–'],
+    ['url', r.url ?? '– (each callback gives its own)'],
+    ['description', r.description ?? '–'],
+    [
+      'headers',
+      Object.keys(r.headers).length
+        ? Object.entries(r.headers)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('; ')
+        : '–',
+    ],
     ['timeout', r.timeoutMs ? formatMs(r.timeoutMs) : '– (service default)'],
     ['max attempts', r.maxAttempts ?? '– (service default)'],
     ['retry delays', r.retryDelaysMs.length ? r.retryDelaysMs.map(formatMs).join(', ') : '– (service default)'],
-    ['failing since', when(r.failingSince)], ['created', when(r.createdAt)], ['updated', when(r.updatedAt)],
+    ['failing since', when(r.failingSince)],
+    ['created', when(r.createdAt)],
+    ['updated', when(r.updatedAt)],
   ];
   return h('table#settings', h('tbody', ...rows.map(([k, v]) => h('tr', h('th', k), h('td', v)))));
 }
@@ -63,37 +85,66 @@ function settings(r) {
 /** Each secret masked until its button reveals it (and hides it again). */
 function secrets(list) {
   const masked = (s) => `${s.slice(0, 6)}${'•'.repeat(12)}`;
-  return h('table#secrets',
+  return h(
+    'table#secrets',
     h('thead', h('tr', h('th', 'secret'), h('th', 'created'), h('th', 'signs until'), h('th', ''))),
-    h('tbody', ...list.map((s) => {
-      const value = h('code.secret', masked(s.secret));
-      const reveal = h('button.secondary', {
-        type: 'button', 'data-action': 'reveal',
-        onclick: () => {
-          const shown = value.textContent === s.secret;
-          value.textContent = shown ? masked(s.secret) : s.secret;
-          reveal.textContent = shown ? 'Reveal' : 'Hide';
-        },
-      }, 'Reveal');
-      return h('tr', h('td', value), h('td', when(s.createdAt)), h('td', s.expiresAt ? when(s.expiresAt) : 'current'), h('td', reveal));
-    })));
+    h(
+      'tbody',
+      ...list.map((s) => {
+        const value = h('code.secret', masked(s.secret));
+        const reveal = h(
+          'button.secondary',
+          {
+            type: 'button',
+            'data-action': 'reveal',
+            onclick: () => {
+              const shown = value.textContent === s.secret;
+              value.textContent = shown ? masked(s.secret) : s.secret;
+              reveal.textContent = shown ? 'Reveal' : 'Hide';
+            },
+          },
+          'Reveal',
+        );
+        return h('tr', h('td', value), h('td', when(s.createdAt)), h('td', s.expiresAt ? when(s.expiresAt) : 'current'), h('td', reveal));
+      }),
+    ),
+  );
 }
 
 function figures(f) {
   const item = (label, value) => h('div', h('span.muted', label), h('b', String(value)));
   const outcomes = Object.entries(f.outcomes).sort(([a], [b]) => (a === 'success' ? -1 : b === 'success' ? 1 : a.localeCompare(b)));
-  return h('div#figures.summary',
-    item('pending', f.pending), item('in flight', f.inFlight), item('held', f.held), item('attempts', f.attempts),
+  return h(
+    'div#figures.summary',
+    item('pending', f.pending),
+    item('in flight', f.inFlight),
+    item('held', f.held),
+    item('attempts', f.attempts),
     ...outcomes.map(([k, n]) => item(k, n)),
-    item('p50', formatMs(f.latency.p50)), item('p90', formatMs(f.latency.p90)), item('p99', formatMs(f.latency.p99)));
+    item('p50', formatMs(f.latency.p50)),
+    item('p90', formatMs(f.latency.p90)),
+    item('p99', formatMs(f.latency.p99)),
+  );
 }
 
 function callbacksTable(items) {
   if (items.length === 0) return h('p.empty', 'None.');
-  return h('table',
+  return h(
+    'table',
     h('thead', h('tr', h('th', 'callback'), h('th', 'url'), h('th', 'status'), h('th.num', 'attempts'), h('th', 'waiting / last error'))),
-    h('tbody', ...items.map((c) => h('tr', { 'data-callback': c.id },
-      h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
-      h('td.url', c.url), h('td', h('span', { class: `status ${c.status}` }, c.waiting ? 'held' : c.status)),
-      h('td.num', c.attemptCount), h('td', c.waiting ? c.waiting.detail ?? c.waiting.reason : c.lastError ?? '')))));
+    h(
+      'tbody',
+      ...items.map((c) =>
+        h(
+          'tr',
+          { 'data-callback': c.id },
+          h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
+          h('td.url', c.url),
+          h('td', h('span', { class: `status ${c.status}` }, c.waiting ? 'held' : c.status)),
+          h('td.num', c.attemptCount),
+          h('td', c.waiting ? (c.waiting.detail ?? c.waiting.reason) : (c.lastError ?? '')),
+        ),
+      ),
+    ),
+  );
 }

@@ -13,22 +13,38 @@ export async function receiversView(main, { current }) {
     cursor = page.nextCursor;
     more.hidden = !cursor;
     if (body.children.length === 0) {
-      body.append(h('tr', h('td.empty', { colspan: 5 }, 'No receivers yet. Create one with PUT /v1/receivers/{name} or `npx callbacks receivers put <name> --endpoint URL`.')));
+      body.append(
+        h(
+          'tr',
+          h('td.empty', { colspan: 5 }, 'No receivers yet. Create one with PUT /v1/receivers/{name} or `npx callbacks receivers put <name> --endpoint URL`.'),
+        ),
+      );
     }
   };
   more.addEventListener('click', load);
   await load();
-  mount(main, h('h1', 'Receivers'), h('table#receivers.clickable',
-    h('thead', h('tr', ...['Receiver', 'URL', 'State', 'Description', 'Updated'].map((t) => h('th', t)))),
-    body), more);
+  mount(
+    main,
+    h('h1', 'Receivers'),
+    h('table#receivers.clickable', h('thead', h('tr', ...['Receiver', 'URL', 'State', 'Description', 'Updated'].map((t) => h('th', t)))), body),
+    more,
+  );
 }
 
 function receiverRow(r) {
   const href = `#/receiver/${encodeURIComponent(r.name)}`;
-  return h('tr', { 'data-receiver': r.name, onclick: (event) => { if (!event.target.closest('a')) location.hash = href; } },
+  return h(
+    'tr',
+    {
+      'data-receiver': r.name,
+      onclick: (event) => {
+        if (!event.target.closest('a')) location.hash = href;
+      },
+    },
     h('td', h('a', { href }, r.name)),
     h('td.url', r.url ?? '–'),
     h('td', h('span', { class: `status ${r.disabled ? 'failed' : 'succeeded'}` }, r.disabled ? 'disabled' : 'enabled')),
     h('td', r.description ?? ''),
-    h('td', when(r.updatedAt)));
+    h('td', when(r.updatedAt)),
+  );
 }

@@ -1,7 +1,20 @@
 // Types of timeline.js (a plain ES module served to the browser as is) for its spec.
-export interface Phases { dnsMs: number | null; connectMs: number | null; tlsMs: number | null; firstByteMs: number | null }
-export interface Call { totalMs: number; outcome: string; phases?: Phases }
-export interface Segment { name: string; fromMs: number; toMs: number }
+export interface Phases {
+  dnsMs: number | null;
+  connectMs: number | null;
+  tlsMs: number | null;
+  firstByteMs: number | null;
+}
+export interface Call {
+  totalMs: number;
+  outcome: string;
+  phases?: Phases;
+}
+export interface Segment {
+  name: string;
+  fromMs: number;
+  toMs: number;
+}
 export const OUTCOME_COLOURS: Record<string, string>;
 export const OTHER_COLOUR: string;
 export function colourOf(outcome: string): string;

@@ -47,7 +47,11 @@ export function phaseSegments(call) {
   const total = Math.max(0, call.totalMs);
   const segments = [];
   let at = 0;
-  for (const [name, ms] of [['dns', p.dnsMs], ['connect', p.connectMs], ['tls', p.tlsMs]]) {
+  for (const [name, ms] of [
+    ['dns', p.dnsMs],
+    ['connect', p.connectMs],
+    ['tls', p.tlsMs],
+  ]) {
     if (ms === null || ms === undefined || ms <= 0) continue;
     const to = Math.min(total, at + ms);
     segments.push({ name, fromMs: at, toMs: to });
@@ -96,10 +100,12 @@ export function phaseSummary(calls) {
     }
   }
   const order = ['dns', 'connect', 'tls', 'wait', 'receive'];
-  return order.filter((n) => byPhase.has(n)).map((name) => {
-    const values = byPhase.get(name).sort((a, b) => a - b);
-    return { name, count: values.length, p50: percentile(values, 50), p90: percentile(values, 90) };
-  });
+  return order
+    .filter((n) => byPhase.has(n))
+    .map((name) => {
+      const values = byPhase.get(name).sort((a, b) => a - b);
+      return { name, count: values.length, p50: percentile(values, 50), p90: percentile(values, 90) };
+    });
 }
 
 /** Counts of calls per outcome, most frequent first. */

@@ -130,12 +130,12 @@ export function tooltipContent(c) {
     bar.append(h('span', { style: { width: `${(100 * (s.toMs - s.fromMs)) / Math.max(c.totalMs, 1)}%`, background: PHASE_COLOURS[s.name] } }));
   }
   const rows = [
-    ['code', `${c.code} (${c.outcome})`], ['attempt', c.attempt], ['start', formatMs(c.startMs)], ['end', formatMs(c.endMs)], ['total', formatMs(c.totalMs)],
+    ['code', `${c.code} (${c.outcome})`],
+    ['attempt', c.attempt],
+    ['start', formatMs(c.startMs)],
+    ['end', formatMs(c.endMs)],
+    ['total', formatMs(c.totalMs)],
     ...segments.map((s) => [s.name, formatMs(s.toMs - s.fromMs)]),
   ];
-  return [
-    h('div.t-url', c.url),
-    h('table', h('tbody', ...rows.map(([k, v]) => h('tr', h('td', k), h('td', String(v)))))),
-    bar,
-  ];
+  return [h('div.t-url', c.url), h('table', h('tbody', ...rows.map(([k, v]) => h('tr', h('td', k), h('td', String(v)))))), bar];
 }

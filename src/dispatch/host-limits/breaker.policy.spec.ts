@@ -12,8 +12,14 @@ const results = (outcomes: Outcome[]): HostResults => outcomes.reduce(foldOutcom
 
 describe('breaker.policy', () => {
   it.each<[Outcome, boolean]>([
-    ['timeout', true], ['connect_error', true], ['dns_error', true], ['network_error', true],
-    ['success', false], ['http_error', false], ['tls_error', false], ['blocked', false],
+    ['timeout', true],
+    ['connect_error', true],
+    ['dns_error', true],
+    ['network_error', true],
+    ['success', false],
+    ['http_error', false],
+    ['tls_error', false],
+    ['blocked', false],
   ])('should count %s as a breaker failure: %s', (outcome, expected) => {
     expect(isBreakerFailure(outcome)).toBe(expected);
   });
@@ -31,7 +37,12 @@ describe('breaker.policy', () => {
   it.each<[string, BreakerState, Outcome[], BreakerState]>([
     ['count failures below the threshold', closed(1), ['timeout'], closed(2)],
     ['open at the threshold', closed(2), ['connect_error'], { state: 'open', failures: 3, openedAt: NOW, openUntil: later }],
-    ['open when one report crosses it', closed(), ['timeout', 'timeout', 'timeout', 'timeout'], { state: 'open', failures: 4, openedAt: NOW, openUntil: later }],
+    [
+      'open when one report crosses it',
+      closed(),
+      ['timeout', 'timeout', 'timeout', 'timeout'],
+      { state: 'open', failures: 4, openedAt: NOW, openUntil: later },
+    ],
     ['reset on an answer', closed(2), ['timeout', 'success'], closed(0)],
     ['keep failures after the last answer', closed(2), ['success', 'timeout'], closed(1)],
     ['stay closed on HTTP errors', closed(2), ['http_error', 'http_error'], closed(0)],

@@ -79,7 +79,8 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
   record(row: ClaimedCallback, result: CallResult): void {
     const folded = foldOutcome(this.results.get(row.host) ?? NO_RESULTS, result.outcome);
     this.results.set(row.host, folded);
-    if (folded.trailingFailures === 0) this.opening.delete(row.host); // it answered
+    if (folded.trailingFailures === 0)
+      this.opening.delete(row.host); // it answered
     else if (!this.opening.has(row.host) && this.opens(row.host, folded)) this.opening.add(row.host);
     if (result.statusCode === 410) this.gone.push({ url: row.url, host: row.host, apiKeyId: row.apiKeyId, statusCode: 410 });
     const pending = this.gone.length > 0 || !isNoop(this.breakers.get(row.host) ?? CLEAN, folded);

@@ -5,7 +5,7 @@ type Row = { id: string; host: string; priority: number; apiKeyId?: string };
 const row = (id: string, host: string, priority = 1, apiKeyId?: string): Row => ({ id, host, priority, apiKeyId });
 
 describe(HostQueues.name, () => {
-  it('should hand out a host\'s higher priorities first, then in arrival order', () => {
+  it("should hand out a host's higher priorities first, then in arrival order", () => {
     const q = new HostQueues<Row>(() => 10);
     for (const r of [row('n1', 'a'), row('l1', 'a', 2), row('n2', 'a'), row('h1', 'a', 0), row('h2', 'a', 0), row('l2', 'a', 2)]) q.push(r);
     const order: string[] = [];
@@ -37,7 +37,12 @@ describe(HostQueues.name, () => {
     q.push(row('old-low', 'a', 2), 100);
     q.push(row('new-high', 'a', 0), 500);
     q.push(row('old-b', 'b'), 100);
-    expect(q.removeWaiting(200).map((r) => r.id).sort()).toEqual(['old-b', 'old-low']);
+    expect(
+      q
+        .removeWaiting(200)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(['old-b', 'old-low']);
     expect(q.queued).toBe(1);
     expect(q.take()?.id).toBe('new-high');
     expect(q.take()).toBeUndefined();

@@ -106,7 +106,9 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
     AND (c.api_key_id, c.priority, c.next_attempt_at) > (${key}, ${priority}, '-infinity'::timestamptz)
     AND (c.api_key_id, c.priority, c.next_attempt_at) <= (${key}, ${priority}, ${a.now})`;
   const inKeyOrder = Prisma.sql`ORDER BY c.api_key_id, c.priority, c.next_attempt_at`;
-  return claim(a, Prisma.sql`
+  return claim(
+    a,
+    Prisma.sql`
     keys AS (
       (SELECT c.api_key_id AS id FROM callback c WHERE c.status = ${STATUS.pending} ORDER BY c.api_key_id LIMIT 1)
       UNION ALL
@@ -153,7 +155,8 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
       FROM cand WHERE status = ${STATUS.pending} -- claimed and committed by another worker meanwhile: not ours
     ), due AS MATERIALIZED (
       SELECT id, host, url, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
-    )`);
+    )`,
+  );
 }
 
 /**
@@ -179,7 +182,9 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
     SELECT c.host FROM callback c
     WHERE c.status = ${STATUS.pending} AND c.host > ${after} AND c.next_attempt_at <= ${a.now}
     ORDER BY c.host, c.next_attempt_at LIMIT 1`;
-  return claim(a, Prisma.sql`
+  return claim(
+    a,
+    Prisma.sql`
     due_hosts AS (
       (${nextDueHost(Prisma.sql`''`)})
       UNION ALL
@@ -208,7 +213,8 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
       ) d
       ORDER BY d.next_attempt_at
       LIMIT ${a.limit}
-    )`);
+    )`,
+  );
 }
 
 /**

@@ -59,7 +59,10 @@ describe(buildProxiedConnector.name, () => {
 
   it('should parse proxy credentials into Proxy-Authorization', () => {
     expect(parseEgressProxy('http://u%40x:p%3Ass@proxy.internal:3128')).toEqual({
-      protocol: 'http:', hostname: 'proxy.internal', port: 3128, authorization: `Basic ${Buffer.from('u@x:p:ss').toString('base64')}`,
+      protocol: 'http:',
+      hostname: 'proxy.internal',
+      port: 3128,
+      authorization: `Basic ${Buffer.from('u@x:p:ss').toString('base64')}`,
     });
     expect(parseEgressProxy('https://[::1]/')).toMatchObject({ hostname: '::1', port: 443, authorization: undefined });
     expect(() => parseEgressProxy('socks5://127.0.0.1:1080')).toThrow(/unsupported scheme/);

@@ -46,12 +46,18 @@ export interface TunnelClock {
  * Settles `callback` once: with the tunnel socket, or with an error (a refusal by
  * the proxy has code PROXY_TUNNEL_CODE and says what the proxy answered).
  */
-export function openTunnel(proxy: EgressProxy, address: string, port: number, clock: TunnelClock,
-  callback: (err: Error | null, socket?: Socket) => void): Socket {
+export function openTunnel(
+  proxy: EgressProxy,
+  address: string,
+  port: number,
+  clock: TunnelClock,
+  callback: (err: Error | null, socket?: Socket) => void,
+): Socket {
   const target = `${isIP(address) === 6 ? `[${address}]` : address}:${port}`;
-  const socket: Socket = proxy.protocol === 'https:'
-    ? tlsConnect({ host: proxy.hostname, port: proxy.port, servername: isIP(proxy.hostname) ? undefined : proxy.hostname })
-    : netConnect({ host: proxy.hostname, port: proxy.port });
+  const socket: Socket =
+    proxy.protocol === 'https:'
+      ? tlsConnect({ host: proxy.hostname, port: proxy.port, servername: isIP(proxy.hostname) ? undefined : proxy.hostname })
+      : netConnect({ host: proxy.hostname, port: proxy.port });
   let settled = false;
   const settle = (err: Error | null) => {
     if (settled) return;

@@ -4,22 +4,36 @@ import { BUCKET_NAMES } from '../latency.policy.js';
 
 export class LatencyQueryDto {
   @ApiPropertyOptional({ description: 'Destination `scheme://host:port`, as in callback.host', example: 'https://example.com:443' })
-  @IsOptional() @MaxLength(300) @IsString() host?: string;
+  @IsOptional()
+  @MaxLength(300)
+  @IsString()
+  host?: string;
 
   @ApiPropertyOptional({ description: 'Only attempts of this receiver (a name of your key)', example: 'merchant-42' })
-  @IsOptional() @MaxLength(128) @IsString() receiver?: string;
+  @IsOptional()
+  @MaxLength(128)
+  @IsString()
+  receiver?: string;
 
   @ApiPropertyOptional({ description: 'Only attempts of this batch', format: 'uuid' })
-  @IsOptional() @IsUUID() batch?: string;
+  @IsOptional()
+  @IsUUID()
+  batch?: string;
 
   @ApiPropertyOptional({ description: 'Start of the window (ISO-8601); default: a day before `to`' })
-  @IsOptional() @IsISO8601({ strict: true }) from?: string;
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  from?: string;
 
   @ApiPropertyOptional({ description: 'End of the window, exclusive (ISO-8601); default: now' })
-  @IsOptional() @IsISO8601({ strict: true }) to?: string;
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  to?: string;
 
   @ApiPropertyOptional({ enum: BUCKET_NAMES, description: 'Bucket width; default: the finest giving at most 1000 buckets' })
-  @IsOptional() @IsIn(BUCKET_NAMES) bucket?: string;
+  @IsOptional()
+  @IsIn(BUCKET_NAMES)
+  bucket?: string;
 }
 
 export class LatencyBucketDto {

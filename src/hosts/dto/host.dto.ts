@@ -60,17 +60,20 @@ const SINCE = { type: String, format: 'date-time', description: 'Start of the la
 /** ?since= of GET /v1/hosts/:host. */
 export class HostQueryDto {
   @ApiPropertyOptional(SINCE)
-  @Allow() @Transform(({ value }) => dateParam('since', value))
+  @Allow()
+  @Transform(({ value }) => dateParam('since', value))
   since?: Date;
 }
 
 /** ?since=&cursor=&limit= of GET /v1/hosts. */
 export class HostListQueryDto extends HostQueryDto {
   @ApiPropertyOptional({ description: 'nextCursor of the previous page' })
-  @Allow() @Transform(({ value }) => hostCursorParam(value))
+  @Allow()
+  @Transform(({ value }) => hostCursorParam(value))
   cursor?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'hosts per page' })
-  @Allow() @Transform(({ value }) => pageLimit(value))
+  @Allow()
+  @Transform(({ value }) => pageLimit(value))
   limit: number = 100;
 }

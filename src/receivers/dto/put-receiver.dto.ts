@@ -17,26 +17,50 @@ export const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
  */
 export class PutReceiverDto {
   @ApiPropertyOptional({ example: 'https://shop.example/hooks', description: 'Used when a callback naming this receiver gives no url' })
-  @IsOptional() @IsHttpUrl() url?: string;
+  @IsOptional()
+  @IsHttpUrl()
+  url?: string;
 
   @ApiPropertyOptional() @IsOptional() @NoNul() @MaxLength(1000) @IsString() description?: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
-  @IsOptional() @IsHeaderMap() @Verbatim() headers?: Record<string, string>;
+  @IsOptional()
+  @IsHeaderMap()
+  @Verbatim()
+  headers?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'Per-call timeout in ms' })
-  @IsOptional() @Max(MAX_TIMEOUT_MS) @Min(1) @IsInt() timeoutMs?: number;
+  @IsOptional()
+  @Max(MAX_TIMEOUT_MS)
+  @Min(1)
+  @IsInt()
+  timeoutMs?: number;
 
   @ApiPropertyOptional({ description: 'Attempts in all, first included' })
-  @IsOptional() @Max(100) @Min(1) @IsInt() maxAttempts?: number;
+  @IsOptional()
+  @Max(100)
+  @Min(1)
+  @IsInt()
+  maxAttempts?: number;
 
   @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
-  @IsOptional() @Max(MAX_RETRY_DELAY_MS, { each: true }) @Min(0, { each: true }) @IsInt({ each: true }) @ArrayMaxSize(50) @IsArray()
+  @IsOptional()
+  @Max(MAX_RETRY_DELAY_MS, { each: true })
+  @Min(0, { each: true })
+  @IsInt({ each: true })
+  @ArrayMaxSize(50)
+  @IsArray()
   retryDelaysMs?: number[];
 
   @ApiPropertyOptional({ description: 'true holds its callbacks (pending, not sent, no attempt used) until false' })
-  @IsOptional() @IsBoolean() disabled?: boolean;
+  @IsOptional()
+  @IsBoolean()
+  disabled?: boolean;
 
-  @ApiPropertyOptional({ description: 'The receiver\'s existing key, `whsec_` + base64 of at least 24 bytes; else one is made' })
-  @IsOptional() @Matches(SECRET_PATTERN, { message: 'secret must be whsec_ followed by base64' }) @MaxLength(200) @IsString() secret?: string;
+  @ApiPropertyOptional({ description: "The receiver's existing key, `whsec_` + base64 of at least 24 bytes; else one is made" })
+  @IsOptional()
+  @Matches(SECRET_PATTERN, { message: 'secret must be whsec_ followed by base64' })
+  @MaxLength(200)
+  @IsString()
+  secret?: string;
 }

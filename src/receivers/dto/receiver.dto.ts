@@ -9,7 +9,7 @@ export class ReceiverDto {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) headers: Record<string, string>;
   @ApiProperty({ type: Number, nullable: true }) timeoutMs: number | null;
   @ApiProperty({ type: Number, nullable: true }) maxAttempts: number | null;
-  @ApiProperty({ type: [Number], description: 'empty: the batch\'s or the service\'s schedule' }) retryDelaysMs: number[];
+  @ApiProperty({ type: [Number], description: "empty: the batch's or the service's schedule" }) retryDelaysMs: number[];
   @ApiProperty({ description: 'its callbacks are held while true' }) disabled: boolean;
   @ApiProperty({ type: String, nullable: true }) disabledReason: string | null;
   @ApiProperty({ type: String, nullable: true }) disabledAt: string | null;
