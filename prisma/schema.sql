@@ -279,10 +279,11 @@ CREATE OR REPLACE FUNCTION public.host_in_flight_apply(deltas jsonb)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+DECLARE hosts TEXT[] := ARRAY(SELECT jsonb_object_keys(deltas));
 BEGIN
-  PERFORM 1 FROM host h WHERE h.host IN (SELECT jsonb_object_keys(deltas)) ORDER BY h.host FOR UPDATE;
+  PERFORM 1 FROM host h WHERE h.host = ANY(hosts) ORDER BY h.host FOR UPDATE;
   UPDATE host h SET in_flight = greatest(0, h.in_flight + (deltas ->> h.host)::int)
-  WHERE h.host IN (SELECT jsonb_object_keys(deltas));
+  WHERE h.host = ANY(hosts);
 END $function$;
 
 CREATE OR REPLACE FUNCTION public.host_rows_for_new_callbacks()

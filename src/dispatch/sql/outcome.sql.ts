@@ -95,7 +95,9 @@ export function recordReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
                            ${col('failingSince')}::timestamptz[], ${col('lastFailureAt')}::timestamptz[])
         AS h(id, succeeded_last, had_success, failing_since, last_failure_at)
     ), locked AS (
-      SELECT r.id FROM receiver r WHERE r.id IN (SELECT id FROM h) ORDER BY r.id FOR UPDATE
+      -- = ANY(array): the primary key scan gives the id order, so the lock order needs no sort
+      -- (the worker's sessions run with enable_sort=off; see dispatch-database.ts).
+      SELECT r.id FROM receiver r WHERE r.id = ANY(${col('receiverId')}::uuid[]) ORDER BY r.id FOR UPDATE
     )
     UPDATE receiver r
     SET failing_since = CASE WHEN h.succeeded_last THEN NULL
