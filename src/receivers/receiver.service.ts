@@ -35,7 +35,7 @@ export function toReceiverView(r: ReceiverRow) {
     headers: r.headers as Record<string, string>,
     timeoutMs: r.timeoutMs,
     maxAttempts: r.maxAttempts,
-    retryDelaysMs: r.retryDelaysMs,
+    retryDelaysMs: r.retryDelaysMs ?? [], // a receiver made without them stores NULL
     disabled: r.disabled,
     disabledReason: r.disabledReason,
     disabledAt: r.disabledAt?.toISOString() ?? null,
