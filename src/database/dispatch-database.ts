@@ -33,7 +33,12 @@ const POOL_SIZE = 6;
  *   from `callback_key_due_idx`, which gives that order; with the queue's stale
  *   statistics (a million finished rows, "no row pending") the planner instead read
  *   all of `callback_due_idx` and sorted it, for every key and priority: 1.46 s a
- *   claim instead of a few ms (`npm run bench:claim`, 1M finished rows).
+ *   claim instead of a few ms (`npm run bench:claim`, 1M finished rows). The other
+ *   side of it: a statement of these sessions (and a trigger it fires) must get its
+ *   order from an index wherever one can give it, or the planner takes any plan that
+ *   avoids the sort: locks in name order are taken by primary key `= ANY(array)` or
+ *   one by one from a sorted array, never as `IN (…) ORDER BY … FOR UPDATE`, which
+ *   walked all of host_pkey (14 s a claim with a million hosts).
  * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
  *   of 4, which models spinning disks): the write-back finds its rows by primary key
  *   instead of reading the whole table, which with 4 looked cheaper below a few
