@@ -147,6 +147,19 @@ describe('dashboard timeline', () => {
     ]);
     expect(percentile([], 50)).toBeNull();
   });
+
+  it('should list equal outcome counts in the colour table order, whatever order the calls ran in', () => {
+    const of = (...outcomes: string[]) => outcomeCounts(outcomes.map((outcome) => ({ outcome }) as never));
+    expect(of('timeout', 'http_error', 'success', 'success')).toEqual([
+      { outcome: 'success', count: 2 },
+      { outcome: 'http_error', count: 1 },
+      { outcome: 'timeout', count: 1 },
+    ]);
+    expect(of('mystery', 'blocked')).toEqual([
+      { outcome: 'blocked', count: 1 },
+      { outcome: 'mystery', count: 1 },
+    ]);
+  });
 });
 
 describe('orderCalls', () => {

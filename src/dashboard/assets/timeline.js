@@ -112,7 +112,13 @@ export function phaseSummary(calls) {
 export function outcomeCounts(calls) {
   const counts = new Map();
   for (const c of calls) counts.set(c.outcome, (counts.get(c.outcome) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).map(([outcome, count]) => ({ outcome, count }));
+  // Most first; equal counts in the colour table's order (success, http_error, timeout, …),
+  // not in whichever order the calls happened to be sent.
+  const rank = (outcome) => {
+    const i = Object.keys(OUTCOME_COLOURS).indexOf(outcome);
+    return i === -1 ? Infinity : i;
+  };
+  return [...counts].sort((a, b) => b[1] - a[1] || rank(a[0]) - rank(b[0])).map(([outcome, count]) => ({ outcome, count }));
 }
 
 /** Colours of the phases in tooltips and the phase breakdown. */
