@@ -49,6 +49,8 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       await this.producer.warmUp();
       await this.completer.warmUp();
+      // Its statements just ran: ready from the start, not from the first claim or maintenance step.
+      this.status.markHealthy();
     } catch (error) {
       // The database is away: the loops retry (and say so) once started.
       this.logger.warn(`warm-up skipped: ${(error as Error).message}`);
