@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
 import { Type } from 'class-transformer';
 import {
   Allow,
@@ -6,14 +7,11 @@ import {
   ArrayMinSize,
   IsArray,
   IsIn,
-  IsInt,
   IsISO8601,
   IsObject,
   IsOptional,
   IsString,
-  Max,
   MaxLength,
-  Min,
   MinLength,
   ValidateNested,
 } from 'class-validator';
@@ -22,9 +20,6 @@ import { Verbatim } from '../../common/verbatim.js';
 import { PRIORITIES, type Priority } from '../../common/states.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
-/** Hard ceilings; the configured limits (MAX_*, HTTP_MAX_TIMEOUT_MS) are checked by the service. */
-const MAX_TIMEOUT_MS = 3_600_000;
-const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
 
 // class-validator checks a property's decorators from the one nearest its name
 // outwards, and the API reports the first failure: so the type check is written
@@ -43,27 +38,13 @@ export class CallbackDefaultsDto {
   @Verbatim()
   headers?: Record<string, string>;
 
-  @ApiPropertyOptional({ description: 'Per-call timeout in ms (default 15000)' })
-  @IsOptional()
-  @Max(MAX_TIMEOUT_MS)
-  @Min(1)
-  @IsInt()
+  @TimeoutMsSetting('Per-call timeout in ms (default 15000)')
   timeoutMs?: number;
 
-  @ApiPropertyOptional({ description: 'Attempts in all, first included (default 8)' })
-  @IsOptional()
-  @Max(100)
-  @Min(1)
-  @IsInt()
+  @MaxAttemptsSetting('Attempts in all, first included (default 8)')
   maxAttempts?: number;
 
-  @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
-  @IsOptional()
-  @Max(MAX_RETRY_DELAY_MS, { each: true })
-  @Min(0, { each: true })
-  @IsInt({ each: true })
-  @ArrayMaxSize(50)
-  @IsArray()
+  @RetryDelaysMsSetting()
   retryDelaysMs?: number[];
 
   @ApiPropertyOptional({

@@ -1,10 +1,8 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
+import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
-
-const MAX_TIMEOUT_MS = 3_600_000;
-const MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000;
 
 /** `whsec_` + base64 (the Standard Webhooks form); at least 24 bytes is checked by the service. */
 export const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
@@ -29,27 +27,13 @@ export class PutReceiverDto {
   @Verbatim()
   headers?: Record<string, string>;
 
-  @ApiPropertyOptional({ description: 'Per-call timeout in ms' })
-  @IsOptional()
-  @Max(MAX_TIMEOUT_MS)
-  @Min(1)
-  @IsInt()
+  @TimeoutMsSetting()
   timeoutMs?: number;
 
-  @ApiPropertyOptional({ description: 'Attempts in all, first included' })
-  @IsOptional()
-  @Max(100)
-  @Min(1)
-  @IsInt()
+  @MaxAttemptsSetting()
   maxAttempts?: number;
 
-  @ApiPropertyOptional({ type: [Number], description: 'Delays before attempt 2, 3, … in ms; the last repeats' })
-  @IsOptional()
-  @Max(MAX_RETRY_DELAY_MS, { each: true })
-  @Min(0, { each: true })
-  @IsInt({ each: true })
-  @ArrayMaxSize(50)
-  @IsArray()
+  @RetryDelaysMsSetting()
   retryDelaysMs?: number[];
 
   @ApiPropertyOptional({ description: 'true holds its callbacks (pending, not sent, no attempt used) until false' })
