@@ -45,7 +45,8 @@ async function transportWindow(transport, url, total, window, durations = new Ma
 
 export async function transportScenario() {
   const { HttpService } = await import('@nestjs/axios');
-  const { HttpTransport, dispatchAxios } = await distModule('dispatch/transport/http.transport.js');
+  const { HttpTransport } = await distModule('dispatch/transport/http.transport.js');
+  const { dispatchAxios } = await distModule('dispatch/transport/dispatch.axios.js');
   const { loadConfig } = await distModule('config/app.config.js');
   const receiver = await BenchReceiver.start({ record: true });
   const transport = new HttpTransport(new HttpService(dispatchAxios()), loadConfig({}, { allowPrivateNetworks: ['127.0.0.0/8'] }));

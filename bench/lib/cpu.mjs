@@ -64,3 +64,10 @@ export async function withCpu(meters, fn) {
   const cpuMs = Object.fromEntries(Object.keys(meters).map((k) => [k, after[k] - before[k]]));
   return { result, cpuMs };
 }
+
+/** Busy CPU milliseconds of the whole machine so far, all cores (/proc/stat: everything but idle and iowait). */
+export function machineBusyMs() {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = fields;
+  return (user + nice + system + irq + softirq + steal) / TICKS_PER_MS;
+}
