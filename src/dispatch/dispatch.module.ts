@@ -14,7 +14,8 @@ import { MaintenanceService } from './maintenance.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { ProducerService } from './producer.service.js';
 import { SenderService } from './sender.service.js';
-import { dispatchAxios, HttpTransport } from './transport/http.transport.js';
+import { dispatchAxios } from './transport/dispatch.axios.js';
+import { HttpTransport } from './transport/http.transport.js';
 import { WorkerService } from './worker.service.js';
 
 /** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */

@@ -2,7 +2,7 @@ import { HttpService } from '@nestjs/axios';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import axios, { AxiosError, type AxiosAdapter, type AxiosInstance, type AxiosRequestConfig } from 'axios';
+import type { AxiosAdapter, AxiosError, AxiosRequestConfig } from 'axios';
 import { Agent } from 'undici';
 import type { Outcome } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
@@ -40,29 +40,6 @@ const MAX_RESPONSE_HEADERS = 50;
 const MAX_HEADER_VALUE = 512;
 /** A new connection that takes longer than this is a connect_error. */
 const CONNECT_TIMEOUT_MS = 10_000;
-
-/**
- * The axios instance behind the dispatcher's HttpService. Everything every call
- * shares is set here once: no redirects, every status is a response, bodies pass
- * through untransformed. It has no default headers: a callback carries exactly its
- * client's headers plus the webhook ones, not axios's `Accept`; and axios merges
- * its default header sets into each call, which cost more than the rest of axios
- * together (75 → 31 µs a call, bench/transport.bench.mjs shows the effect).
- *
- * Nor does it carry the defaults only axios's own adapters read (XSRF cookies, body
- * size limits, FormData and Blob classes, JSON-parsing switches): axios deep-copies
- * every default into every call's config, and these cost ~4 µs and ~4 KB of garbage
- * a call (17 → 13 µs for `request()` with an adapter that answers at once).
- */
-export function dispatchAxios(): AxiosInstance {
-  const instance = axios.create({ maxRedirects: 0, validateStatus: () => true, transformRequest: [], transformResponse: [] });
-  instance.defaults.headers = {} as AxiosInstance['defaults']['headers'];
-  for (const key of UNUSED_DEFAULTS) delete instance.defaults[key];
-  return instance;
-}
-
-/** Instance defaults that only axios's xhr, fetch and http adapters read; every call names its adapter and timeout. */
-const UNUSED_DEFAULTS = ['transitional', 'env', 'xsrfCookieName', 'xsrfHeaderName', 'maxContentLength', 'maxBodyLength', 'timeout', 'adapter'] as const;
 
 /**
  * Sends one callback through HttpService. Remote failures are results, never

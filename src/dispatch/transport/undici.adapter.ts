@@ -1,8 +1,9 @@
-import { AxiosError, type AxiosAdapter, type AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import { AxiosError, AxiosHeaders, type AxiosAdapter, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import diagnostics from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import type { Agent, Dispatcher } from 'undici';
 import { TIMEOUT_CODE } from '../outcome.policy.js';
+import { directAdapter } from './dispatch.axios.js';
 import { CONNECT_TIMINGS, type ConnectTimings, type TimedSocket } from './connector.js';
 import { SettleQueue } from './settle.queue.js';
 
@@ -99,28 +100,36 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
  * bench/transport.bench.mjs).
  */
 export function undiciAdapter(agent: Agent): AxiosAdapter {
-  return (config: InternalAxiosRequestConfig) =>
-    new Promise<AxiosResponse>((resolve, reject) => {
-      const call = new Call(config, resolve, reject);
-      const url = new URL(config.url!);
-      starting = call.clock;
-      try {
-        agent.dispatch(
-          {
-            origin: url.origin,
-            path: url.pathname + url.search,
-            method: (config.method ?? 'get').toUpperCase() as Dispatcher.HttpMethod,
-            headers: (config.headers as AxiosHeaders).toJSON(true) as Record<string, string>,
-            body: config.data as string | Buffer | undefined,
-          },
-          call,
-        );
-      } catch (error) {
-        call.onResponseError(undefined, error as Error);
-      } finally {
-        starting = undefined;
-      }
-    });
+  return directAdapter(
+    (config: InternalAxiosRequestConfig) =>
+      new Promise<AxiosResponse>((resolve, reject) => {
+        const call = new Call(config, resolve, reject);
+        const url = new URL(config.url!);
+        starting = call.clock;
+        try {
+          agent.dispatch(
+            {
+              origin: url.origin,
+              path: url.pathname + url.search,
+              method: (config.method ?? 'get').toUpperCase() as Dispatcher.HttpMethod,
+              headers: plainHeaders(config.headers),
+              body: config.data as string | Buffer | undefined,
+            },
+            call,
+          );
+        } catch (error) {
+          call.onResponseError(undefined, error as Error);
+        } finally {
+          starting = undefined;
+        }
+      }),
+  );
+}
+
+/** Headers as undici takes them: axios's AxiosHeaders on its whole path, the caller's own object on the direct one. */
+function plainHeaders(headers: unknown): Record<string, string> | undefined {
+  if (headers instanceof AxiosHeaders) return headers.toJSON(true) as Record<string, string>;
+  return headers as Record<string, string> | undefined;
 }
 
 /** One call in flight: undici's handler for it, and the promise it settles once. */
