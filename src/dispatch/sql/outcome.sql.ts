@@ -1,4 +1,5 @@
 import { STATUS } from '../../common/states.js';
+import { pgArray } from '../../database/pg-array.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { dueAt } from '../../receivers/receiver-hold.sql.js';
 import type { RecordedOutcome } from '../outcome.repository.js';
@@ -27,9 +28,26 @@ import type { RecordedOutcome } from '../outcome.repository.js';
  * (receivers/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
-  const col = <K extends keyof RecordedOutcome>(k: K) => rows.map((r) => r[k]);
-  const epochMs = (k: 'nextAttemptAt' | 'completedAt' | 'startedAt') => rows.map((r) => r[k]?.getTime() ?? null);
-  const headers = rows.map((r) => (r.responseHeaders ? JSON.stringify(r.responseHeaders) : null));
+  // Each column as one array literal (pgArray): pg's own conversion of array parameters
+  // cost the worker ~3% of its CPU at full load.
+  const col = (
+    k:
+      | 'callbackId'
+      | 'number'
+      | 'status'
+      | 'durationMs'
+      | 'dnsMs'
+      | 'connectMs'
+      | 'tlsMs'
+      | 'tunnelMs'
+      | 'firstByteMs'
+      | 'statusCode'
+      | 'outcome'
+      | 'error'
+      | 'responseBody',
+  ) => pgArray(rows.map((r) => r[k]));
+  const epochMs = (k: 'nextAttemptAt' | 'completedAt' | 'startedAt') => pgArray(rows.map((r) => r[k]?.getTime() ?? null));
+  const headers = pgArray(rows.map((r) => (r.responseHeaders ? JSON.stringify(r.responseHeaders) : null)));
   const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
   return Prisma.sql`
     WITH o AS (
