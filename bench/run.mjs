@@ -11,11 +11,13 @@ import { hostCapScenario } from './host-cap.bench.mjs';
 import { ingestScenario } from './ingest.bench.mjs';
 import { freshDatabase, main } from './lib/harness.mjs';
 import { latencyScenario } from './latency.bench.mjs';
+import { peerScenario } from './peer.bench.mjs';
 import { scaleScenario } from './scale.bench.mjs';
 import { statusScenario } from './status.bench.mjs';
 import { transportScenario } from './transport.bench.mjs';
 
 await main(async (server) => [
+  ...(await peerScenario(server)),
   ...(await transportScenario()),
   ...(await dispatchScenario(await freshDatabase(server, 'bench_dispatch'), 'empty tables')),
   ...(await hostCapScenario(server)),
