@@ -2,8 +2,9 @@
 // callbacks are ingested through the API (ROLE=api), then one worker is started
 // (ROLE=worker, the per-host cap lifted above the window) and drains them into one
 // receiver that answers at once. Beside it, same run, same receiver, taking turns:
-//   - a pg-boss 12 + axios worker (bench/peer/pgboss-axios.worker.mjs): the same
-//     20,000 jobs inserted into pg-boss first, then the worker started;
+//   - a pg-boss 12 + axios worker (bench/peer/pgboss-axios.worker.mjs: batches of
+//     200, 8 at once): the same 20,000 jobs inserted into pg-boss first, 1,000 at a
+//     time, then the worker started;
 //   - a bare undici rolling window of the same size (no database): the sending floor.
 // Each drain is timed from the receiver's first request to the last result stored,
 // and the CPU of the worker process, of Postgres (all its processes) and of the whole
@@ -65,7 +66,7 @@ function startPeer(script, env) {
 }
 
 /** One pg-boss + axios round: insert `n` jobs, start the worker, time the drain. */
-async function peerRound(databaseUrl, db, backendPid, receiver, n) {
+async function peerRound(databaseUrl, db, backendPid, receiver, n, concurrency = 8) {
   const { PgBoss } = await import('pg-boss');
   const boss = new PgBoss({ connectionString: databaseUrl, max: 2, supervise: false, schedule: false });
   await boss.start();
@@ -85,7 +86,8 @@ async function peerRound(databaseUrl, db, backendPid, receiver, n) {
   const peer = await startPeer(new URL('./peer/pgboss-axios.worker.mjs', import.meta.url).pathname, {
     DATABASE_URL: databaseUrl,
     PEER_QUEUE: QUEUE,
-    PEER_BATCH: String(WINDOW),
+    PEER_BATCH: '200',
+    PEER_CONCURRENCY: String(concurrency),
   });
   try {
     const finished = async () => {
@@ -143,6 +145,7 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
     await undiciWindow({ urls: target, total: 2_000, window }); // warm the receiver
     const bare = [];
     const peer = [];
+    const serial = [];
     const ours = [];
     // Warm-up turn of each (plans, JIT, pg-boss's schema), not counted.
     await peerRound(peerDb, pdb, await pid(pdb), receiver, 2_000);
@@ -150,6 +153,7 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
     for (let round = 0; round < rounds; round++) {
       bare.push((await undiciWindow({ urls: target, total: n, window })).perSecond);
       peer.push(await peerRound(peerDb, pdb, await pid(pdb), receiver, n));
+      serial.push(await peerRound(peerDb, pdb, await pid(pdb), receiver, n, 1));
       ours.push(await serviceRound(serviceDb, api, sdb, await pid(sdb), receiver, n));
     }
     const m = (runs, k) => median(runs.map((r) => r[k]));
@@ -167,6 +171,11 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
       ),
       row('  pg-boss 12 + axios worker, same receiver (baseline: bare undici window, no database)', m(peer, 'perSecond'), 'callbacks/s', {
         baseline: median(bare),
+      }),
+      // The same worker one batch at a time (localConcurrency 1): faster on 2 cores,
+      // where 8 batches of 200 (1,600 calls in flight through axios) cost it more CPU.
+      row('  service against the same worker one batch at a time (baseline: it, localConcurrency 1)', m(ours, 'perSecond'), 'callbacks/s', {
+        baseline: m(serial, 'perSecond'),
       }),
       row('  service, as a share of the bare undici window', m(ours, 'perSecond') / median(bare), '×', { target: 0.6 }),
       row('  service + Postgres CPU per callback (baseline: pg-boss worker + Postgres)', median(ours.map(cpu)), 'µs', {

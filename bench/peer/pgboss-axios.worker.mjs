@@ -1,9 +1,11 @@
 // The worker a backend team writes instead of running the service: pg-boss 12 for the
-// queue, axios for the calls, the results in a table of its own. Batches of 200 jobs,
-// all sent at once with keep-alive, one `unnest` insert of the results per batch; a
-// call that fails is failed back to pg-boss (its retries), the rest completed by
-// pg-boss when the handler returns. Nothing here is tuned beyond what its docs show.
+// queue, axios for the calls, the results in a table of its own. `work()` with batches
+// of 200 jobs and 8 batches at once (localConcurrency), each batch's calls sent at
+// once with keep-alive, one `unnest` insert of the results per batch; a call that
+// fails is failed back to pg-boss (its retries), the rest completed by pg-boss when
+// the handler returns. Nothing here is tuned beyond what its docs show.
 //   DATABASE_URL=… PEER_QUEUE=callbacks node bench/peer/pgboss-axios.worker.mjs
+// (PEER_BATCH, PEER_CONCURRENCY change the batch size and batches at once.)
 // Prints "ready" once it works the queue; stops on SIGTERM.
 import http from 'node:http';
 import axios from 'axios';
@@ -12,13 +14,14 @@ import { PgBoss } from 'pg-boss';
 
 const queue = process.env.PEER_QUEUE ?? 'callbacks';
 const batchSize = Number(process.env.PEER_BATCH ?? 200);
+const localConcurrency = Number(process.env.PEER_CONCURRENCY ?? 8);
 
-const boss = new PgBoss({ connectionString: process.env.DATABASE_URL, max: 4 });
+const boss = new PgBoss({ connectionString: process.env.DATABASE_URL });
 boss.on('error', (e) => console.error(`[peer] ${e.message}`));
 await boss.start();
-const results = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
+const results = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: localConcurrency });
 const client = axios.create({
-  httpAgent: new http.Agent({ keepAlive: true, maxSockets: batchSize }),
+  httpAgent: new http.Agent({ keepAlive: true }),
   timeout: 10_000,
   validateStatus: () => true,
   headers: { 'content-type': 'application/json' },
@@ -36,7 +39,7 @@ async function send(job) {
   return { id: job.id, status, ms: performance.now() - t0, attemptedAt };
 }
 
-await boss.work(queue, { batchSize, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+await boss.work(queue, { batchSize, localConcurrency, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 }, async (jobs) => {
   const done = await Promise.all(jobs.map(send));
   await results.query(
     `INSERT INTO delivery (job_id, status, duration_ms, attempted_at)
