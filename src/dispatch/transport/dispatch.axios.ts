@@ -14,10 +14,12 @@ import axios, { type AxiosAdapter, type AxiosInstance, type AxiosRequestConfig, 
  * normalising headers into AxiosHeaders, the interceptor chain, settle) changes
  * nothing the adapter sees, and it cost ~14% of a worker's CPU at full load, ~35 µs
  * a call (bench/README.md, "CPU per callback against a pg-boss + axios worker").
- * So `request()` takes a short path for exactly the calls where that holds: a config object of only DIRECT_KEYS whose adapter is
- * marked direct (`directAdapter`), on an instance with no interceptors. Such a call
- * goes to its adapter as it is; anything else (another option, an interceptor
- * someone registered, a URL-first call) takes axios's whole path, as before.
+ * So `request()` takes a short path for exactly the calls where that holds: a
+ * config object of only DIRECT_KEYS whose adapter is marked direct (`directAdapter`),
+ * on an instance with no interceptors. Such a call goes to its adapter as it is;
+ * anything else (another option, an interceptor someone registered, a URL-first
+ * call, HttpService's Observable methods, which add a cancel token) takes axios's
+ * whole path, as before.
  */
 export function dispatchAxios(): AxiosInstance {
   const instance = axios.create({ maxRedirects: 0, validateStatus: () => true, transformRequest: [], transformResponse: [] });
