@@ -75,10 +75,10 @@ async function peerRound(databaseUrl, db, backendPid, receiver, n, concurrency =
   await db.query('TRUNCATE delivery');
   await boss.deleteAllJobs(QUEUE);
   const url = `${receiver.url()}/hook`;
-  for (let from = 0; from < n; from += 2_000) {
+  for (let from = 0; from < n; from += 1_000) {
     await boss.insert(
       QUEUE,
-      Array.from({ length: Math.min(2_000, n - from) }, (_, k) => ({ data: { url, body: bodyOf(from + k) } })),
+      Array.from({ length: Math.min(1_000, n - from) }, (_, k) => ({ data: { url, body: bodyOf(from + k) } })),
     );
   }
   await boss.stop({ graceful: false });
