@@ -29,15 +29,7 @@ export class KeyController {
   async list(): Promise<KeyListDto> {
     const rows = await this.keys.listKeys();
     return {
-      items: rows.map((k) => ({
-        id: k.id,
-        name: k.name,
-        prefix: k.prefix,
-        isAdmin: k.isAdmin,
-        weight: k.weight,
-        createdAt: k.createdAt.toISOString(),
-        revokedAt: k.revokedAt?.toISOString() ?? null,
-      })),
+      items: rows.map(toKeyDto),
     };
   }
 
@@ -48,15 +40,7 @@ export class KeyController {
   async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto): Promise<KeyDto> {
     const k = await this.keys.setWeight(id, dto.weight);
     if (!k) throw notFound('key');
-    return {
-      id: k.id,
-      name: k.name,
-      prefix: k.prefix,
-      isAdmin: k.isAdmin,
-      weight: k.weight,
-      createdAt: k.createdAt.toISOString(),
-      revokedAt: k.revokedAt?.toISOString() ?? null,
-    };
+    return toKeyDto(k);
   }
 
   @Delete(':id')
@@ -67,4 +51,17 @@ export class KeyController {
     if (!(await this.keys.revokeKey(id))) throw notFound('active key');
     return { id, revoked: true };
   }
+}
+
+/** A key as the API shows it (never its hash). */
+function toKeyDto(k: { id: string; name: string; prefix: string; isAdmin: boolean; weight: number; createdAt: Date; revokedAt: Date | null }): KeyDto {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    isAdmin: k.isAdmin,
+    weight: k.weight,
+    createdAt: k.createdAt.toISOString(),
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+  };
 }

@@ -29,6 +29,22 @@ const READS_IN_FLIGHT = 2;
 /** Callbacks one status-read statement looks up at most. */
 const READ_MAX_ROWS = 200;
 
+/** One attempt of a batch with its callback's url and external id, for the batch's timeline. */
+export interface BatchAttemptRow {
+  callbackId: string;
+  url: string;
+  externalId: string | null;
+  number: number;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  outcome: string;
+  dnsMs: number | null;
+  connectMs: number | null;
+  tlsMs: number | null;
+  firstByteMs: number | null;
+}
+
 /** An attempt as the status API shows it; `startedAt` as Postgres writes a timestamptz in JSON (ISO-8601, microseconds). */
 export type AttemptRow = Pick<
   Attempt,
@@ -190,20 +206,7 @@ export class CallbackRepository {
 
   /** Every attempt of a batch, for its timeline. */
   batchAttempts(batchId: string) {
-    return this.db.query<{
-      callbackId: string;
-      url: string;
-      externalId: string | null;
-      number: number;
-      startedAt: Date;
-      durationMs: number;
-      statusCode: number | null;
-      outcome: string;
-      dnsMs: number | null;
-      connectMs: number | null;
-      tlsMs: number | null;
-      firstByteMs: number | null;
-    }>(Prisma.sql`
+    return this.db.query<BatchAttemptRow>(Prisma.sql`
       SELECT c.id AS "callbackId", c.url, c.external_id AS "externalId", a.number, a.started_at AS "startedAt",
              a.duration_ms AS "durationMs", a.status_code AS "statusCode", a.outcome, a.dns_ms AS "dnsMs",
              a.connect_ms AS "connectMs", a.tls_ms AS "tlsMs", a.first_byte_ms AS "firstByteMs"

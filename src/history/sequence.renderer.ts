@@ -1,3 +1,4 @@
+import type { BatchAttemptRow } from '../callbacks/callback.repository.js';
 /** One call on a batch timeline, times in ms from the batch's first send. */
 export interface TimelineCall {
   callbackId: string;
@@ -43,22 +44,7 @@ export function renderSequence(timeline: Timeline, width = BAR_WIDTH): string {
 }
 
 /** Builds the timeline from attempt rows. */
-export function buildTimeline(
-  rows: Array<{
-    callbackId: string;
-    url: string;
-    externalId: string | null;
-    number: number;
-    startedAt: Date;
-    durationMs: number;
-    statusCode: number | null;
-    outcome: string;
-    dnsMs: number | null;
-    connectMs: number | null;
-    tlsMs: number | null;
-    firstByteMs: number | null;
-  }>,
-): Timeline {
+export function buildTimeline(rows: BatchAttemptRow[]): Timeline {
   if (rows.length === 0) return { startedAt: null, spanMs: 0, calls: [] };
   const t0 = Math.min(...rows.map((r) => r.startedAt.getTime()));
   const calls = rows.map((r) => {
