@@ -149,6 +149,24 @@ describe(ClaimRepository.name, () => {
     expect(attempts).toEqual([{ number: 1, outcome: 'success', worker: 'new', response_headers: { a: 'b' } }]);
   });
 
+  it('should store each row its own response headers, whatever they hold, and none for a call without a response', async () => {
+    await db.query('DELETE FROM batch');
+    await batchOf(3);
+    const rows = await claims.claimDue('w', 10, 1000, []);
+    expect(rows).toHaveLength(3);
+    const odd = { 'x-quote': 'say "hi"', 'x-slash': 'a\\b', 'x-json': '{"k":[1,null]}', 'x-text': 'é ✓ null NULL' };
+    const headers = [odd, null, { only: 'one' }];
+    const written = rows.map((row, i) => ({ ...outcome(row.id, row), responseHeaders: headers[i] }));
+    expect((await outcomes.recordOutcomes('w', written)).sort()).toEqual(rows.map((r) => r.id).sort());
+    const stored = await db.query('SELECT callback_id, response_headers, response_headers IS NULL AS none FROM attempt WHERE callback_id = ANY($1)', [
+      rows.map((r) => r.id),
+    ]);
+    const byId = new Map(stored.rows.map((r) => [r.callback_id, r]));
+    expect(rows.map((r) => byId.get(r.id)?.response_headers)).toEqual(headers);
+    // SQL NULL, not a JSON null
+    expect(rows.map((r) => byId.get(r.id)?.none)).toEqual([false, true, false]);
+  });
+
   it('should discard the write-back of a callback cancelled while in flight', async () => {
     await db.query('DELETE FROM batch');
     const [id] = await batchOf(1);

@@ -16,7 +16,16 @@ export function pgArray(values: ReadonlyArray<string | number | null>): string {
     const v = values[i];
     if (v === null) literal += 'NULL';
     else if (typeof v === 'number') literal += String(v);
-    else literal += `"${NEEDS_ESCAPE.test(v) ? v.replace(/[\\"]/g, '\\$&') : v}"`;
+    else literal += `"${NEEDS_ESCAPE.test(v) ? escapeElement(v) : v}"`;
   }
   return `${literal}}`;
+}
+
+/**
+ * `\` and `"` escaped with a backslash. Two plain-string replaceAll passes: a global
+ * regular expression with `$&` took twice the time and allocated per match (a JSON
+ * document has a dozen quotes).
+ */
+function escapeElement(v: string): string {
+  return v.replaceAll('\\', '\\\\').replaceAll('"', '\\"');
 }

@@ -104,13 +104,13 @@ export function undiciAdapter(agent: Agent): AxiosAdapter {
     (config: InternalAxiosRequestConfig) =>
       new Promise<AxiosResponse>((resolve, reject) => {
         const call = new Call(config, resolve, reject);
-        const url = new URL(config.url!);
+        const url = originAndPath(config.url!);
         starting = call.clock;
         try {
           agent.dispatch(
             {
               origin: url.origin,
-              path: url.pathname + url.search,
+              path: url.path,
               method: (config.method ?? 'get').toUpperCase() as Dispatcher.HttpMethod,
               headers: plainHeaders(config.headers),
               body: config.data as string | Buffer | undefined,
@@ -124,6 +124,22 @@ export function undiciAdapter(agent: Agent): AxiosAdapter {
         }
       }),
   );
+}
+
+/** Parsed URLs by their text: callbacks repeat their URLs, and parsing one allocates a URL object and its parts. */
+const parsedUrls = new Map<string, { origin: string; path: string }>();
+const PARSED_URLS_KEPT = 10_000;
+
+/** `url`'s origin and path with query, as `new URL` gives them (it throws on an invalid URL, as before). */
+function originAndPath(url: string): { origin: string; path: string } {
+  let parsed = parsedUrls.get(url);
+  if (!parsed) {
+    const u = new URL(url);
+    parsed = { origin: u.origin, path: u.pathname + u.search };
+    if (parsedUrls.size >= PARSED_URLS_KEPT) parsedUrls.clear();
+    parsedUrls.set(url, parsed);
+  }
+  return parsed;
 }
 
 /** Headers as undici takes them: axios's AxiosHeaders on its whole path, the caller's own object on the direct one. */
