@@ -100,6 +100,25 @@ describe(RetentionService.name, () => {
     expect(await service.app.get(RetentionService).purge()).toEqual({ callbacks: 0, batches: 0 });
   });
 
+  it('should delete the attempts of callbacks deleted with their batch, and no others (no foreign key: a trigger)', async () => {
+    const gone = await batch(50);
+    const goneCallbacks = [await callback(gone, 'succeeded', 50, 3), await callback(gone, 'failed', 50, 1)];
+    const stays = await batch(50);
+    const kept = await callback(stays, 'succeeded', 50, 2);
+    const keptAttempts = (await snapshot()).filter((a) => a.callback_id === kept);
+    expect(keptAttempts).toHaveLength(2);
+    const count = async (callbackIds: string[]) =>
+      (await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = ANY($1::uuid[])', [callbackIds])).rows[0].n;
+    expect(await count(goneCallbacks)).toBe(4);
+
+    await db.query('DELETE FROM batch WHERE id = $1', [gone]);
+
+    expect(await count(goneCallbacks)).toBe(0);
+    expect((await snapshot()).filter((a) => a.callback_id === kept)).toEqual(keptAttempts);
+    await db.query('DELETE FROM batch WHERE id = $1', [stays]);
+    expect(await count([kept])).toBe(0);
+  });
+
   it('should keep everything when RETENTION_HOURS is 0', async () => {
     const keepAll = await startTestService({ role: 'api', retentionHours: 0 });
     try {

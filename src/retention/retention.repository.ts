@@ -9,7 +9,8 @@ export class RetentionRepository {
 
   /**
    * Deletes up to `limit` callbacks finished before `cutoff`; their attempts go with
-   * them (ON DELETE CASCADE, through `attempt_callback_id_number_idx`). Found through
+   * them (the statement trigger `callback_attempts_delete`, through
+   * `attempt_callback_id_number_idx`; attempts have no foreign key). Found through
    * `callback_finished_idx (completed_at) WHERE status IN (finished)`. Locks: the
    * chosen rows only, `FOR UPDATE SKIP LOCKED`, so a purge never waits on (or
    * blocks) a write-back or a retry touching a row, and two purging workers take
