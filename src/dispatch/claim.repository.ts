@@ -74,6 +74,13 @@ export class ClaimRepository {
   }
 
   /** When the next pending callback falls due, to sleep exactly until then. */
+  /** `n` made-up rows shaped as a claim's (claimShapedRows), parsed as a claim's are: the warm-up's; nothing is claimed. */
+  async claimShapedRows(n: number): Promise<ClaimedCallback[]> {
+    const rows: ClaimedCallback[] = [];
+    for (let from = 0; from < n; from += 500) rows.push(...(await this.db.query<ClaimedCallback>(claims.claimShapedRows(Math.min(500, n - from)))));
+    return rows;
+  }
+
   async nextDueAt(): Promise<Date | undefined> {
     const rows = await this.db.query<{ at: Date | null }>(nextDueAt());
     return rows[0]?.at ?? undefined;

@@ -3,6 +3,7 @@ import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { NotifyListener } from '../database/notify.listener.js';
+import { newSigningSecret } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { claimLimit } from './claim.policy.js';
@@ -72,11 +73,19 @@ export class ProducerService {
     this.queuedListeners.push(listener);
   }
 
-  /** Runs the claim statements once on no rows, so their first real run is not a cold one (see WorkerService.warmUp). */
-  async warmUp(): Promise<void> {
+  /**
+   * Runs the claim statements once on no rows, so their first real run is not a cold
+   * one (see WorkerService.warmUp). Returns WARM_UP_CALLS made-up rows shaped and
+   * queued as claimed ones are (parsed by the driver, their secrets attached), for
+   * the send path's warm-up; nothing is claimed.
+   */
+  async warmUp(): Promise<QueuedCallback[]> {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
     await this.claims.nextDueAt();
     await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
+    const rows = await this.claims.claimShapedRows(this.config.warmUpCalls);
+    const secrets = [newSigningSecret()];
+    return rows.map((row) => Object.assign(row, { secrets }));
   }
 
   async start(): Promise<void> {

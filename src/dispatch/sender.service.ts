@@ -6,6 +6,7 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
+import { warmUpSendPath } from './send-path.warm-up.js';
 import { HttpTransport } from './transport/http.transport.js';
 
 /** Calls started per turn of the event loop (see fill). */
@@ -41,8 +42,10 @@ export class SenderService {
     return this.sending.size;
   }
 
-  warmUp(): Promise<void> {
-    return this.transport.warmUp();
+  /** The transport's cold paths, then the JIT on the whole send path with the producer's made-up rows (send-path.warm-up.ts). */
+  async warmUp(rows: QueuedCallback[] = []): Promise<void> {
+    await this.transport.warmUp();
+    await warmUpSendPath(this.transport, this.config, rows, (outcomes) => this.completer.warmUpWriteBack(outcomes));
   }
 
   /**

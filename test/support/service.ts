@@ -38,6 +38,8 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
       allowPrivateNetworks: ['127.0.0.0/8'],
       bootstrapApiKey: TEST_KEY,
       logLevel: 'error',
+      // A short JIT warm-up: the suite starts dozens of services in one process (test/warm-up.e2e.test.ts checks the real one).
+      warmUpCalls: 100,
       ...overrides,
     },
   );

@@ -78,33 +78,42 @@ export class HttpTransport implements OnApplicationShutdown {
    * recorded duration.
    */
   async warmUp(): Promise<void> {
+    await this.withLoopbackServer(async (url, send) => {
+      const call = { url, method: 'POST', headers: {}, body: 'warm-up', timeoutMs: 1000 };
+      // Concurrent rounds: opening many connections at once has cold paths of its own.
+      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 8 }, () => send(call)));
+    });
+  }
+
+  /**
+   * Runs `use` with a throw-away HTTP server on loopback (answering 200 `ok`) and a
+   * `send` that takes this transport's whole path to it, through an unguarded agent
+   * of its own: for warming the path up at boot (send-path.warm-up.ts). Everything
+   * is closed when `use` settles.
+   */
+  async withLoopbackServer(use: (url: string, send: (call: OutgoingCall) => Promise<CallResult>) => Promise<void>): Promise<void> {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const agent = new Agent();
+    const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 4_000 });
     try {
       const { port } = server.address() as AddressInfo;
       const adapter = undiciAdapter(agent);
-      const call = { url: `http://127.0.0.1:${port}/`, method: 'POST', headers: {}, body: 'warm-up', timeoutMs: 1000 };
-      // Concurrent rounds: opening many connections at once has cold paths of its own.
-      for (let round = 0; round < 3; round++) {
-        await Promise.all(Array.from({ length: 8 }, () => this.http.axiosRef.request({ ...this.requestConfig(call), adapter })));
-      }
-    } catch {
-      // Only a warm-up.
+      await use(`http://127.0.0.1:${port}/`, (call) => this.sendCall(call, adapter));
     } finally {
-      await agent.close();
+      await agent.destroy().catch(() => undefined);
+      server.closeAllConnections();
       server.close();
     }
   }
 
-  private requestConfig(call: OutgoingCall): AxiosRequestConfig & TracedRequestConfig {
+  private requestConfig(call: OutgoingCall, adapter: AxiosAdapter): AxiosRequestConfig & TracedRequestConfig {
     return {
       url: call.url,
       method: call.method,
       headers: call.headers,
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
-      adapter: this.adapter,
+      adapter,
       snippetBytes: this.config.responseSnippetBytes,
     };
   }
@@ -115,9 +124,9 @@ export class HttpTransport implements OnApplicationShutdown {
     return tracer ? traceAttempt(tracer, call, (c) => this.sendCall(c)) : this.sendCall(call);
   }
 
-  private async sendCall(call: OutgoingCall): Promise<CallResult> {
+  private async sendCall(call: OutgoingCall, adapter = this.adapter): Promise<CallResult> {
     try {
-      const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
+      const res = await this.http.axiosRef.request<string>(this.requestConfig(call, adapter));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
       return {
         outcome: classifyStatus(res.status),

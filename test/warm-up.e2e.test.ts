@@ -1,0 +1,50 @@
+import diagnostics from 'node:diagnostics_channel';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/**
+ * The worker's JIT warm-up at boot (src/dispatch/send-path.warm-up.ts): WARM_UP_CALLS
+ * made-up callbacks through the whole send path to a throw-away loopback server,
+ * leaving no trace in the database or the metrics.
+ */
+describe('send-path warm-up', () => {
+  const WARM_UP_CALLS = 450;
+  let service: TestService;
+  let db: pg.Client;
+  const origins = new Map<string, number>();
+  const onCreate = (message: unknown) => {
+    const { request } = message as { request: { origin: string; path: string } };
+    origins.set(`${request.origin}${request.path}`, (origins.get(`${request.origin}${request.path}`) ?? 0) + 1);
+  };
+
+  beforeAll(async () => {
+    diagnostics.subscribe('undici:request:create', onCreate);
+    try {
+      service = await startTestService({ warmUpCalls: WARM_UP_CALLS });
+    } finally {
+      diagnostics.unsubscribe('undici:request:create', onCreate);
+    }
+    db = await connect(service.databaseUrl);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.dispose();
+  });
+
+  it('should send WARM_UP_CALLS signed calls to its own loopback server before the worker starts', () => {
+    // The transport's own warm-up (24 calls) and the send path's, each to a server of its own on 127.0.0.1.
+    const counts = [...origins].filter(([url]) => /^http:\/\/127\.0\.0\.1:\d+\/$/.test(url)).map(([, n]) => n);
+    expect(counts).toContain(WARM_UP_CALLS);
+  });
+
+  it('should leave no callback, attempt, batch or host row, and no attempt in the metrics', async () => {
+    for (const table of ['callback', 'attempt', 'batch', 'host']) {
+      expect((await db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n, table).toBe(0);
+    }
+    const metrics = await (await service.api('/metrics')).text();
+    expect(metrics).not.toMatch(/^callback_attempts_total\{/m);
+    expect(metrics).toMatch(/^dispatch_written_rows_total 0$/m);
+  });
+});
