@@ -3,8 +3,10 @@
 // write their outcomes back (OutcomeRepository.recordOutcomes), until 20,000 rows
 // are done; on empty tables, with a million finished rows, and with a million idle
 // destinations in the host table, same run. No HTTP: this is the database's share
-// of every dispatched callback.
+// of every dispatched callback. Also Postgres's CPU per row of each statement (all its
+// processes, /proc/<pid>/schedstat around each statement), on empty tables.
 //   node bench/claim.bench.mjs              (BENCH_CLAIM to change the slice, 200)
+import { postgresRunNs } from './lib/cpu.mjs';
 import { connect, distModule, freshDatabase, main, median, row, startService } from './lib/harness.mjs';
 import { millionRowsDatabase } from './lib/million.mjs';
 import { benchKeyId, seedDue } from './lib/seed.mjs';
@@ -43,24 +45,37 @@ async function cycles(databaseUrl) {
   const db = await connect(databaseUrl);
   const claimMs = [];
   const writeMs = [];
+  let claimNs = 0;
+  let writeNs = 0;
   try {
     await seedDue(db, await benchKeyId(db), ['http://127.0.0.1:9/hook'], N);
+    const backendPid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const t0 = performance.now();
     for (let done = 0; done < N;) {
       let t = performance.now();
+      let ns = postgresRunNs(backendPid);
       const rows = await claims.claimDue('bench', SLICE, 30_000, []);
       claimMs.push(performance.now() - t);
+      claimNs += postgresRunNs(backendPid) - ns;
       if (rows.length === 0) throw new Error(`claim found nothing after ${done} rows`);
       const result = { outcome: 'success', statusCode: 200, responseHeaders: {}, responseBody: 'ok', trace: { startedAt: new Date(), durationMs: 1 } };
       t = performance.now();
+      ns = postgresRunNs(backendPid);
       await outcomes.recordOutcomes(
         'bench',
         rows.map((r) => toRecordedOutcome(r, result, config)),
       );
       writeMs.push(performance.now() - t);
+      writeNs += postgresRunNs(backendPid) - ns;
       done += rows.length;
     }
-    return { perSecond: N / ((performance.now() - t0) / 1000), claim: median(claimMs), write: median(writeMs) };
+    return {
+      perSecond: N / ((performance.now() - t0) / 1000),
+      claim: median(claimMs),
+      write: median(writeMs),
+      claimCpuUs: claimNs / 1000 / N,
+      writeCpuUs: writeNs / 1000 / N,
+    };
   } finally {
     await db.end();
     await dispatchDb.onApplicationShutdown();
@@ -75,6 +90,8 @@ export async function claimScenario(server) {
     row(`claim ${SLICE} + write back ${SLICE}, database only, empty tables: rows/s`, empty.perSecond, 'rows/s'),
     row(`  median claim statement, empty tables`, empty.claim, 'ms', { higherIsBetter: false }),
     row(`  median write-back statement, empty tables`, empty.write, 'ms', { higherIsBetter: false }),
+    row(`  Postgres CPU per claimed row, empty tables`, empty.claimCpuUs, 'µs', { higherIsBetter: false }),
+    row(`  Postgres CPU per written-back row (attempt inserted), empty tables`, empty.writeCpuUs, 'µs', { higherIsBetter: false }),
     row(`  median claim statement, 1M finished rows (baseline: empty tables)`, million.claim, 'ms', { baseline: empty.claim, higherIsBetter: false }),
     row(`  median write-back statement, 1M finished rows (baseline: empty tables)`, million.write, 'ms', { baseline: empty.write, higherIsBetter: false }),
     row(`  median claim statement, 1M idle destinations in \`host\` (baseline: empty tables)`, hosts.claim, 'ms', {
