@@ -73,7 +73,6 @@ export class ClaimRepository {
     return front.concat(past);
   }
 
-  /** When the next pending callback falls due, to sleep exactly until then. */
   /** `n` made-up rows shaped as a claim's (claimShapedRows), parsed as a claim's are: the warm-up's; nothing is claimed. */
   async claimShapedRows(n: number): Promise<ClaimedCallback[]> {
     const rows: ClaimedCallback[] = [];
@@ -81,6 +80,7 @@ export class ClaimRepository {
     return rows;
   }
 
+  /** When the next pending callback falls due, to sleep exactly until then. */
   async nextDueAt(): Promise<Date | undefined> {
     const rows = await this.db.query<{ at: Date | null }>(nextDueAt());
     return rows[0]?.at ?? undefined;

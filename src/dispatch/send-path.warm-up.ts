@@ -25,7 +25,7 @@ const WARM_UP_WRITE_BACK = 200;
  *
  * A worker started on a backlog otherwise ran its first ~20,000 callbacks on cold
  * code, with V8 compiling the hot functions on its helper threads meanwhile
- * (bench/README.md, "JIT warm-up at boot").
+ * (bench/README.md, "allocations, the attempt foreign key, JIT warm-up").
  */
 export async function warmUpSendPath(
   transport: HttpTransport,

@@ -44,8 +44,9 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
    * through the send path to a throw-away loopback server (send-path.warm-up.ts),
    * before the first real claim. A cold first run (query compilation, JIT) blocks the
    * event loop for tens of milliseconds, which would land in the recorded durations
-   * of the first batch, and cold code made the first ~20,000 callbacks cost a fifth
-   * more CPU each.
+   * of the first batch; and on cold code a first drain of 20,000 callbacks cost the
+   * worker a quarter more CPU per callback than one of 60,000 (the warm-up takes
+   * back ~4.5 µs of that; bench/README.md).
    */
   private async warmUp(): Promise<void> {
     let rows: QueuedCallback[] = [];
