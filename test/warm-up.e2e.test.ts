@@ -5,11 +5,11 @@ import { connect } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
- * The worker's JIT warm-up at boot (src/dispatch/send-path.warm-up.ts): WARM_UP_CALLS
- * made-up callbacks through the whole send path to a throw-away loopback server,
- * leaving no trace in the database or the metrics.
+ * The worker's JIT warm-up at boot (SenderService.warmUp): WARM_UP_CALLS made-up
+ * callbacks through the whole pipeline to a throw-away loopback server, leaving no
+ * trace in the database or the metrics, and no way through the network policy.
  */
-describe('send-path warm-up', () => {
+describe('worker warm-up', () => {
   const WARM_UP_CALLS = 450;
   let service: TestService;
   let db: pg.Client;

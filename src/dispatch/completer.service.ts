@@ -64,15 +64,6 @@ export class CompleterService {
     await this.repo.completeBatches([uuidv7()]); // an id no batch has
   }
 
-  /**
-   * Runs the write-back statement on made-up outcomes (the send-path warm-up's), whose
-   * callback ids no row has: it matches and inserts nothing, and warms the encoding
-   * of real-sized statements. No metrics, no listeners.
-   */
-  async warmUpWriteBack(outcomes: Outcome[]): Promise<void> {
-    await this.repo.recordOutcomes(this.status.owner, outcomes);
-  }
-
   get pending(): number {
     return this.buffer.length;
   }

@@ -77,7 +77,7 @@ export class ProducerService {
    * Runs the claim statements once on no rows, so their first real run is not a cold
    * one (see WorkerService.warmUp). Returns WARM_UP_CALLS made-up rows shaped and
    * queued as claimed ones are (parsed by the driver, their secrets attached), for
-   * the send path's warm-up; nothing is claimed.
+   * the pipeline's warm-up (SenderService.warmUp); nothing is claimed.
    */
   async warmUp(): Promise<QueuedCallback[]> {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
@@ -86,6 +86,13 @@ export class ProducerService {
     const rows = await this.claims.claimShapedRows(this.config.warmUpCalls);
     const secrets = [newSigningSecret()];
     return rows.map((row) => Object.assign(row, { secrets }));
+  }
+
+  /** Queues the warm-up's made-up rows (warmUp's, pointed at the loopback server) as claimed ones are, and tells the sender. */
+  queueWarmUp(rows: QueuedCallback[]): void {
+    const now = Date.now();
+    for (const row of rows) this.queues.push(row, now);
+    this.queuedListeners.forEach((l) => l());
   }
 
   async start(): Promise<void> {

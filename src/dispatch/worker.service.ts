@@ -40,9 +40,9 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Runs every hot-path statement once on no rows, and WARM_UP_CALLS made-up calls
-   * through the send path to a throw-away loopback server (send-path.warm-up.ts),
-   * before the first real claim. A cold first run (query compilation, JIT) blocks the
+   * Runs every hot-path statement once on no rows, and WARM_UP_CALLS made-up
+   * callbacks through the whole pipeline to a throw-away loopback server
+   * (SenderService.warmUp), before the first real claim. A cold first run (query compilation, JIT) blocks the
    * event loop for tens of milliseconds, which would land in the recorded durations
    * of the first batch; and on cold code a first drain of 20,000 callbacks cost the
    * worker a quarter more CPU per callback than one of 60,000 (the warm-up takes
@@ -59,10 +59,13 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
       // The database is away: the loops retry (and say so) once started.
       this.logger.warn(`warm-up skipped: ${(error as Error).message}`);
     }
+    this.status.state = 'warming';
     try {
       await this.sender.warmUp(rows);
     } catch (error) {
-      this.logger.warn(`send-path warm-up stopped: ${(error as Error).message}`);
+      this.logger.warn(`warm-up stopped: ${(error as Error).message}`);
+      // Made-up rows, not leases: dropped, not handed back.
+      this.producer.removeWaiting();
     }
   }
 

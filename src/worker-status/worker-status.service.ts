@@ -2,7 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
-export type WorkerState = 'stopped' | 'running' | 'draining';
+/**
+ * `warming`: at start, before the first claim, the worker sends made-up callbacks
+ * through its whole pipeline to a throw-away loopback server (SenderService.warmUp);
+ * it claims nothing.
+ */
+export type WorkerState = 'stopped' | 'warming' | 'running' | 'draining';
 
 /** Where this worker's claimed callbacks are right now. */
 export interface WorkerWindow {

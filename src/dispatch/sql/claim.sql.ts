@@ -290,8 +290,8 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
 /**
  * Rows shaped as a claim returns them (the same names and types), made up: nothing
  * is read or locked. The warm-up parses a few thousand of them at boot, so the
- * driver's row parsing is compiled before the first real claim (see
- * send-path.warm-up.ts).
+ * driver's row parsing is compiled before the first real claim, and sends them
+ * (SenderService.warmUp).
  */
 export const claimShapedRows = (n: number) => Prisma.sql`
   SELECT gen_random_uuid() AS id, gen_random_uuid() AS "batchId", gen_random_uuid() AS "apiKeyId",

@@ -49,6 +49,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 export class HttpTransport implements OnApplicationShutdown {
   private readonly agent: Agent;
   private readonly adapter: AxiosAdapter;
+  /** The warm-up's server while withLoopbackRoute runs: its URLs and the adapter that reaches them. */
+  private loopback?: { prefix: string; adapter: AxiosAdapter };
 
   constructor(
     private readonly http: HttpService,
@@ -73,33 +75,37 @@ export class HttpTransport implements OnApplicationShutdown {
 
   /**
    * undici compiles its HTTP parser on first use (~40 ms) and the whole send path
-   * runs cold once. A few calls through the same path (with an unguarded agent) to a
-   * throw-away server on loopback pay for that at boot, not in the first callback's
+   * runs cold once. A few calls through the same path to a throw-away server on
+   * loopback (withLoopbackRoute) pay for that at boot, not in the first callback's
    * recorded duration.
    */
   async warmUp(): Promise<void> {
-    await this.withLoopbackServer(async (url, send) => {
+    await this.withLoopbackRoute(async (url) => {
       const call = { url, method: 'POST', headers: {}, body: 'warm-up', timeoutMs: 1000 };
       // Concurrent rounds: opening many connections at once has cold paths of its own.
-      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 8 }, () => send(call)));
+      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 8 }, () => this.send(call)));
     });
   }
 
   /**
-   * Runs `use` with a throw-away HTTP server on loopback (answering 200 `ok`) and a
-   * `send` that takes this transport's whole path to it, through an unguarded agent
-   * of its own: for warming the path up at boot (send-path.warm-up.ts). Everything
-   * is closed when `use` settles.
+   * Runs `use` with a throw-away HTTP server on loopback (answering 200 `ok`) at
+   * `url`. While `use` runs, calls to that server's origin (and only those) go
+   * through an agent of their own, without the network policy, which would refuse
+   * loopback: the worker's warm-up sends its made-up callbacks there before it claims
+   * anything (SenderService.warmUp). The server, the agent and the route are gone
+   * when `use` settles.
    */
-  async withLoopbackServer(use: (url: string, send: (call: OutgoingCall) => Promise<CallResult>) => Promise<void>): Promise<void> {
+  async withLoopbackRoute(use: (url: string) => Promise<void>): Promise<void> {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 4_000 });
+    const { port } = server.address() as AddressInfo;
+    const origin = `http://127.0.0.1:${port}`;
+    this.loopback = { prefix: `${origin}/`, adapter: undiciAdapter(agent) };
     try {
-      const { port } = server.address() as AddressInfo;
-      const adapter = undiciAdapter(agent);
-      await use(`http://127.0.0.1:${port}/`, (call) => this.sendCall(call, adapter));
+      await use(`${origin}/`);
     } finally {
+      this.loopback = undefined;
       await agent.destroy().catch(() => undefined);
       server.closeAllConnections();
       server.close();
@@ -124,7 +130,8 @@ export class HttpTransport implements OnApplicationShutdown {
     return tracer ? traceAttempt(tracer, call, (c) => this.sendCall(c)) : this.sendCall(call);
   }
 
-  private async sendCall(call: OutgoingCall, adapter = this.adapter): Promise<CallResult> {
+  private async sendCall(call: OutgoingCall): Promise<CallResult> {
+    const adapter = this.loopback && call.url.startsWith(this.loopback.prefix) ? this.loopback.adapter : this.adapter;
     try {
       const res = await this.http.axiosRef.request<string>(this.requestConfig(call, adapter));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
