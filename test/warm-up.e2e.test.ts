@@ -46,5 +46,7 @@ describe('worker warm-up', () => {
     const metrics = await (await service.api('/metrics')).text();
     expect(metrics).not.toMatch(/^callback_attempts_total\{/m);
     expect(metrics).toMatch(/^dispatch_written_rows_total 0$/m);
+    // Series without labels are there from the start, at zero, as before any warm-up.
+    expect(metrics).toMatch(/^dispatch_writeback_duration_seconds_count 0$/m);
   });
 });

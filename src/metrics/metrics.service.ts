@@ -85,6 +85,8 @@ export class MetricsService {
   /** After the worker's warm-up (SenderService.warmUp): its made-up attempts and write-backs are not counted. */
   forgetWarmUp(): void {
     for (const metric of [this.attempts, this.attemptSeconds, this.writeBackSeconds, this.writtenRows]) metric.reset();
+    // A histogram without labels shows zeros from the start; reset() leaves it with no series at all.
+    this.writeBackSeconds.zero({});
     this.attemptsByOutcome.clear();
   }
 

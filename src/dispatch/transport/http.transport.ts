@@ -83,7 +83,8 @@ export class HttpTransport implements OnApplicationShutdown {
     await this.withLoopbackRoute(async (url) => {
       const call = { url, method: 'POST', headers: {}, body: 'warm-up', timeoutMs: 1000 };
       // Concurrent rounds: opening many connections at once has cold paths of its own.
-      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 8 }, () => this.send(call)));
+      // sendCall, not send: no attempt spans for these.
+      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 8 }, () => this.sendCall(call)));
     });
   }
 
