@@ -14,15 +14,21 @@ const SLEEPS_S = [3, 2, 5, 4, 7, 2, 1, 0];
 const DEMO_PORT = 3900;
 const DEMO_KEY = 'cbk_demo_key_0123456789abcdef';
 const START_TIMEOUT_MS = 60_000;
+const ANSWER_AFTER_MS = 50;
 
 const io: Output = { out: (t) => console.log(t.replace(/\n$/, '')), err: (t) => process.stderr.write(t), tty: Boolean(process.stderr.isTTY) };
 
-/** A receiver answering `/?sleep=S` after S seconds, like a slow PHP endpoint. */
+/**
+ * A receiver answering `/?sleep=S` after S seconds, like a slow PHP endpoint, and
+ * ANSWER_AFTER_MS more: its S seconds of work, then the answer. Answering at exactly
+ * S s tied a call of 5 s with the 5 s timeout, and which one's timer fired first
+ * decided the outcome (a CI run saw the 5 s call answer 200).
+ */
 async function startReceiver(): Promise<{ url: string; close: () => void }> {
   const server = http.createServer((req, res) => {
     const sleep = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('sleep') ?? 0);
     req.resume();
-    const timer = setTimeout(() => res.end('ok'), Math.min(Math.max(sleep, 0), 30) * 1000);
+    const timer = setTimeout(() => res.end('ok'), Math.min(Math.max(sleep, 0), 30) * 1000 + ANSWER_AFTER_MS);
     res.on('close', () => clearTimeout(timer));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
