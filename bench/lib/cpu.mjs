@@ -32,16 +32,10 @@ export function processCpuMs(pid) {
  * `backendPid` is any backend of that server (`SELECT pg_backend_pid()`).
  */
 export function postgresCpuMs(backendPid) {
-  const postmasterPid = stat(backendPid)?.ppid;
-  const postmaster = postmasterPid === undefined ? undefined : stat(postmasterPid);
+  const server = postgresPids(backendPid);
+  const postmaster = server && stat(server.postmaster);
   if (!postmaster) return Number.NaN;
-  let total = postmaster.ms + postmaster.reapedMs;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const s = stat(entry);
-    if (s?.ppid === postmasterPid) total += s.ms;
-  }
-  return total;
+  return server.children.reduce((total, pid) => total + (stat(pid)?.ms ?? 0), postmaster.ms + postmaster.reapedMs);
 }
 
 /**
@@ -51,8 +45,8 @@ export function postgresCpuMs(backendPid) {
  * statements; processes that exited meanwhile are not counted.
  */
 export function postgresRunNs(backendPid) {
-  const postmasterPid = stat(backendPid)?.ppid;
-  if (postmasterPid === undefined) return Number.NaN;
+  const server = postgresPids(backendPid);
+  if (!server) return Number.NaN;
   const run = (pid) => {
     try {
       return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
@@ -60,11 +54,15 @@ export function postgresRunNs(backendPid) {
       return 0;
     }
   };
-  let total = run(postmasterPid);
-  for (const entry of readdirSync('/proc')) {
-    if (/^\d+$/.test(entry) && stat(entry)?.ppid === postmasterPid) total += run(entry);
-  }
-  return total;
+  return [server.postmaster, ...server.children].reduce((total, pid) => total + run(pid), 0);
+}
+
+/** The postmaster of `backendPid`'s server and the processes it forked that still run. */
+function postgresPids(backendPid) {
+  const postmaster = stat(backendPid)?.ppid;
+  if (postmaster === undefined) return undefined;
+  const children = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && stat(entry)?.ppid === postmaster);
+  return { postmaster, children };
 }
 
 /**
