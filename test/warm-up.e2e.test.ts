@@ -1,6 +1,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONNECT_TIMINGS } from '../src/dispatch/transport/connector.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -18,13 +19,21 @@ describe('worker warm-up', () => {
     const { request } = message as { request: { origin: string; path: string } };
     origins.set(`${request.origin}${request.path}`, (origins.get(`${request.origin}${request.path}`) ?? 0) + 1);
   };
+  /** Per connection the warm-ups opened: whether the guarded connector made it (it stamps its timings on the socket). */
+  const guarded: boolean[] = [];
+  const onConnected = (message: unknown) => {
+    const { socket } = message as { socket: object };
+    guarded.push(CONNECT_TIMINGS in socket);
+  };
 
   beforeAll(async () => {
     diagnostics.subscribe('undici:request:create', onCreate);
+    diagnostics.subscribe('undici:client:connected', onConnected);
     try {
       service = await startTestService({ warmUpCalls: WARM_UP_CALLS });
     } finally {
       diagnostics.unsubscribe('undici:request:create', onCreate);
+      diagnostics.unsubscribe('undici:client:connected', onConnected);
     }
     db = await connect(service.databaseUrl);
   });
@@ -37,6 +46,13 @@ describe('worker warm-up', () => {
     // The transport's own warm-up (24 calls) and the send path's, each to a server of its own on 127.0.0.1.
     const counts = [...origins].filter(([url]) => /^http:\/\/127\.0\.0\.1:\d+\/$/.test(url)).map(([, n]) => n);
     expect(counts).toContain(WARM_UP_CALLS);
+  });
+
+  it('should connect through the connector real calls use, so the warm-up runs the code they run', () => {
+    // With undici's default connector the sockets had other shapes, and V8 compiled
+    // the send path again for the first real connections.
+    expect(guarded.length).toBeGreaterThan(0);
+    expect(guarded.every(Boolean)).toBe(true);
   });
 
   it('should leave no callback, attempt, batch or host row, and no attempt in the metrics', async () => {

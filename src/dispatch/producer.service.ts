@@ -41,8 +41,11 @@ export class ProducerService {
   private claimWhenRoom = false;
   private heartbeat?: NodeJS.Timeout;
   private dueTimer?: NodeJS.Timeout;
-  private dueAt = 0;
-  private lastError = 0;
+  // Epoch milliseconds, so doubles from the start: a field first set to 0 (a small
+  // integer) and later to a time changes the object's layout, and V8 then dropped
+  // the compiled code of every method that read this producer, at the first real claim.
+  private dueAt = Number.NEGATIVE_INFINITY;
+  private lastError = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly config: AppConfig,

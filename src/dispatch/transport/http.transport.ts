@@ -3,7 +3,7 @@ import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AxiosAdapter, AxiosError, AxiosRequestConfig } from 'axios';
-import { Agent } from 'undici';
+import { Agent, type buildConnector } from 'undici';
 import type { Outcome } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
@@ -40,6 +40,21 @@ const MAX_RESPONSE_HEADERS = 50;
 const MAX_HEADER_VALUE = 512;
 /** A new connection that takes longer than this is a connect_error. */
 const CONNECT_TIMEOUT_MS = 10_000;
+/** The one address the warm-up's agent may connect to: its own server's. */
+const LOOPBACK_WARM_UP = '127.0.0.1/32';
+
+/** The undici agent calls go through, on `connect` (guarded or proxied). */
+function dispatchAgent(connect: buildConnector.connector): Agent {
+  return new Agent({
+    connect,
+    // Per-destination limits are the dispatcher's job; the pool never queues.
+    connections: null,
+    pipelining: 1,
+    keepAliveTimeout: 4_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+}
 
 /**
  * Sends one callback through HttpService. Remote failures are results, never
@@ -57,19 +72,13 @@ export class HttpTransport implements OnApplicationShutdown {
     private readonly config: AppConfig,
   ) {
     const policy = new NetworkPolicy(config.allowPrivateNetworks);
-    this.agent = new Agent({
+    this.agent = dispatchAgent(
       // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
       // an address our policy checked (proxy.connector.ts).
-      connect: config.egressProxyUrl
+      config.egressProxyUrl
         ? buildProxiedConnector(policy, parseEgressProxy(config.egressProxyUrl), CONNECT_TIMEOUT_MS)
         : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
-      // Per-destination limits are the dispatcher's job; the pool never queues.
-      connections: null,
-      pipelining: 1,
-      keepAliveTimeout: 4_000,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    });
+    );
     this.adapter = undiciAdapter(this.agent);
   }
 
@@ -91,15 +100,21 @@ export class HttpTransport implements OnApplicationShutdown {
   /**
    * Runs `use` with a throw-away HTTP server on loopback (answering 200 `ok`) at
    * `url`. While `use` runs, calls to that server's origin (and only those) go
-   * through an agent of their own, without the network policy, which would refuse
-   * loopback: the worker's warm-up sends its made-up callbacks there before it claims
-   * anything (SenderService.warmUp). The server, the agent and the route are gone
-   * when `use` settles.
+   * through an agent of their own, whose policy admits 127.0.0.1 (the worker's, which
+   * refuses loopback, stays as it is): the worker's warm-up sends its made-up
+   * callbacks there before it claims anything (SenderService.warmUp). That agent is
+   * built as the worker's is (dispatchAgent, the guarded connector), so the warm-up's
+   * sockets, timers and parser states have the shapes the real calls' have: with
+   * undici's default connector and timeouts, the first real connections had other
+   * shapes, V8 dropped the code it had compiled for the send path and compiled it
+   * again (~0.5 s on its helper threads) during the first 10,000 real calls
+   * (bench/README.md, "the warm-up's sockets"). The server, the agent and the route
+   * are gone when `use` settles.
    */
   async withLoopbackRoute(use: (url: string) => Promise<void>): Promise<void> {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 4_000 });
+    const agent = dispatchAgent(buildGuardedConnector(new NetworkPolicy([LOOPBACK_WARM_UP]), CONNECT_TIMEOUT_MS));
     const { port } = server.address() as AddressInfo;
     const origin = `http://127.0.0.1:${port}`;
     this.loopback = { prefix: `${origin}/`, adapter: undiciAdapter(agent) };
