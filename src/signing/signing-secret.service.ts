@@ -20,15 +20,34 @@ export interface SigningRef {
 }
 
 const refKey = (r: SigningRef) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.host}`);
+
+/**
+ * refKey that hands back the last key while the refs share their receiver or
+ * destination, as a claim's rows mostly do: the same string object, whose hash the
+ * maps computed once, instead of a new one built and hashed per row.
+ */
+function lastRefKey(): (r: SigningRef) => string {
+  let last: SigningRef | undefined;
+  let key = '';
+  return (r) => {
+    if (last === undefined || r.receiverId !== last.receiverId || r.apiKeyId !== last.apiKeyId || r.host !== last.host) {
+      last = r;
+      key = refKey(r);
+    }
+    return key;
+  };
+}
 const rowKey = (r: SecretRow) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.destination}`);
 
 /** The secrets of one claim's callbacks, looked up together (SigningSecretService.secretsFor). */
 export class SecretLookup {
+  private readonly keyOf = lastRefKey();
+
   constructor(private readonly byKey: ReadonlyMap<string, readonly string[]>) {}
 
   /** The secrets to sign this callback with (newest first); never another receiver's or destination's. */
   secretsOf(ref: SigningRef): readonly string[] {
-    return this.byKey.get(refKey(ref)) ?? [];
+    return this.byKey.get(this.keyOf(ref)) ?? [];
   }
 }
 
@@ -53,8 +72,9 @@ export class SigningSecretService {
     const now = Date.now();
     const byKey = new Map<string, string[]>();
     const missing = new Map<string, SigningRef>();
+    const keyOf = lastRefKey();
     for (const ref of refs) {
-      const key = refKey(ref);
+      const key = keyOf(ref);
       if (byKey.has(key) || missing.has(key)) continue;
       const hit = this.cache.get(key);
       if (hit && hit.until > now) byKey.set(key, hit.secrets);
