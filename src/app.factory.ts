@@ -9,6 +9,7 @@ import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
 import { ErrorFilter } from './common/error.filter.js';
 import { buildValidationPipe } from './common/validation.pipe.js';
 import { registerSecurityHooks } from './common/security.hooks.js';
+import { cutConnectionsOnStop } from './common/stop.connections.js';
 import type { AppConfig } from './config/app.config.js';
 import { startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrate } from './database/migrator.js';
@@ -66,6 +67,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
   registerRequestTracing(app.getHttpAdapter().getInstance());
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
+  const stopping = cutConnectionsOnStop(app.getHttpAdapter().getInstance(), config.shutdownGraceMs);
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
 
   // Ready means ready: migrations are applied (above) and the first key exists before
@@ -81,7 +83,12 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      await app.close();
+      const stopped = stopping();
+      try {
+        await app.close();
+      } finally {
+        stopped();
+      }
       // After the last write-back: its spans are exported too.
       await tracing.shutdown();
       await stopDatabase();
