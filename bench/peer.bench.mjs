@@ -114,7 +114,10 @@ async function serviceRound(databaseUrl, api, db, backendPid, receiver, n) {
       headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ label: 'peer', callbacks }),
     });
-    if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+    // Read to the end: an unread answer keeps its connection busy (and the client's pool
+    // then opens more), which held the API's stop for its whole shutdown limit.
+    const answer = await res.text();
+    if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${answer}`);
   }
   await db.query('VACUUM ANALYZE');
   const worker = await startService(databaseUrl, { ROLE: 'worker', DISPATCH_CONCURRENCY: String(WINDOW), HOST_MAX_IN_FLIGHT: String(WINDOW * 5) });
