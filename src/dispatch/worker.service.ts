@@ -46,7 +46,8 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
    * event loop for tens of milliseconds, which would land in the recorded durations
    * of the first batch; and on cold code a first drain of 20,000 callbacks cost the
    * worker a quarter more CPU per callback than one of 60,000 (the warm-up takes
-   * back ~4.5 µs of that; bench/README.md).
+   * back ~4.5 µs of that, and ~9 µs more since its calls go through an agent built
+   * as the real one; bench/README.md).
    */
   private async warmUp(): Promise<void> {
     let rows: QueuedCallback[] = [];

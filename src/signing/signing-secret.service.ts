@@ -20,6 +20,7 @@ export interface SigningRef {
 }
 
 const refKey = (r: SigningRef) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.host}`);
+const rowKey = (r: SecretRow) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.destination}`);
 
 /**
  * refKey that hands back the last key while the refs share their receiver or
@@ -37,7 +38,6 @@ function lastRefKey(): (r: SigningRef) => string {
     return key;
   };
 }
-const rowKey = (r: SecretRow) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.destination}`);
 
 /** The secrets of one claim's callbacks, looked up together (SigningSecretService.secretsFor). */
 export class SecretLookup {
