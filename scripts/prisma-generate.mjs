@@ -1,7 +1,7 @@
 // Generates the Prisma client into src/generated/prisma.
 // `prisma generate` does not run the schema engine, but the CLI insists on finding
 // its binary first and would try to download it; on machines without that download
-// host we point it at an existing file (README, Architecture: migrations).
+// host we point it at an existing file (ARCHITECTURE.md: migrations).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
