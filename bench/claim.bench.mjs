@@ -7,7 +7,7 @@
 // processes, /proc/<pid>/schedstat around each statement), on empty tables.
 //   node bench/claim.bench.mjs              (BENCH_CLAIM to change the slice, 200)
 import { postgresRunNs } from './lib/cpu.mjs';
-import { connect, distModule, freshDatabase, main, median, row, startService } from './lib/harness.mjs';
+import { backendPidOf, connect, distModule, freshDatabase, main, median, row, startService } from './lib/harness.mjs';
 import { millionRowsDatabase } from './lib/million.mjs';
 import { benchKeyId, seedDue } from './lib/seed.mjs';
 
@@ -38,8 +38,10 @@ async function cycles(databaseUrl) {
   const { toRecordedOutcome } = await distModule('dispatch/request.builder.js');
   const { loadConfig } = await distModule('config/app.config.js');
   const { MetricsService } = await distModule('metrics/metrics.service.js');
+  const { directTarget } = await distModule('database/database.target.js');
+  const { CaughtErrors } = await distModule('common/caught-errors.js');
   const config = loadConfig({}, { hostMaxInFlight: 10_000 });
-  const dispatchDb = new DispatchDatabase(databaseUrl, config);
+  const dispatchDb = new DispatchDatabase(directTarget(databaseUrl), config, new CaughtErrors());
   const claims = new ClaimRepository(dispatchDb, config, new MetricsService());
   const outcomes = new OutcomeRepository(dispatchDb);
   const db = await connect(databaseUrl);
@@ -49,7 +51,7 @@ async function cycles(databaseUrl) {
   let writeNs = 0;
   try {
     await seedDue(db, await benchKeyId(db), ['http://127.0.0.1:9/hook'], N);
-    const backendPid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const backendPid = await backendPidOf(db);
     const t0 = performance.now();
     for (let done = 0; done < N;) {
       let t = performance.now();

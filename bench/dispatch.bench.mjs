@@ -4,7 +4,7 @@
 //   node bench/dispatch.bench.mjs            (BENCH_N, BENCH_WINDOW to change the size, BENCH_ROUNDS the turns)
 import { postgresCpuMs, processCpuMs, serviceGcMs, withCpu } from './lib/cpu.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
-import { connect, freshDatabase, main, median, percentile, row, startService, waitUntil } from './lib/harness.mjs';
+import { backendPidOf, connect, freshDatabase, main, median, percentile, row, startService, waitUntil } from './lib/harness.mjs';
 import { benchKeyId, openCount, seedDue } from './lib/seed.mjs';
 import { durationErrors, undiciWindow } from './lib/undici-window.mjs';
 
@@ -71,7 +71,7 @@ export async function dispatchScenario(databaseUrl, label, { n = N, window = WIN
     const baselines = [baseline.perSecond];
     const runs = [];
     const cpu = [];
-    const backendPid = (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const backendPid = await backendPidOf(db);
     const meters = { service: () => processCpuMs(service.pid), gc: () => serviceGcMs(service.url), postgres: () => postgresCpuMs(backendPid) };
     for (let round = 0; round < ROUNDS; round++) {
       if (round > 0) baselines.push((await undiciWindow({ urls: target, total: n, window })).perSecond);

@@ -9,7 +9,12 @@ import { BENCH_KEY, freshDatabase, main, percentile, row, startService } from '.
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const now = () => performance.timeOrigin + performance.now();
 
-export async function latencyScenario(databaseUrl) {
+/**
+ * Starts the service (ROLE=all) on `databaseUrl`, posts `samples` one-callback batches
+ * one at a time, the service idle between them, and returns each one's ms from its 202
+ * to its arrival at the receiver.
+ */
+export async function pickUpLatencies(databaseUrl, samples = SAMPLES) {
   const receiver = await BenchReceiver.start({ record: true });
   const service = await startService(databaseUrl);
   const api = new Pool(service.url, { connections: 1 });
@@ -31,26 +36,30 @@ export async function latencyScenario(databaseUrl) {
     await receiver.waitForCount(10, 10_000);
     await receiver.reset();
     const sent = [];
-    for (let i = 0; i < SAMPLES; i++) {
+    for (let i = 0; i < samples; i++) {
       sent.push(await post());
       await receiver.waitForCount(i + 1, 5_000);
       await sleep(20 + (i % 7) * 5); // idle between samples; varied so ticks do not line up
     }
     const rec = await receiver.records();
     const arrived = new Map(rec.ids.map((id, i) => [id, rec.arrived[i]]));
-    const latencies = sent.map((s) => arrived.get(s.id) - s.acceptedAt);
-    return [
-      row(`pick-up latency, idle service: 202 → receiver sees it, p50 (${SAMPLES} samples)`, percentile(latencies, 50), 'ms', {
-        target: 10,
-        higherIsBetter: false,
-      }),
-      row('pick-up latency, idle service, p99', percentile(latencies, 99), 'ms', { target: 50, higherIsBetter: false }),
-    ];
+    return sent.map((s) => arrived.get(s.id) - s.acceptedAt);
   } finally {
     await api.close();
     await service.stop();
     await receiver.close();
   }
+}
+
+export async function latencyScenario(databaseUrl) {
+  const latencies = await pickUpLatencies(databaseUrl);
+  return [
+    row(`pick-up latency, idle service: 202 → receiver sees it, p50 (${SAMPLES} samples)`, percentile(latencies, 50), 'ms', {
+      target: 10,
+      higherIsBetter: false,
+    }),
+    row('pick-up latency, idle service, p99', percentile(latencies, 99), 'ms', { target: 50, higherIsBetter: false }),
+  ];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

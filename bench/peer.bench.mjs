@@ -24,16 +24,18 @@ const QUEUE = 'callbacks';
 
 const bodyOf = (i) => ({ event: 'bench', n: i });
 
-/** Reads the meters now: ms of CPU of `pid`, of Postgres, of the machine. */
+/** Reads the meters now: ms of CPU of `pid` (or of all of an array of pids), of Postgres, of the machine. */
 function meters(pid, backendPid) {
-  return { worker: processCpuMs(pid), postgres: postgresCpuMs(backendPid), machine: machineBusyMs(), at: performance.now() };
+  const worker = [pid].flat().reduce((total, p) => total + processCpuMs(p), 0);
+  return { worker, postgres: postgresCpuMs(backendPid), machine: machineBusyMs(), at: performance.now() };
 }
 
 /**
  * Waits for the first request of this drain, reads the meters, waits until `n` were
- * answered and `finished()` is true, reads them again. Returns calls/s and µs per call.
+ * answered and `finished()` is true, reads them again. Returns calls/s and µs per call;
+ * `pid` is the worker's, or an array of the workers' (their CPU is summed).
  */
-async function drain(receiver, n, pid, backendPid, finished) {
+export async function drain(receiver, n, pid, backendPid, finished) {
   const before = (await receiver.stats()).count;
   await receiver.waitForCount(before + 1, 60_000);
   const start = meters(pid, backendPid);
@@ -104,11 +106,14 @@ async function peerRound(databaseUrl, db, backendPid, receiver, n, concurrency =
   }
 }
 
-/** One service round: ingest `n` callbacks through the API, start a worker, time the drain. */
-async function serviceRound(databaseUrl, api, db, backendPid, receiver, n) {
-  const url = `${receiver.url()}/hook`;
+/**
+ * Posts `n` callbacks to `url` through the API at `api.url`, PER_BATCH a batch,
+ * `fields` on each (e.g. a runAt); returns their ids in order.
+ */
+export async function ingestThroughApi(api, url, n, fields = {}) {
+  const ids = [];
   for (let from = 0; from < n; from += PER_BATCH) {
-    const callbacks = Array.from({ length: Math.min(PER_BATCH, n - from) }, (_, k) => ({ url, body: bodyOf(from + k) }));
+    const callbacks = Array.from({ length: Math.min(PER_BATCH, n - from) }, (_, k) => ({ url, body: bodyOf(from + k), ...fields }));
     const res = await fetch(`${api.url}/v1/batches`, {
       method: 'POST',
       headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' },
@@ -118,17 +123,36 @@ async function serviceRound(databaseUrl, api, db, backendPid, receiver, n) {
     // then opens more), which held the API's stop for its whole shutdown limit.
     const answer = await res.text();
     if (res.status !== 202) throw new Error(`ingest answered ${res.status}: ${answer}`);
+    ids.push(...JSON.parse(answer).callbacks.map((c) => c.id));
   }
+  return ids;
+}
+
+/** True once no callback of the database is pending or in flight. */
+export const queueEmpty = (db) => async () => {
+  const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status IN ('pending', 'in_flight')`);
+  return rows[0].n === 0;
+};
+
+/** Throws unless every callback of the database succeeded on its one attempt. */
+export async function checkAllSucceededOnce(db) {
+  const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status <> 'succeeded' OR attempts <> 1`);
+  if (rows[0].n !== 0) throw new Error(`${rows[0].n} callbacks did not succeed on their one attempt`);
+}
+
+/**
+ * One service round: ingest `n` callbacks through the API, start a worker, time the
+ * drain. `inspect(worker)`, when given, runs after the drain, before the worker stops;
+ * `env` goes to the worker on top (e.g. DATABASE_DIRECT_URL beside a pooled URL).
+ */
+export async function serviceRound(databaseUrl, api, db, backendPid, receiver, n, { inspect, env = {} } = {}) {
+  await ingestThroughApi(api, `${receiver.url()}/hook`, n);
   await db.query('VACUUM ANALYZE');
-  const worker = await startService(databaseUrl, { ROLE: 'worker', DISPATCH_CONCURRENCY: String(WINDOW), HOST_MAX_IN_FLIGHT: String(WINDOW * 5) });
+  const worker = await startService(databaseUrl, { ...env, ROLE: 'worker', DISPATCH_CONCURRENCY: String(WINDOW), HOST_MAX_IN_FLIGHT: String(WINDOW * 5) });
   try {
-    const finished = async () => {
-      const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status IN ('pending', 'in_flight')`);
-      return rows[0].n === 0;
-    };
-    const result = await drain(receiver, n, worker.pid, backendPid, finished);
-    const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status <> 'succeeded' OR attempts <> 1`);
-    if (rows[0].n !== 0) throw new Error(`${rows[0].n} callbacks did not succeed on their one attempt`);
+    const result = await drain(receiver, n, worker.pid, backendPid, queueEmpty(db));
+    await checkAllSucceededOnce(db);
+    if (inspect) Object.assign(result, await inspect(worker));
     return result;
   } finally {
     await worker.stop();

@@ -76,7 +76,7 @@ CREATE TABLE callback (
 CREATE TABLE gone_endpoint (
   url text NOT NULL,
   host text NOT NULL,
-  api_key_id uuid,
+  api_key_id uuid NOT NULL,
   status_code integer NOT NULL,
   gone_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
@@ -113,7 +113,8 @@ CREATE TABLE receiver (
   failing_since timestamp(3) with time zone,
   last_failure_at timestamp(3) with time zone,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  last_success_at timestamp(3) with time zone
 );
 
 CREATE TABLE signing_secret (
@@ -126,84 +127,29 @@ CREATE TABLE signing_secret (
   destination text
 );
 
-ALTER TABLE api_key ADD CONSTRAINT api_key_created_at_not_null NOT NULL created_at;
-ALTER TABLE api_key ADD CONSTRAINT api_key_hash_not_null NOT NULL hash;
-ALTER TABLE api_key ADD CONSTRAINT api_key_id_not_null NOT NULL id;
-ALTER TABLE api_key ADD CONSTRAINT api_key_is_admin_not_null NOT NULL is_admin;
-ALTER TABLE api_key ADD CONSTRAINT api_key_name_not_null NOT NULL name;
 ALTER TABLE api_key ADD CONSTRAINT api_key_pkey PRIMARY KEY (id);
-ALTER TABLE api_key ADD CONSTRAINT api_key_prefix_not_null NOT NULL prefix;
 ALTER TABLE api_key ADD CONSTRAINT api_key_weight_check CHECK (((weight >= 1) AND (weight <= 1000)));
-ALTER TABLE api_key ADD CONSTRAINT api_key_weight_not_null NOT NULL weight;
-ALTER TABLE attempt ADD CONSTRAINT attempt_api_key_id_not_null NOT NULL api_key_id;
-ALTER TABLE attempt ADD CONSTRAINT attempt_callback_id_not_null NOT NULL callback_id;
-ALTER TABLE attempt ADD CONSTRAINT attempt_duration_ms_not_null NOT NULL duration_ms;
-ALTER TABLE attempt ADD CONSTRAINT attempt_host_not_null NOT NULL host;
-ALTER TABLE attempt ADD CONSTRAINT attempt_id_not_null NOT NULL id;
-ALTER TABLE attempt ADD CONSTRAINT attempt_number_not_null NOT NULL number;
-ALTER TABLE attempt ADD CONSTRAINT attempt_outcome_not_null NOT NULL outcome;
 ALTER TABLE attempt ADD CONSTRAINT attempt_pkey PRIMARY KEY (id);
-ALTER TABLE attempt ADD CONSTRAINT attempt_started_at_not_null NOT NULL started_at;
 ALTER TABLE batch ADD CONSTRAINT batch_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
-ALTER TABLE batch ADD CONSTRAINT batch_api_key_id_not_null NOT NULL api_key_id;
-ALTER TABLE batch ADD CONSTRAINT batch_created_at_not_null NOT NULL created_at;
-ALTER TABLE batch ADD CONSTRAINT batch_id_not_null NOT NULL id;
 ALTER TABLE batch ADD CONSTRAINT batch_pkey PRIMARY KEY (id);
-ALTER TABLE batch ADD CONSTRAINT batch_total_not_null NOT NULL total;
-ALTER TABLE callback ADD CONSTRAINT callback_api_key_id_not_null NOT NULL api_key_id;
-ALTER TABLE callback ADD CONSTRAINT callback_attempts_not_null NOT NULL attempts;
 ALTER TABLE callback ADD CONSTRAINT callback_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
-ALTER TABLE callback ADD CONSTRAINT callback_batch_id_not_null NOT NULL batch_id;
-ALTER TABLE callback ADD CONSTRAINT callback_created_at_not_null NOT NULL created_at;
-ALTER TABLE callback ADD CONSTRAINT callback_headers_not_null NOT NULL headers;
-ALTER TABLE callback ADD CONSTRAINT callback_held_not_null NOT NULL held;
-ALTER TABLE callback ADD CONSTRAINT callback_host_not_null NOT NULL host;
-ALTER TABLE callback ADD CONSTRAINT callback_id_not_null NOT NULL id;
 ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lease_owner IS NOT NULL) = (status = 'in_flight'::text)) AND ((lease_owner IS NULL) = (lease_expires_at IS NULL))));
-ALTER TABLE callback ADD CONSTRAINT callback_max_attempts_not_null NOT NULL max_attempts;
-ALTER TABLE callback ADD CONSTRAINT callback_method_not_null NOT NULL method;
-ALTER TABLE callback ADD CONSTRAINT callback_next_attempt_at_not_null NOT NULL next_attempt_at;
 ALTER TABLE callback ADD CONSTRAINT callback_ordering_key_check CHECK (((char_length(ordering_key) >= 1) AND (char_length(ordering_key) <= 200)));
 ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
-ALTER TABLE callback ADD CONSTRAINT callback_priority_not_null NOT NULL priority;
 ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
-ALTER TABLE callback ADD CONSTRAINT callback_status_not_null NOT NULL status;
-ALTER TABLE callback ADD CONSTRAINT callback_timeout_ms_not_null NOT NULL timeout_ms;
-ALTER TABLE callback ADD CONSTRAINT callback_url_not_null NOT NULL url;
-ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_gone_at_not_null NOT NULL gone_at;
-ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_host_not_null NOT NULL host;
-ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (url);
-ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_status_code_not_null NOT NULL status_code;
-ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_url_not_null NOT NULL url;
+ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key_id, url);
 ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
-ALTER TABLE host ADD CONSTRAINT host_breaker_state_not_null NOT NULL breaker_state;
-ALTER TABLE host ADD CONSTRAINT host_consecutive_failures_not_null NOT NULL consecutive_failures;
-ALTER TABLE host ADD CONSTRAINT host_created_at_not_null NOT NULL created_at;
-ALTER TABLE host ADD CONSTRAINT host_host_not_null NOT NULL host;
 ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
-ALTER TABLE host ADD CONSTRAINT host_in_flight_not_null NOT NULL in_flight;
 ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
-ALTER TABLE host ADD CONSTRAINT host_tokens_not_null NOT NULL tokens;
 ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
-ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_not_null NOT NULL api_key_id;
-ALTER TABLE receiver ADD CONSTRAINT receiver_created_at_not_null NOT NULL created_at;
 ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_check CHECK ((disabled = (disabled_at IS NOT NULL)));
-ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_not_null NOT NULL disabled;
-ALTER TABLE receiver ADD CONSTRAINT receiver_headers_not_null NOT NULL headers;
-ALTER TABLE receiver ADD CONSTRAINT receiver_id_not_null NOT NULL id;
-ALTER TABLE receiver ADD CONSTRAINT receiver_name_not_null NOT NULL name;
 ALTER TABLE receiver ADD CONSTRAINT receiver_pkey PRIMARY KEY (id);
-ALTER TABLE receiver ADD CONSTRAINT receiver_updated_at_not_null NOT NULL updated_at;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
-ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_not_null NOT NULL api_key_id;
-ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_created_at_not_null NOT NULL created_at;
-ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_id_not_null NOT NULL id;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_owner_check CHECK ((num_nonnulls(receiver_id, destination) = 1));
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_pkey PRIMARY KEY (id);
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
-ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_secret_not_null NOT NULL secret;
 
 CREATE UNIQUE INDEX api_key_hash_key ON public.api_key USING btree (hash);
 CREATE UNIQUE INDEX api_key_pkey ON public.api_key USING btree (id);
@@ -228,7 +174,7 @@ CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
 CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
-CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (url);
+CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
 CREATE UNIQUE INDEX receiver_api_key_id_name_key ON public.receiver USING btree (api_key_id, name);

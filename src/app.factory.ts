@@ -11,8 +11,10 @@ import { buildValidationPipe } from './common/validation.pipe.js';
 import { registerSecurityHooks } from './common/security.hooks.js';
 import { cutConnectionsOnStop } from './common/stop.connections.js';
 import type { AppConfig } from './config/app.config.js';
+import { resolveDatabaseTarget } from './database/database.target.js';
 import { startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrate } from './database/migrator.js';
+import { checkServer, describeServer, readServerFacts } from './database/server.check.js';
 import { AppLogger } from './logging/app.logger.js';
 import { registerRequestLogging } from './logging/request.logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -45,7 +47,18 @@ export async function startService(config: AppConfig): Promise<RunningService> {
     databaseUrl = embedded.url;
     stopDatabase = embedded.stop;
   }
-  const applied = await migrate(databaseUrl);
+  let target;
+  try {
+    // Which server, how reached, and what it is set to: checked before anything runs on it.
+    target = await resolveDatabaseTarget(config, databaseUrl);
+    const facts = await readServerFacts(target.directUrl);
+    checkServer(facts);
+    logger.log(describeServer(facts, target));
+  } catch (error) {
+    await stopDatabase();
+    throw error;
+  }
+  const applied = await migrate(target.directUrl);
   if (applied.length > 0) logger.log(`applied migrations: ${applied.join(', ')}`);
 
   // Before anything is served: the first request is traced too. Off (nothing
@@ -58,7 +71,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, databaseUrl), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, target), adapter, {
     logger: appLogger,
   });
   app.useGlobalFilters(new ErrorFilter());

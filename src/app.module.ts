@@ -3,10 +3,12 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AuthModule } from './auth/auth.module.js';
 import { BatchesModule } from './batches/batches.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { CaughtErrorsModule } from './common/caught-errors.js';
 import { AppConfig } from './config/app.config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DashboardModule } from './dashboard/dashboard.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import type { DatabaseTarget } from './database/database.target.js';
 import { DispatchModule } from './dispatch/dispatch.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
@@ -18,12 +20,13 @@ import { SigningModule } from './signing/signing.module.js';
 
 @Module({})
 export class AppModule {
-  static register(config: AppConfig, databaseUrl: string): DynamicModule {
+  static register(config: AppConfig, target: DatabaseTarget): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forConfig(config),
-        DatabaseModule.forUrl(databaseUrl),
+        CaughtErrorsModule.register(),
+        DatabaseModule.forTarget(target),
         ScheduleModule.forRoot(),
         AuthModule,
         BatchesModule,

@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
+import { directTarget } from './database/database.target.js';
 import { loadConfig } from './config/app.config.js';
 
 /**
@@ -28,11 +29,15 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
  */
 export async function previewOpenApiDocument(): Promise<OpenAPIObject> {
   const config = loadConfig({});
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, 'postgresql://preview.invalid/none'), new FastifyAdapter(), {
-    preview: true,
-    logger: false,
-    abortOnError: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.register(config, directTarget('postgresql://preview.invalid/none')),
+    new FastifyAdapter(),
+    {
+      preview: true,
+      logger: false,
+      abortOnError: false,
+    },
+  );
   try {
     return buildOpenApiDocument(app);
   } finally {

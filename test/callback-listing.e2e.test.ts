@@ -5,6 +5,9 @@ import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
+/** A UUIDv7 of the time it is made, as the service's ids are, in SQL any supported server runs (uuidv7() is Postgres 18's). */
+const UUID_V7_NOW = `encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 'hex')::uuid`;
+
 type Page = { items: Array<{ id: string; status: string; url: string }>; nextCursor: string | null };
 
 /**
@@ -87,7 +90,7 @@ describe(CallbackController.name, () => {
     } = await db.query('SELECT api_key_id, batch_id FROM callback WHERE id = $1', [ids.failed[0]]);
     await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, attempts, next_attempt_at, completed_at)
-       SELECT uuidv7(), $1, $2, 'http://127.0.0.1:9/old', 'http://127.0.0.1:9', 'POST', 1000, 1, 'succeeded', 1, now(), now()
+       SELECT ${UUID_V7_NOW}, $1, $2, 'http://127.0.0.1:9/old', 'http://127.0.0.1:9', 'POST', 1000, 1, 'succeeded', 1, now(), now()
        FROM generate_series(1, 20000)`,
       [of.batch_id, of.api_key_id],
     );

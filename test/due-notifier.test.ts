@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
+import { CaughtErrors } from '../src/common/caught-errors.js';
 import { ApiDatabase } from '../src/database/api-database.js';
+import { directTarget } from '../src/database/database.target.js';
 import { DueNotifier } from '../src/database/due.notifier.js';
 import { DUE_CHANNEL } from '../src/database/notify.listener.js';
 import { PrismaService } from '../src/database/prisma.service.js';
@@ -16,8 +18,8 @@ describe(DueNotifier.name, () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    prisma = new PrismaService(db.url);
-    api = new ApiDatabase(prisma);
+    prisma = new PrismaService(directTarget(db.url), new CaughtErrors());
+    api = new ApiDatabase(prisma, directTarget(db.url));
     listener = await connect(db.url);
     listener.on('notification', (n) => {
       if (n.channel === DUE_CHANNEL) received++;
@@ -33,7 +35,7 @@ describe(DueNotifier.name, () => {
 
   it('should coalesce a burst of requests into one NOTIFY now and exactly one after it', async () => {
     received = 0;
-    const notifier = new DueNotifier(api);
+    const notifier = new DueNotifier(api, new CaughtErrors());
     for (let i = 0; i < 100; i++) notifier.notifyDue();
     await notifier.settled();
     await waitFor(() => received >= 2, 5_000, 10);
@@ -43,7 +45,7 @@ describe(DueNotifier.name, () => {
 
   it('should notify again for a request made after the previous NOTIFY went out', async () => {
     received = 0;
-    const notifier = new DueNotifier(api);
+    const notifier = new DueNotifier(api, new CaughtErrors());
     notifier.notifyDue();
     await notifier.settled();
     await waitFor(() => received >= 1, 5_000, 10);

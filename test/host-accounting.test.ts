@@ -61,7 +61,7 @@ describe(ClaimRepository.name, () => {
     expect(await counts()).toEqual({ [A]: [2, 2], [B]: [3, 3] });
 
     await db.query(`UPDATE callback SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1)`, [aIds.slice(3)]);
-    expect(await service.app.get(MaintenanceRepository).reapExpiredLeases()).toBe(2);
+    expect(await service.app.get(MaintenanceRepository).reapExpiredLeases()).toEqual({ due: 2, failed: 0 });
     expect(await counts()).toEqual({ [A]: [0, 0], [B]: [3, 3] });
 
     const second = await claims.claimDue('w2', 100, 1000, []);

@@ -13,7 +13,7 @@ const CALLS = 60;
  * The per-host cap is per destination, not per process: three worker services on
  * one database never have more than HOST_MAX_IN_FLIGHT calls at a receiver at once.
  * Tolerance: none while leases hold (the claim reads the host's in-flight count
- * under its row lock); see README "Per-host limits".
+ * under its row lock); see ARCHITECTURE.md "Per-host limits across workers".
  */
 describe(ClaimRepository.name, () => {
   const services: Array<TestService> = [];

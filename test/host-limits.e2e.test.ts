@@ -154,6 +154,44 @@ describe(HostLimitsService.name, () => {
     expect(r.requests.filter((q) => q.url.startsWith('/gone'))).toHaveLength(2);
   });
 
+  it("should mark a 410 Gone for the key that got it only: another key's callbacks to the URL still go, and each key clears its own", async () => {
+    const r = await receiver('127.0.0.7');
+    const neighbour = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'neighbour' } })).key as string;
+    const url = `${r.url}/gone?code=410`;
+    const mine = await sendBatch([{ url }]);
+    await waitDone(mine.id);
+    await waitFor(async () => (await hostOf(r)).goneEndpoints.length > 0, 3000, 20);
+
+    // The neighbour's callback to the same URL is sent (and gets its own 410); it saw no mark before.
+    const asNeighbour = (path: string, init: Parameters<TestService['api']>[1] = {}) => service.apiJson(path, { ...init, key: neighbour });
+    const hostPath = `/v1/hosts/${encodeURIComponent(r.url)}`;
+    expect((await asNeighbour(hostPath)).goneEndpoints).toEqual([]);
+    const theirs = await service.apiJson('/v1/batches', { method: 'POST', key: neighbour, json: { callbacks: [{ url }] } });
+    await waitFor(async () => (await asNeighbour(`/v1/batches/${theirs.id}`)).status === 'completed', 10_000);
+    const sent = await asNeighbour(`/v1/callbacks/${theirs.callbacks[0].id}`);
+    expect(sent.attempts.map((a: Attempt) => a.statusCode)).toEqual([410]);
+    expect(r.requests.filter((q) => q.url.startsWith('/gone'))).toHaveLength(2);
+    const theirMark = await waitFor(
+      async () => {
+        const gone = (await asNeighbour(hostPath)).goneEndpoints;
+        return gone.length > 0 ? gone : undefined;
+      },
+      3000,
+      20,
+    );
+    expect(theirMark).toEqual([{ url, statusCode: 410, goneAt: expect.any(String) }]); // its own only
+    expect((await hostOf(r)).goneEndpoints).toHaveLength(2); // the admin key sees both
+
+    // Each key forgets its own: the neighbour's DELETE leaves the admin key's mark.
+    expect(await asNeighbour(`${hostPath}/gone`, { method: 'DELETE' })).toEqual({ host: r.url, cleared: 1 });
+    expect(await asNeighbour(hostPath)).toMatchObject({ goneEndpoints: [] });
+    expect((await hostOf(r)).goneEndpoints).toHaveLength(1);
+    const again = await sendBatch([{ url }]);
+    await waitDone(again.id);
+    expect((await callback(again.callbacks[0].id)).lastError).toMatch(/^endpoint_gone/);
+    expect(r.requests.filter((q) => q.url.startsWith('/gone'))).toHaveLength(2);
+  });
+
   it("should start no more calls than a host's rate limit allows (bucket of one second)", async () => {
     const r = await receiver('127.0.0.5');
     const put = await service.api(`/v1/hosts/${encodeURIComponent(r.url)}/limits`, { method: 'PUT', json: { ratePerSec: 5 } });

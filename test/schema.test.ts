@@ -29,6 +29,7 @@ async function schemaDump(db: pg.Client): Promise<string> {
   for (const r of await q(`
     SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
     WHERE connamespace = 'public'::regnamespace AND conrelid <> 'public._prisma_migrations'::regclass
+      AND contype <> 'n' -- NOT NULL, with the columns above (Postgres 18 also lists it as a constraint, 15 to 17 do not)
     ORDER BY 1, 2`))
     out.push(`ALTER TABLE ${r.tbl} ADD CONSTRAINT ${r.conname} ${r.def};`);
   out.push('');

@@ -18,10 +18,17 @@ export function distModule(path) {
 
 /** Postgres for benchmarks: DATABASE_URL's server, or an embedded one under BENCH_DATA_DIR. */
 export async function benchPostgres() {
-  if (process.env.DATABASE_URL) {
-    const base = new URL(process.env.DATABASE_URL);
-    return { serverUrl: (db) => Object.assign(new URL(base), { pathname: `/${db}` }).toString(), stop: async () => undefined };
-  }
+  return process.env.DATABASE_URL ? serverAt(process.env.DATABASE_URL) : embeddedBenchPostgres();
+}
+
+/** A running server given by URL (its database part is replaced per scenario); stopping it is not ours. */
+export function serverAt(url) {
+  const base = new URL(url);
+  return { serverUrl: (db) => Object.assign(new URL(base), { pathname: `/${db}` }).toString(), stop: async () => undefined };
+}
+
+/** The embedded PostgreSQL 18 of the built service under BENCH_DATA_DIR (.data/bench), port BENCH_PG_PORT (54445). */
+export async function embeddedBenchPostgres() {
   if (!existsSync(DIST_MAIN)) throw new Error('dist/ is missing: run `npm run build` first (npm run bench does)');
   const { startEmbeddedPostgres } = await import(new URL('database/embedded-postgres.js', DIST).href);
   const dir = process.env.BENCH_DATA_DIR ?? '.data/bench';
@@ -46,6 +53,9 @@ export async function databaseExists(server, name) {
   await admin.end();
   return rowCount > 0;
 }
+
+/** The server process of `db`'s connection (to read its CPU). */
+export const backendPidOf = async (db) => (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 
 export async function connect(url) {
   const client = new pg.Client({ connectionString: url });
@@ -84,7 +94,11 @@ export async function startService(databaseUrl, env = {}) {
   });
   let output = '';
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start within 30 s:\n${output}`)), 30_000);
+    // Killed when late: left running, it would outlive the benchmark and keep claiming from its database.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`service did not start within 30 s:\n${output}`));
+    }, 30_000);
     const onData = (chunk) => {
       output += chunk;
       const m = /listening on (http:\/\/\S+)/.exec(output);
@@ -160,9 +174,12 @@ export function table(rows) {
   return lines.join('\n');
 }
 
-/** Runs a scenario module's `run()` as a CLI: prints its table, exits non-zero on error. */
-export async function main(run) {
-  const server = await benchPostgres();
+/**
+ * Runs a scenario module's `run()` as a CLI: prints its table, exits non-zero on error.
+ * `open` gives the server `run` gets (benchPostgres: DATABASE_URL's, or the embedded one).
+ */
+export async function main(run, open = benchPostgres) {
+  const server = await open();
   try {
     const rows = await run(server);
     console.log(table(rows));

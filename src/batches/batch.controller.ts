@@ -5,7 +5,7 @@ import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { CallbackService } from '../callbacks/callback.service.js';
 import { CallbackPageDto } from '../callbacks/dto/callback.dto.js';
-import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
+import { ApiAuthErrors, ApiErrors, ApiQuotaErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
 import { traceparentOf } from '../tracing/request.tracing.js';
 import { BatchService } from './batch.service.js';
@@ -28,6 +28,7 @@ export class BatchController {
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A replay with the same key and body answers the batch stored first' })
   @ApiAcceptedResponse({ type: AcceptedBatchDto, headers: { 'idempotent-replayed': { description: '`true` on a replay', schema: { type: 'string' } } } })
   @ApiErrors(409, 413, 415)
+  @ApiQuotaErrors()
   async create(
     @CurrentKey() key: AuthenticatedKey,
     @Body() dto: CreateBatchDto,

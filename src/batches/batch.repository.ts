@@ -7,6 +7,7 @@ import { pgArray } from '../database/pg-array.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../receivers/receiver-hold.sql.js';
+import { COUNT_PLANNER, countPending } from './pending.sql.js';
 
 export interface NewBatch {
   id: string;
@@ -85,7 +86,8 @@ export class BatchRepository {
   async insertBatch(batch: NewBatch, rows: NewCallback[], dueNow: boolean): Promise<InsertResult> {
     const inserted = await this.inserts.submit({ batch, rows });
     if (!inserted) {
-      const existing = await this.prisma.batch.findFirstOrThrow({ where: { apiKeyId: batch.apiKeyId, idempotencyKey: batch.idempotencyKey } });
+      const existing = await this.findByIdempotencyKey(batch.apiKeyId, batch.idempotencyKey!);
+      if (!existing) throw new Error(`batch ${batch.id} was not inserted, and no batch holds its Idempotency-Key`);
       return { inserted: false, existing };
     }
     if (dueNow) this.due.notifyDue();
@@ -151,6 +153,17 @@ export class BatchRepository {
       SELECT id FROM b`);
     const ids = new Set(created.map((r) => r.id));
     return batches.map((batch) => ids.has(batch.id));
+  }
+
+  /** The key's pending callbacks, counted up to `atMost` (countPending, in its own transaction: COUNT_PLANNER). */
+  async countPending(apiKeyId: string, atMost: number): Promise<number> {
+    const rows = await this.db.query<{ n: number }>(countPending(apiKeyId, atMost), COUNT_PLANNER);
+    return rows[0].n;
+  }
+
+  /** The key's batch stored under this Idempotency-Key, if any. */
+  findByIdempotencyKey(apiKeyId: string, idempotencyKey: string): Promise<BatchRow | null> {
+    return this.prisma.batch.findFirst({ where: { apiKeyId, idempotencyKey } });
   }
 
   findBatch(apiKeyId: string, id: string): Promise<BatchRow | null> {

@@ -10,6 +10,7 @@ import { ReceiverService } from '../receivers/receiver.service.js';
 import type { ReceiverRow } from '../receivers/receiver.repository.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { BatchRepository, type BatchRow, type NewCallback } from './batch.repository.js';
+import { PendingQuota } from './pending-quota.service.js';
 import type { BatchDto, BatchPageDto, BatchStatus, BatchSummaryDto } from './dto/batch.dto.js';
 import type { CallbackInputDto, CreateBatchDto } from './dto/create-batch.dto.js';
 
@@ -35,6 +36,7 @@ export class BatchService {
     private readonly config: AppConfig,
     private readonly receivers: ReceiverService,
     private readonly signing: SigningSecretService,
+    private readonly quota: PendingQuota,
   ) {}
 
   /** Validates limits, stores the batch and its callbacks atomically, and wakes the workers. */
@@ -57,14 +59,27 @@ export class BatchService {
       total: rows.length,
     };
     const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
+    try {
+      await this.quota.admit(apiKeyId, rows.length);
+    } catch (error) {
+      // A replay of a batch stored before the key reached its quota answers as a replay.
+      if (!(error instanceof AppError && error.code === 'quota_exceeded') || idempotencyKey === undefined) throw error;
+      const existing = await this.batches.findByIdempotencyKey(apiKeyId, idempotencyKey);
+      if (existing) return this.replay(existing, batch.requestHash!);
+      throw error;
+    }
     // Destinations are given their secret before the batch is stored, so the worker never writes one.
     await this.signing.ensureDestinationSecrets(apiKeyId, destinationsWithoutReceiver(rows));
     const result = await this.batches.insertBatch(batch, rows, dueNow).catch((error: unknown) => {
+      this.quota.notStored(apiKeyId, rows.length);
       // A receiver deleted between the name lookup and the insert (the insert reads it FOR SHARE, so only then).
       if (!isForeignKeyViolation(error, 'callback_receiver_id_fkey')) throw error;
       throw new AppError('validation_failed', 'a receiver this batch names was deleted while the batch was being stored; nothing was stored');
     });
-    if (!result.inserted) return this.replay(result.existing, batch.requestHash!);
+    if (!result.inserted) {
+      this.quota.notStored(apiKeyId, rows.length);
+      return this.replay(result.existing, batch.requestHash!);
+    }
     this.logger.log({
       msg: `batch ${batch.id} accepted: ${rows.length} callbacks`,
       event: 'batch_accepted',

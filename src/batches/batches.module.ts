@@ -5,11 +5,12 @@ import { SigningModule } from '../signing/signing.module.js';
 import { BatchController } from './batch.controller.js';
 import { BatchRepository } from './batch.repository.js';
 import { BatchService } from './batch.service.js';
+import { PendingQuota } from './pending-quota.service.js';
 
 @Module({
   imports: [CallbacksModule, ReceiversModule, SigningModule],
   controllers: [BatchController],
-  providers: [BatchRepository, BatchService],
+  providers: [BatchRepository, BatchService, PendingQuota],
   exports: [BatchService],
 })
 export class BatchesModule {}

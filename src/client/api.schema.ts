@@ -397,7 +397,7 @@ export interface components {
              * @description Stable error code
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "not_ready";
+            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "internal_error" | "not_ready";
             /** @description What went wrong, for people */
             message: string;
             /** @description Machine-readable detail, e.g. `problems` of a validation error */
@@ -1470,7 +1470,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description rate_limited; `retry-after` says when to try again */
+            /** @description rate_limited (`retry-after` says when to try again), or quota_exceeded: the batch would take the key past MAX_PENDING_PER_KEY pending callbacks; `details` has `{pending, maxPending, batch}`, nothing was stored */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2486,15 +2486,6 @@ export interface operations {
             };
             /** @description unauthorized: no key, or an unknown or revoked key */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDto"];
-                };
-            };
-            /** @description forbidden: the route needs an admin key */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };

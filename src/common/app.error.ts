@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  quota_exceeded: 429,
   internal_error: 500,
   not_ready: 503,
 } as const;

@@ -32,6 +32,15 @@ export function ApiErrors(...statuses: ErrorStatus[]): MethodDecorator & ClassDe
   return applyDecorators(...statuses.map((status) => ApiResponse({ status, description: WHEN[status], type: ErrorDto })));
 }
 
+/** A batch's 429s: the rate limit's, and MAX_PENDING_PER_KEY's (PendingQuota). */
+export const ApiQuotaErrors = () =>
+  ApiResponse({
+    status: 429,
+    description:
+      'rate_limited (`retry-after` says when to try again), or quota_exceeded: the batch would take the key past MAX_PENDING_PER_KEY pending callbacks; `details` has `{pending, maxPending, batch}`, nothing was stored',
+    type: ErrorDto,
+  });
+
 /** The answers every route of the API can give: a repeated query parameter or a NUL (400), a failure (500). */
 export const ApiCommonErrors = () => ApiErrors(400, 500);
 

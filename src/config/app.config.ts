@@ -16,6 +16,8 @@ export class AppConfig {
   @IsString() host = '127.0.0.1';
   /** DATABASE_URL: Postgres to use; unset starts an embedded one under DATA_DIR. */
   @IsOptional() @IsString() databaseUrl?: string;
+  /** DATABASE_DIRECT_URL: a direct (session) connection to the same database, when DATABASE_URL is a transaction pooler such as PgBouncer: LISTEN, the maintenance lock and migrations use it (unset: DATABASE_URL is direct). */
+  @IsOptional() @IsString() databaseDirectUrl?: string;
   /** DATA_DIR: where the embedded Postgres keeps its files (./.data). */
   @IsString() dataDir = './.data';
   /** EMBEDDED_PG_PORT: port of the embedded Postgres (54329). */
@@ -35,7 +37,7 @@ export class AppConfig {
   @IsInt() @Min(1) @Max(10000) hostBreakerFailures = 5;
   /** HOST_BREAKER_COOLDOWN_MS: how long a paused host waits before one probe call (30000 ms). */
   @IsInt() @Min(10) hostBreakerCooldownMs = 30_000;
-  /** HOST_RECHECK_MS: when due callbacks wait only for busy, paused or rate-limited hosts, look again after this (50 ms). */
+  /** HOST_RECHECK_MS: when due callbacks wait only for busy, paused or rate-limited hosts, look again after this (50 ms), backing off while looks take nothing (nextRecheckMs). */
   @IsInt() @Min(1) @Max(10000) hostRecheckMs = 50;
   /** DISPATCH_CLAIM_BATCH: most rows one claim statement takes (500); claims ramp up to it (claim.policy.ts). */
   @IsInt() @Min(1) @Max(10000) dispatchClaimBatch = 500;
@@ -119,6 +121,8 @@ export class AppConfig {
   /** RECEIVER_CHECK_INTERVAL_MS: how often the maintenance leader looks for receivers to disable (60000 ms). */
   @IsInt() @Min(100) receiverCheckIntervalMs = 60_000;
 
+  /** MAX_PENDING_PER_KEY: pending callbacks one API key may have stored; a batch past it is refused whole (1000000; 0 = no limit). */
+  @IsInt() @Min(0) maxPendingPerKey = 1_000_000;
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
   @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
   /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
@@ -153,6 +157,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   PORT: ['port', int],
   HOST: ['host', str],
   DATABASE_URL: ['databaseUrl', str],
+  DATABASE_DIRECT_URL: ['databaseDirectUrl', str],
   DATA_DIR: ['dataDir', str],
   EMBEDDED_PG_PORT: ['embeddedPgPort', int],
   ROLE: ['role', str],
@@ -193,6 +198,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RETENTION_PURGE_INTERVAL_MS: ['retentionPurgeIntervalMs', int],
   RECEIVER_DISABLE_AFTER_HOURS: ['receiverDisableAfterHours', num],
   RECEIVER_CHECK_INTERVAL_MS: ['receiverCheckIntervalMs', int],
+  MAX_PENDING_PER_KEY: ['maxPendingPerKey', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
   MAX_REQUEST_BYTES: ['maxRequestBytes', int],

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
 import { PgStatements } from './pg.statements.js';
 import { PrismaService } from './prisma.service.js';
 
@@ -6,10 +7,11 @@ import { PrismaService } from './prisma.service.js';
  * The API's hot-path statements (ingest, status read, the due NOTIFY), run past
  * Prisma (PgStatements) on Prisma's own pool: same connections, same session
  * settings (ingest commits synchronously), only without the raw-query layer.
+ * Unnamed behind a transaction pooler, as Prisma's own statements are.
  */
 @Injectable()
 export class ApiDatabase extends PgStatements {
-  constructor(prisma: PrismaService) {
-    super(prisma.pool, 'api');
+  constructor(prisma: PrismaService, @Inject(DATABASE_TARGET) target: DatabaseTarget) {
+    super(prisma.pool, target.pooled ? null : 'api');
   }
 }

@@ -3,16 +3,17 @@ import { ApiDatabase } from './api-database.js';
 import { DispatchDatabase } from './dispatch-database.js';
 import { DueNotifier } from './due.notifier.js';
 import { NotifyListener } from './notify.listener.js';
-import { DATABASE_URL, PrismaService } from './prisma.service.js';
+import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
+import { PrismaService } from './prisma.service.js';
 
 @Global()
 @Module({})
 export class DatabaseModule {
-  static forUrl(databaseUrl: string): DynamicModule {
+  static forTarget(target: DatabaseTarget): DynamicModule {
     return {
       module: DatabaseModule,
-      providers: [{ provide: DATABASE_URL, useValue: databaseUrl }, PrismaService, ApiDatabase, DispatchDatabase, NotifyListener, DueNotifier],
-      exports: [DATABASE_URL, PrismaService, ApiDatabase, DispatchDatabase, NotifyListener, DueNotifier],
+      providers: [{ provide: DATABASE_TARGET, useValue: target }, PrismaService, ApiDatabase, DispatchDatabase, NotifyListener, DueNotifier],
+      exports: [DATABASE_TARGET, PrismaService, ApiDatabase, DispatchDatabase, NotifyListener, DueNotifier],
     };
   }
 }

@@ -1,57 +1,77 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import type pg from 'pg';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
-import { openPool, PgStatements } from './pg.statements.js';
-import { DATABASE_URL } from './prisma.service.js';
+import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
+import { openPool, PgStatements, type LocalSettings } from './pg.statements.js';
 
 /** Connections for the claim and the write-back of one worker process. */
 const POOL_SIZE = 6;
+
+/**
+ * What every statement of the worker runs with:
+ *
+ * - `synchronous_commit` (DISPATCH_SYNCHRONOUS_COMMIT, default off). Off, a commit
+ *   returns before its WAL reaches the disk. If Postgres itself crashes, the last
+ *   fraction of a second of claims and write-backs can be lost, which puts those
+ *   callbacks back where they were: a lost claim leaves the row pending, a lost
+ *   write-back leaves it in flight until its lease runs out. Either way it is sent
+ *   again with the same webhook-id, which at-least-once delivery allows; nothing a
+ *   client stored is ever lost (ingest commits on the API's connections,
+ *   synchronously). On this machine a commit's fsync cost more than the claim itself.
+ * - `jit = off`: these are statements of a few ms, run thousands of times a second;
+ *   JIT compiles a statement whose estimated cost passes `jit_above_cost` (100,000),
+ *   which the queue's stale statistics, a long id list, or the claim's own planner
+ *   settings (CLAIM_PLANNER) reach, and a compile costs 20 ms to 1 s, every run. On a
+ *   server built with JIT (on by default wherever Postgres is built with LLVM, as
+ *   Debian's is), the worker's claims were each compiled, ~1 s apiece, while the
+ *   embedded server, built without it, never showed it. Off here, a worker runs the
+ *   same on either. The API's statements keep the server's setting.
+ * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
+ *   of 4, which models spinning disks): a cost of the planner's model, not a switch,
+ *   so nothing is inflated. With 4 and the queue's stale statistics (no lease held
+ *   when ANALYZE ran), the write-back read the whole table into a hash instead of
+ *   finding its rows by primary key, below a few hundred thousand rows: 5 ms instead
+ *   of 1 ms for 200 rows out of 20,000 (test/leases.test.ts shows the plan).
+ *
+ * How they are set depends on the connection. Directly, once per connection as it
+ * opens (openPool's session settings): a session keeps them, and a statement runs alone. Behind a
+ * transaction pooler, as `SET LOCAL` in each statement's own transaction: a pooler
+ * refuses startup options, and a session's SET would stay on whichever server
+ * connection ran it; that costs each statement two round trips more (BEGIN with the
+ * SETs in one, COMMIT). Set that way on direct connections too, they cost a worker
+ * 10% of its drain rate: 2,974 against 3,325 callbacks/s before them, against 3,134
+ * and 3,142/s set on connect (medians of four alternated service rounds of
+ * bench/peer.bench.mjs each, 2026-12-01; bench/README.md). No planner switch is set
+ * here: each statement gets its plan from its own shape (test/plans.test.ts checks
+ * them on every supported server); the claims set theirs (CLAIM_PLANNER), always in
+ * their own transaction.
+ */
+export const dispatchSettings = (config: Pick<AppConfig, 'dispatchSynchronousCommit'>): LocalSettings => ({
+  synchronous_commit: config.dispatchSynchronousCommit,
+  jit: 'off',
+  random_page_cost: '1.1',
+});
+
+/** The worker's pool, its statements' names and what each statement sets: see dispatchSettings. */
+function dispatchConnections(target: DatabaseTarget, config: AppConfig, caught: CaughtErrors): [pg.Pool, string | null, LocalSettings] {
+  const onIdleError = (error: Error) => caught.record('dispatch_pool_idle_connection', error, 'dropped from the pool; the next statement opens another');
+  if (target.pooled) return [openPool(target.url, POOL_SIZE, onIdleError), null, dispatchSettings(config)];
+  return [openPool(target.url, POOL_SIZE, onIdleError, dispatchSettings(config)), 'dispatch', {}];
+}
 
 /**
  * The worker's own connections, for its statements only (claim, write-back,
  * release, reaper, batch completion), run past Prisma (PgStatements): these run
  * thousands of times a second, and Prisma's raw-query path measured 8% of a
  * worker's CPU at full load (a write-back carries ~100 KB of parameters).
- *
- * The connections differ from the API's in these session settings:
- *
- * - `synchronous_commit = off` (DISPATCH_SYNCHRONOUS_COMMIT, default off): a commit
- *   returns before its WAL reaches the disk. If Postgres itself crashes, the last
- *   fraction of a second of claims and write-backs can be lost, which puts those
- *   callbacks back where they were: a lost claim leaves the row pending, a lost
- *   write-back leaves it in flight until its lease runs out. Either way it is sent
- *   again with the same webhook-id, which at-least-once delivery allows; nothing
- *   a client stored is ever lost (ingest commits on the API's connections, synchronously).
- *   On this machine a commit's fsync cost more than the claim statement itself.
- * - `enable_bitmapscan = off`: the callback table is a queue whose statistics are
- *   always stale (statuses change thousands of times a second, ANALYZE runs at most
- *   once a minute), so the planner guesses a handful of due rows and reads them all
- *   with a bitmap scan, then sorts them, instead of walking `callback_due_idx` in
- *   order and stopping at the claim's LIMIT: 28 ms instead of 0.5 ms for 200 rows
- *   out of 20,000. The worker's statements all want index walks.
- * - `enable_sort = off`: makes a sort the plan of last resort (it still runs where
- *   nothing else gives the order). The claim reads each key's due rows oldest first
- *   from `callback_key_due_idx`, which gives that order; with the queue's stale
- *   statistics (a million finished rows, "no row pending") the planner instead read
- *   all of `callback_due_idx` and sorted it, for every key and priority: 1.46 s a
- *   claim instead of a few ms (`npm run bench:claim`, 1M finished rows). The other
- *   side of it: a statement of these sessions (and a trigger it fires) must get its
- *   order from an index wherever one can give it, or the planner takes any plan that
- *   avoids the sort: locks in name order are taken by primary key `= ANY(array)` or
- *   one by one from a sorted array, never as `IN (…) ORDER BY … FOR UPDATE`, which
- *   walked all of host_pkey (14 s a claim with a million hosts).
- * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
- *   of 4, which models spinning disks): the write-back finds its rows by primary key
- *   instead of reading the whole table, which with 4 looked cheaper below a few
- *   hundred thousand rows (5 ms instead of 1 ms for 200 rows out of 20,000).
  */
-export const dispatchSessionOptions = (config: Pick<AppConfig, 'dispatchSynchronousCommit'>): string =>
-  `-c enable_bitmapscan=off -c enable_sort=off -c random_page_cost=1.1 -c synchronous_commit=${config.dispatchSynchronousCommit}`;
-
 @Injectable()
 export class DispatchDatabase extends PgStatements implements OnApplicationShutdown {
-  constructor(@Inject(DATABASE_URL) databaseUrl: string, config: AppConfig) {
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, config: AppConfig, caught: CaughtErrors) {
     // Prepared by name, as the API's statements are (statement.names.ts): the claim plans in ~1 ms.
-    super(openPool(databaseUrl, POOL_SIZE, dispatchSessionOptions(config)), 'dispatch');
+    // Unnamed behind a transaction pooler.
+    super(...dispatchConnections(target, config, caught));
   }
 
   /** Last of all, after the worker drained and wrote back in onModuleDestroy. */

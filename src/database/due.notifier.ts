@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { DUE_CHANNEL } from './notify.listener.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { ApiDatabase } from './api-database.js';
@@ -16,7 +17,10 @@ export class DueNotifier {
   private sending?: Promise<void>;
   private again = false;
 
-  constructor(private readonly db: ApiDatabase) {}
+  constructor(
+    private readonly db: ApiDatabase,
+    private readonly caught: CaughtErrors,
+  ) {}
 
   notifyDue(): void {
     if (this.sending) {
@@ -40,8 +44,8 @@ export class DueNotifier {
   private async send(): Promise<void> {
     try {
       await this.db.execute(Prisma.sql`SELECT pg_notify(${DUE_CHANNEL}, '')`);
-    } catch {
-      // The workers' heartbeat finds the work anyway.
+    } catch (error) {
+      this.caught.record('due_notify', error, "the workers' heartbeat finds the work (within DISPATCH_POLL_MS)");
     }
   }
 }

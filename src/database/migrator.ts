@@ -72,6 +72,7 @@ export async function migrate(databaseUrl: string, migrations = readMigrations()
       }
     }
   } finally {
+    // The connection closes next, which releases the lock anyway; the migration's own error, if any, is the one thrown.
     await client.query('SELECT pg_advisory_unlock(72707370)').catch(() => undefined);
     await client.end();
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import pg from 'pg';
-import { DATABASE_URL } from './prisma.service.js';
+import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
 
 /** Channel notified (once per ingest transaction, never per row) when work is due. */
 export const DUE_CHANNEL = 'callback_due';
@@ -19,7 +19,12 @@ export class NotifyListener implements OnModuleDestroy {
   private retryTimer?: NodeJS.Timeout;
   private retryMs = 100;
 
-  constructor(@Inject(DATABASE_URL) private readonly databaseUrl: string) {}
+  private readonly databaseUrl: string;
+
+  /** On the direct URL: this needs a session of its own (database.target.ts). */
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget) {
+    this.databaseUrl = target.directUrl;
+  }
 
   /** Starts listening; `handler` runs on every notification. */
   async listen(handler: () => void): Promise<void> {
@@ -52,7 +57,7 @@ export class NotifyListener implements OnModuleDestroy {
   private reconnectLater(client: pg.Client, error?: Error): void {
     if (this.client === client) this.client = undefined;
     client.removeAllListeners('end');
-    client.end().catch(() => undefined);
+    client.end().catch(() => undefined); // the connection is broken already; a new one follows
     if (this.closed || this.retryTimer) return;
     if (error) this.logger.warn(`LISTEN connection lost (${error.message}); retrying in ${this.retryMs} ms`);
     this.retryTimer = setTimeout(() => {
@@ -69,7 +74,7 @@ export class NotifyListener implements OnModuleDestroy {
     this.client = undefined;
     if (client) {
       client.removeAllListeners('end');
-      await client.end().catch(() => undefined);
+      await client.end().catch(() => undefined); // shutting down: a broken connection is as good as closed
     }
   }
 }

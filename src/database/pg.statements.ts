@@ -7,13 +7,54 @@ const CONNECT_TIMEOUT_MS = 5000;
 
 /**
  * A connection pool of the service. A connection cut while idle (database restart)
- * is dropped from the pool; the next statement opens a new one, or fails and is
- * answered 503 (API) or retried (dispatcher). `options` are session settings.
+ * is dropped from the pool (`onIdleError` is told); the next statement opens a new
+ * one, or fails and is answered 503 (API) or retried (dispatcher). No startup `-c` options: a pooler
+ * refuses them. `session`: settings each new connection sets for its session before
+ * its first statement (sessionSettings), only for a direct connection; otherwise a
+ * statement sets what it needs in its own transaction (LocalSettings).
  */
-export function openPool(databaseUrl: string, max: number, options?: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, options });
-  pool.on('error', () => undefined);
+export function openPool(databaseUrl: string, max: number, onIdleError: (error: Error) => void, session: LocalSettings = {}): pg.Pool {
+  const set = sessionSettings(session);
+  // pg-pool awaits the promise onConnect returns before it hands the connection out,
+  // and closes the connection if it rejects (its types say void).
+  const onConnect = set ? (client: pg.ClientBase) => client.query(set) : undefined;
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, onConnect });
+  pool.on('error', onIdleError);
   return pool;
+}
+
+/**
+ * Settings that hold for one statement's transaction only (`SET LOCAL`), by name:
+ * constants of the code (never user input), e.g. `{ synchronous_commit: 'off' }`.
+ * Through a transaction pooler they stay with the statement they were set for.
+ */
+export type LocalSettings = Readonly<Record<string, string>>;
+
+const SETTING_NAME = /^[a-z_]+$/;
+const SETTING_VALUE = /^[A-Za-z0-9_.]+$/;
+
+/**
+ * `SET …` of `settings` for the session: for pg-pool's `onConnect`, which runs it on
+ * each new connection before the connection serves its first statement. For a
+ * direct connection, where a session keeps them, so a statement needs no transaction
+ * of its own to carry them. A connection whose SET fails is closed and its first
+ * statement fails (and is retried), never run without them. Not behind a transaction
+ * pooler: there a session's settings stay on whichever server connection ran the SET.
+ */
+export function sessionSettings(settings: LocalSettings): string {
+  return Object.entries(settings)
+    .map(([name, value]) => setting('SET', name, value))
+    .join('; ');
+}
+
+function setting(verb: 'SET' | 'SET LOCAL', name: string, value: string): string {
+  if (!SETTING_NAME.test(name) || !SETTING_VALUE.test(value)) throw new Error(`not a setting: ${name}=${value}`);
+  return `${verb} ${name} TO ${value}`;
+}
+
+/** `BEGIN; SET LOCAL …`: one simple-protocol round trip (exported for the plan tests, which explain statements as they run). */
+export function beginWith(settings: LocalSettings): string {
+  return ['BEGIN', ...Object.entries(settings).map(([name, value]) => setting('SET LOCAL', name, value))].join('; ');
 }
 
 /** Runs statements: a pool (each statement on any free connection) or one transaction's connection. */
@@ -37,45 +78,84 @@ export interface SqlRunner {
  */
 export class PgStatements implements SqlRunner {
   private readonly nameOf: (query: { sql: string }) => string;
+  /** `BEGIN; SET LOCAL …` of the runner's settings, and of them with each statement's own (constants of the code), made once. */
+  private readonly begin: string;
+  private readonly beginWithOwn = new WeakMap<LocalSettings, string>();
 
-  /** `prefix` names this runner's prepared statements; it must differ from any other namer's on the same pool. */
+  /**
+   * `prefix` names this runner's prepared statements; it must differ from any other
+   * namer's on the same pool. `null`: every statement unnamed (behind a transaction
+   * pooler, where the next transaction may run on a server connection that never saw
+   * the name). `settings` are set in the transaction of every statement this runner
+   * sends (a statement alone then costs two more round trips: BEGIN and SET in one,
+   * COMMIT).
+   */
   constructor(
     protected readonly pool: pg.Pool,
-    prefix: string,
+    prefix: string | null,
+    private readonly settings: LocalSettings = {},
   ) {
-    this.nameOf = statementNamer(prefix);
+    this.nameOf = prefix === null ? () => '' : statementNamer(prefix);
+    this.begin = beginWith(settings);
   }
 
-  async query<T>(statement: Prisma.Sql): Promise<T[]> {
-    return (await run(this.pool, this.nameOf, statement)).rows as T[];
+  /** One statement's rows; `settings` on top of the runner's, for this statement only. */
+  async query<T>(statement: Prisma.Sql, settings?: LocalSettings): Promise<T[]> {
+    return (await this.runAlone(statement, settings)).rows as T[];
   }
 
-  async execute(statement: Prisma.Sql): Promise<number> {
-    return (await run(this.pool, this.nameOf, statement)).rowCount ?? 0;
+  async execute(statement: Prisma.Sql, settings?: LocalSettings): Promise<number> {
+    return (await this.runAlone(statement, settings)).rowCount ?? 0;
+  }
+
+  private runAlone(statement: Prisma.Sql, settings?: LocalSettings): Promise<pg.QueryResult> {
+    const begin = this.beginFor(settings);
+    if (begin === 'BEGIN') return run(this.pool, this.nameOf, statement); // nothing to set: no transaction needed
+    return this.onOneConnection(begin, (client) => run(client, this.nameOf, statement));
+  }
+
+  private beginFor(settings?: LocalSettings): string {
+    if (!settings) return this.begin;
+    let begin = this.beginWithOwn.get(settings);
+    if (begin === undefined) this.beginWithOwn.set(settings, (begin = beginWith({ ...this.settings, ...settings })));
+    return begin;
   }
 
   /**
-   * Runs `work` in one transaction on one connection: committed when it resolves,
-   * rolled back when it throws. Keep it short: it holds a pooled connection and
-   * whatever row locks its statements take until it ends.
+   * Runs `work` in one transaction on one connection, with the runner's settings and
+   * `settings`: committed when it resolves, rolled back when it throws. Keep it
+   * short: it holds a pooled connection and whatever row locks its statements take
+   * until it ends.
    */
-  async transaction<T>(work: (tx: SqlRunner) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+  transaction<T>(work: (tx: SqlRunner) => Promise<T>, settings?: LocalSettings): Promise<T> {
     const nameOf = this.nameOf;
-    const tx: SqlRunner = {
-      query: async <R>(statement: Prisma.Sql) => (await run(client, nameOf, statement)).rows as R[],
-      execute: async (statement: Prisma.Sql) => (await run(client, nameOf, statement)).rowCount ?? 0,
-    };
+    return this.onOneConnection(this.beginFor(settings), (client) =>
+      work({
+        query: async <R>(statement: Prisma.Sql) => (await run(client, nameOf, statement)).rows as R[],
+        execute: async (statement: Prisma.Sql) => (await run(client, nameOf, statement)).rowCount ?? 0,
+      }),
+    );
+  }
+
+  private async onOneConnection<T>(begin: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
     let broken: Error | undefined;
+    // A checked-out client has no listener of the pool's: a connection cut between two
+    // of its statements (database restart, a pooler gone) would be an uncaught 'error'
+    // and end the process. Noted here, the statement under way fails with it, and the
+    // client is discarded on release (as pool.query does for its own).
+    const cut = (error: Error) => (broken = error);
+    client.on('error', cut);
     try {
-      await client.query('BEGIN');
-      const result = await work(tx);
+      await client.query(begin);
+      const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (error) {
       await client.query('ROLLBACK').catch((e: Error) => (broken = e));
       throw error;
     } finally {
+      client.off('error', cut);
       client.release(broken);
     }
   }

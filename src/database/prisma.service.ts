@@ -1,11 +1,11 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type pg from 'pg';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
 import { openPool } from './pg.statements.js';
 import { statementNamer } from './statement.names.js';
-
-export const DATABASE_URL = Symbol('DATABASE_URL');
 
 /** Connections in the pool shared by the API and the dispatcher of one process. */
 const POOL_SIZE = 20;
@@ -19,9 +19,11 @@ const POOL_SIZE = 20;
 export class PrismaService extends PrismaClient implements OnApplicationShutdown {
   readonly pool: pg.Pool;
 
-  constructor(@Inject(DATABASE_URL) databaseUrl: string) {
-    const pool = openPool(databaseUrl, POOL_SIZE);
-    super({ adapter: new PrismaPg(pool, { statementNameGenerator: statementNamer('prisma') }) });
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, caught: CaughtErrors) {
+    const pool = openPool(target.url, POOL_SIZE, (error) =>
+      caught.record('api_pool_idle_connection', error, 'dropped from the pool; the next statement opens another'),
+    );
+    super({ adapter: new PrismaPg(pool, target.pooled ? {} : { statementNameGenerator: statementNamer('prisma') }) });
     this.pool = pool;
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FIRST_CLAIM_ROWS, claimLimit } from './claim.policy.js';
+import { FIRST_CLAIM_ROWS, claimLimit, nextRecheckMs } from './claim.policy.js';
 
 describe('claim.policy', () => {
   it.each([
@@ -39,5 +39,15 @@ describe('claim.policy', () => {
 
   it('should claim nothing when the window and its waiting room are full', () => {
     expect(claimLimit({ concurrency: 200, claimBatch: 500, held: 400, sending: 0 })).toEqual({ limit: 0, waitForRoom: false });
+  });
+});
+
+describe(nextRecheckMs.name, () => {
+  it('should double after each look that took nothing, up to ten times the base, and go back to the base once one takes rows', () => {
+    const delays = [50];
+    for (let i = 0; i < 6; i++) delays.push(nextRecheckMs(delays.at(-1)!, false, 50));
+    expect(delays).toEqual([50, 100, 200, 400, 500, 500, 500]);
+    expect(nextRecheckMs(500, true, 50)).toBe(50);
+    expect(nextRecheckMs(50, true, 50)).toBe(50);
   });
 });

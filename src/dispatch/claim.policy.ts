@@ -36,3 +36,21 @@ export function claimLimit({ concurrency, claimBatch, held, sending }: ClaimRoom
   if (waitForRoom || free <= 0) return { limit: 0, waitForRoom };
   return { limit: Math.min(free, claimBatch, Math.max(FIRST_CLAIM_ROWS, held)), waitForRoom };
 }
+
+/** How far the look again at overdue rows backs off: HOST_RECHECK_MS times this, at most. */
+export const RECHECK_BACKOFF_MAX = 10;
+
+/**
+ * The delay before the next look at overdue rows that only busy, paused or
+ * rate-limited hosts hold, after a look that the recheck timer woke: back to
+ * `baseMs` (HOST_RECHECK_MS) when it took rows, doubled (up to RECHECK_BACKOFF_MAX ×
+ * `baseMs`) when it took none. A host at its cap across workers frees slots through
+ * some worker's write-back, and that worker claims again at once; the others' looks
+ * every 50 ms then find it full. With three workers at one host's cap those looks were
+ * half of all claim statements and doubled Postgres and workers' CPU per callback
+ * (bench/README.md, 2026-12-02). A rate-limited host's next token, or slots freed by a
+ * worker that does not claim again, wait at most the longer delay.
+ */
+export function nextRecheckMs(currentMs: number, tookRows: boolean, baseMs: number): number {
+  return tookRows ? baseMs : Math.min(currentMs * 2, baseMs * RECHECK_BACKOFF_MAX);
+}

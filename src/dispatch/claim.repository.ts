@@ -87,6 +87,6 @@ export class ClaimRepository {
   }
 
   private run(statement: ReturnType<typeof claims.claimFront>): Promise<ClaimedCallback[]> {
-    return this.metrics.timeClaim(() => this.db.query<ClaimedCallback>(statement));
+    return this.metrics.timeClaim(() => this.db.query<ClaimedCallback>(statement, claims.CLAIM_PLANNER));
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -46,6 +47,7 @@ export class CompleterService {
     private readonly repo: OutcomeRepository,
     private readonly metrics: MetricsService,
     private readonly status: WorkerStatus,
+    private readonly caught: CaughtErrors,
   ) {}
 
   /** `listener` runs after each write-back landed (hosts' in-flight counts went down). */
@@ -89,6 +91,7 @@ export class CompleterService {
         rows.map((r) => r.id),
       );
     } catch (error) {
+      this.caught.count('release_claims');
       this.logger.warn(`could not hand back ${rows.length} claimed callbacks (their leases will expire): ${(error as Error).message}`);
     }
   }
@@ -144,6 +147,7 @@ export class CompleterService {
       this.writtenListeners.forEach((l) => l());
     } catch (error) {
       this.buffer.unshift(...rows);
+      this.caught.count('write_back');
       if (this.failures++ % 50 === 0) this.logger.warn(`write-back of ${rows.length} outcomes failed, will retry: ${(error as Error).message}`);
       this.timer ??= setTimeout(() => void this.flush(), Math.min(100 * this.failures, 2000));
       return;
@@ -155,8 +159,8 @@ export class CompleterService {
     this.completing = this.completing.then(async () => {
       try {
         logBatchesCompleted(this.logger, await this.repo.completeBatches(finished));
-      } catch {
-        // The maintenance leader's sweep stamps these batches later.
+      } catch (error) {
+        this.caught.record('batch_completion', error, "the maintenance leader's sweep stamps these batches later");
       }
     });
   }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
-import { DATABASE_URL } from '../database/prisma.service.js';
+import { DATABASE_TARGET, type DatabaseTarget } from '../database/database.target.js';
 import { leaderUnlock, tryLeaderLock } from './sql/leader.sql.js';
 
 /**
@@ -17,7 +17,12 @@ export class LeaderLock implements OnApplicationShutdown {
   private held = false;
   private trying?: Promise<boolean>;
 
-  constructor(@Inject(DATABASE_URL) private readonly databaseUrl: string) {}
+  private readonly databaseUrl: string;
+
+  /** On the direct URL: this needs a session of its own (database.target.ts). */
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget) {
+    this.databaseUrl = target.directUrl;
+  }
 
   /** Whether this worker leads now: true while it holds the lock, else one attempt to take it. Throws when the database is away. */
   lead(): Promise<boolean> {
@@ -42,14 +47,14 @@ export class LeaderLock implements OnApplicationShutdown {
       if (this.held) this.logger.warn('maintenance lock connection lost; another worker may lead now');
       this.client = undefined;
       this.held = false;
-      client.end().catch(() => undefined);
+      client.end().catch(() => undefined); // the connection is lost already
     };
     client.on('error', lost);
     client.on('end', lost);
     try {
       await client.connect();
     } catch (error) {
-      client.end().catch(() => undefined);
+      client.end().catch(() => undefined); // never connected; the connect error is thrown
       throw error;
     }
     this.client = client;
@@ -63,10 +68,10 @@ export class LeaderLock implements OnApplicationShutdown {
     if (!client) return;
     if (this.held) {
       const { text, values } = leaderUnlock();
-      await client.query(text, values).catch(() => undefined);
+      await client.query(text, values).catch(() => undefined); // closing the connection next releases the lock anyway
     }
     this.held = false;
-    await client.end().catch(() => undefined);
+    await client.end().catch(() => undefined); // a broken connection is as good as closed
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -11,9 +11,11 @@ import { nowSql } from './sql/time.sql.js';
 export class MaintenanceRepository {
   constructor(private readonly db: DispatchDatabase) {}
 
-  /** Rows whose lease ran out (their worker died) back to pending, due now; returns how many. */
-  reapExpiredLeases(now?: Date): Promise<number> {
-    return this.db.execute(reapExpiredLeases(nowSql(now)));
+  /** Rows whose lease ran out (their worker died), their attempt counted: due now, or failed when it was their last. */
+  async reapExpiredLeases(now?: Date): Promise<{ due: number; failed: number }> {
+    const rows = await this.db.query<{ id: string; failed: boolean }>(reapExpiredLeases(nowSql(now)));
+    const failed = rows.filter((r) => r.failed).length;
+    return { due: rows.length - failed, failed };
   }
 
   /** Stamps up to `limit` open batches with nothing left (their last write-back died before the stamp). */

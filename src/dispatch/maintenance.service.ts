@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -49,6 +50,7 @@ export class MaintenanceService {
     private readonly producer: ProducerService,
     private readonly status: WorkerStatus,
     private readonly metrics: MetricsService,
+    private readonly caught: CaughtErrors,
   ) {}
 
   private tasks(): Task[] {
@@ -99,10 +101,11 @@ export class MaintenanceService {
   }
 
   private async reap(): Promise<void> {
-    const reaped = await this.repo.reapExpiredLeases();
+    const { due, failed } = await this.repo.reapExpiredLeases();
     this.status.markHealthy();
-    if (reaped > 0) {
-      this.logger.log(`${reaped} callbacks whose lease ran out (their worker stopped) are due again`);
+    if (failed > 0) this.logger.warn(`${failed} callbacks failed for good: their worker stopped during their last attempt (lease ran out)`);
+    if (due > 0) {
+      this.logger.log(`${due} callbacks whose lease ran out (their worker stopped) are due again, the lost attempt counted`);
       this.producer.wake();
     }
   }
@@ -127,6 +130,7 @@ export class MaintenanceService {
 
   /** Logged at most every 5 s: an outage must not flood the log. */
   private reportError(task: string, error: unknown): void {
+    this.caught.count(`maintenance_${task.replace(/[^a-z]+/g, '_')}`);
     if (Date.now() - this.lastError < 5000) return;
     this.lastError = Date.now();
     const message = (error as Error)?.message ?? String(error);

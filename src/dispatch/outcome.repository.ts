@@ -3,7 +3,7 @@ import { completeBatches } from '../batches/batch-completion.sql.js';
 import type { CallbackStatus, Outcome } from '../common/states.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
 import { receiverHealth } from './receiver-health.policy.js';
-import { recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
+import { lockReceivers, recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -34,13 +34,21 @@ export interface RecordedOutcome {
 export class OutcomeRepository {
   constructor(private readonly db: DispatchDatabase) {}
 
-  /** Writes outcomes of rows still leased to `owner`; returns the callback ids that landed. */
+  /**
+   * Writes outcomes of rows still leased to `owner`, and what they say of their
+   * receivers' health, in one transaction: both or neither. Returns the callback ids
+   * that landed. Rows without a receiver: one statement, no receiver row touched.
+   */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
-    const landed = await this.db.query<{ id: string }>(recordOutcomes(owner, rows));
-    const ids = landed.map((r) => r.id);
-    const health = receiverHealth(rows, new Set(ids));
-    if (health.length > 0) await this.db.execute(recordReceiverHealth(health));
-    return ids;
+    const receivers = [...new Set(rows.flatMap((r) => (r.receiverId ? [r.receiverId] : [])))];
+    if (receivers.length === 0) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
+    return this.db.transaction(async (tx) => {
+      await tx.query(lockReceivers(receivers));
+      const ids = (await tx.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
+      const health = receiverHealth(rows, new Set(ids));
+      if (health.length > 0) await tx.execute(recordReceiverHealth(health));
+      return ids;
+    });
   }
 
   /** Hands rows still leased to `owner` back untouched; returns how many moved. */

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
@@ -6,7 +7,7 @@ import { NotifyListener } from '../database/notify.listener.js';
 import { newSigningSecret } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
-import { claimLimit } from './claim.policy.js';
+import { claimLimit, nextRecheckMs } from './claim.policy.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
@@ -20,7 +21,8 @@ export type QueuedCallback = ClaimedCallback & { secrets: readonly string[] };
  * keeps them in per-host waiting queues until the sender takes them.
  *
  * It claims when woken: by a NOTIFY after an ingest, by the heartbeat
- * (DISPATCH_POLL_MS), by the due timer set for the next row that falls due, by the
+ * (DISPATCH_POLL_MS), by the due timer set for the next row that falls due (or to
+ * look again at overdue rows that busy hosts hold, backing off: nextRecheckMs), by the
  * completer after a write-back freed host slots, or by the sender when a call
  * finished and the last claim stopped for lack of room in the window. One claim runs
  * at a time; a wake during a claim makes it claim again at its end.
@@ -45,6 +47,11 @@ export class ProducerService {
   // integer) and later to a time changes the object's layout, and V8 then dropped
   // the compiled code of every method that read this producer, at the first real claim.
   private dueAt = Number.NEGATIVE_INFINITY;
+  /** The due timer armed is a look again at overdue rows (not a row falling due), and the delay of such looks now (nextRecheckMs). */
+  private dueIsRecheck = false;
+  private recheckMs: number;
+  /** The claim about to run was woken by a recheck. */
+  private wokenByRecheck = false;
   private lastError = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -55,7 +62,9 @@ export class ProducerService {
     private readonly hostLimits: HostLimitsService,
     private readonly completer: CompleterService,
     private readonly status: WorkerStatus,
+    private readonly caught: CaughtErrors,
   ) {
+    this.recheckMs = this.config.hostRecheckMs;
     this.queues = new HostQueues((host) => hostLimits.capFor(host));
     // A write-back lowers hosts' in-flight counts: their freed slots can be claimed.
     completer.onWritten(() => this.wake());
@@ -169,11 +178,14 @@ export class ProducerService {
         });
         this.claimWhenRoom = waitForRoom;
         if (limit === 0) break;
+        const byRecheck = this.wokenByRecheck;
+        this.wokenByRecheck = false;
         // Rows of the front start sending while the claim looks past it.
         const claimed = await this.claims.claimDue(this.status.owner, limit, this.config.dispatchLeaseMarginMs, this.skipHosts(), {
           onClaimed: (rows) => this.enqueue(rows),
         });
         this.status.markHealthy();
+        if (byRecheck) this.recheckMs = nextRecheckMs(this.recheckMs, claimed.length > 0, this.config.hostRecheckMs);
         if (claimed.length === limit) this.claimAgain = true;
         else await this.armDueTimer();
       } while (this.claimAgain && this.status.state === 'running');
@@ -203,25 +215,30 @@ export class ProducerService {
 
   private async armDueTimer(): Promise<void> {
     const next = await this.claims.nextDueAt();
-    // Overdue rows the claim left behind wait for busy, paused or rate-limited hosts.
-    if (next) this.wakeAt(next.getTime() > Date.now() ? next : new Date(Date.now() + this.config.hostRecheckMs));
+    if (!next) return;
+    if (next.getTime() > Date.now()) this.wakeAt(next);
+    // Overdue rows the claim left behind wait for busy, paused or rate-limited hosts: look again (nextRecheckMs).
+    else this.wakeAt(new Date(Date.now() + this.recheckMs), true);
   }
 
-  /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set. */
-  private wakeAt(at: Date): void {
+  /** Wakes at `at` if that is sooner than the heartbeat and than a wake already set; `recheck`: to look again at overdue rows. */
+  private wakeAt(at: Date, recheck = false): void {
     if (this.status.state !== 'running') return; // a claim that ends after shutdown began arms nothing
     const wait = Math.max(at.getTime() - Date.now(), 1);
     if (wait >= this.config.dispatchPollMs || (this.dueTimer && this.dueAt <= at.getTime())) return;
     clearTimeout(this.dueTimer);
     this.dueAt = at.getTime();
+    this.dueIsRecheck = recheck;
     this.dueTimer = setTimeout(() => {
       this.dueTimer = undefined;
+      this.wokenByRecheck = this.dueIsRecheck;
       this.wake();
     }, wait);
   }
 
   /** Logged at most every 5 s: an outage must not flood the log. */
   private reportError(error: unknown): void {
+    this.caught.count('claim');
     if (Date.now() - this.lastError < 5000) return;
     this.lastError = Date.now();
     const message = (error as Error)?.message ?? String(error);

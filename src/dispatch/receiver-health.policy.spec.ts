@@ -34,22 +34,22 @@ describe(receiverHealth.name, () => {
     [
       'only successes',
       [attempt('a', 'success', 1), attempt('a', 'success', 2)],
-      [{ receiverId: 'a', succeededLast: true, hadSuccess: true, failingSince: null, lastFailureAt: null }],
+      [{ receiverId: 'a', lastSuccessAt: at(2), failingSince: null, lastFailureAt: null }],
     ],
     [
       'only failures',
       [attempt('a', 'timeout', 3), attempt('a', 'http_error', 1)],
-      [{ receiverId: 'a', succeededLast: false, hadSuccess: false, failingSince: at(1), lastFailureAt: at(3) }],
+      [{ receiverId: 'a', lastSuccessAt: null, failingSince: at(1), lastFailureAt: at(3) }],
     ],
     [
       'failures after a success (in any order given)',
       [attempt('a', 'timeout', 5), attempt('a', 'success', 2), attempt('a', 'timeout', 1), attempt('a', 'timeout', 4)],
-      [{ receiverId: 'a', succeededLast: false, hadSuccess: true, failingSince: at(4), lastFailureAt: at(5) }],
+      [{ receiverId: 'a', lastSuccessAt: at(2), failingSince: at(4), lastFailureAt: at(5) }],
     ],
     [
-      'a success after failures',
+      'a success after failures (they are behind it: none after it)',
       [attempt('a', 'timeout', 1), attempt('a', 'success', 2)],
-      [{ receiverId: 'a', succeededLast: true, hadSuccess: true, failingSince: null, lastFailureAt: at(1) }],
+      [{ receiverId: 'a', lastSuccessAt: at(2), failingSince: null, lastFailureAt: null }],
     ],
   ])('should read %s', (_name, rows, expected) => {
     expect(receiverHealth(rows, all(rows))).toEqual(expected);
@@ -59,8 +59,8 @@ describe(receiverHealth.name, () => {
     const rows = [attempt('a', 'timeout', 1), attempt('b', 'success', 1), attempt('b', 'timeout', 2)];
     const landed = new Set([rows[0].callbackId, rows[1].callbackId]);
     expect(receiverHealth(rows, landed)).toEqual([
-      { receiverId: 'a', succeededLast: false, hadSuccess: false, failingSince: at(1), lastFailureAt: at(1) },
-      { receiverId: 'b', succeededLast: true, hadSuccess: true, failingSince: null, lastFailureAt: null },
+      { receiverId: 'a', lastSuccessAt: null, failingSince: at(1), lastFailureAt: at(1) },
+      { receiverId: 'b', lastSuccessAt: at(1), failingSince: null, lastFailureAt: null },
     ]);
   });
 });

@@ -3,9 +3,9 @@ import type { ReceiverHealth } from './sql/outcome.sql.js';
 
 /**
  * Per receiver, what one write-back's attempts (those that landed) say of its
- * health: whether the latest succeeded, and the first and last failure after its
- * last success here. None for attempts without a receiver, so a write-back of
- * callbacks without receivers runs no statement more.
+ * health: its latest success here, and the first and last failure after it (every
+ * failure when none succeeded). None for attempts without a receiver, so a
+ * write-back of callbacks without receivers runs no statement more.
  */
 export function receiverHealth(rows: readonly RecordedOutcome[], landed: ReadonlySet<string>): ReceiverHealth[] {
   const byReceiver = new Map<string, RecordedOutcome[]>();
@@ -21,10 +21,9 @@ export function receiverHealth(rows: readonly RecordedOutcome[], landed: Readonl
     const failures = attempts.slice(lastSuccess + 1);
     return {
       receiverId,
-      succeededLast: failures.length === 0,
-      hadSuccess: lastSuccess >= 0,
+      lastSuccessAt: attempts[lastSuccess]?.startedAt ?? null,
       failingSince: failures[0]?.startedAt ?? null,
-      lastFailureAt: attempts.findLast((a) => a.outcome !== 'success')?.startedAt ?? null,
+      lastFailureAt: failures.at(-1)?.startedAt ?? null,
     };
   });
 }

@@ -41,13 +41,12 @@ export class HostController {
     return this.hosts.setLimits(key, host, dto);
   }
 
+  /** A key forgets its own 410 marks on the host; an admin key, every key's. */
   @Delete(':host/gone')
-  @AdminOnly()
   @HttpCode(200)
   @ApiParam(HOST_PARAM)
   @ApiOkResponse({ type: ClearedGoneDto })
-  @ApiErrors(403)
-  clearGone(@Param('host', HostParamPipe) host: string): Promise<ClearedGoneDto> {
-    return this.hosts.clearGone(host);
+  clearGone(@CurrentKey() key: AuthenticatedKey, @Param('host', HostParamPipe) host: string): Promise<ClearedGoneDto> {
+    return this.hosts.clearGone(key, host);
   }
 }

@@ -70,8 +70,9 @@ export class HostRepository {
     }) as Promise<HostRow[]>;
   }
 
-  deleteGoneEndpoints(host: string): Promise<{ count: number }> {
-    return this.prisma.goneEndpoint.deleteMany({ where: { host } });
+  /** Forgets the host's gone URLs: those `apiKeyId` met, or every key's when it is null (admin). */
+  deleteGoneEndpoints(host: string, apiKeyId: string | null): Promise<{ count: number }> {
+    return this.prisma.goneEndpoint.deleteMany({ where: { host, ...(apiKeyId && { apiKeyId }) } });
   }
 
   /** Gone URLs of these hosts; only those `apiKeyId` met unless it is null (admin). */

@@ -50,8 +50,9 @@ export class HostService {
     return this.getHost(key, host);
   }
 
-  async clearGone(host: string): Promise<ClearedGoneDto> {
-    const { count } = await this.hosts.deleteGoneEndpoints(host);
+  /** 410 marks are per key: a key clears its own, an admin key every key's. */
+  async clearGone(key: AuthenticatedKey, host: string): Promise<ClearedGoneDto> {
+    const { count } = await this.hosts.deleteGoneEndpoints(host, key.isAdmin ? null : key.id);
     return { host, cleared: count };
   }
 

@@ -1,4 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { Counter } from 'prom-client';
+import { CaughtErrors } from '../common/caught-errors.js';
 import { BREAKER_STATES } from '../common/states.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { MetricsRepository } from './metrics.repository.js';
@@ -24,7 +26,21 @@ export class MetricsCollector {
     private readonly metrics: MetricsService,
     private readonly repo: MetricsRepository,
     private readonly worker: WorkerStatus,
+    private readonly caught: CaughtErrors,
   ) {
+    const counted = new Map<string, number>();
+    new Counter({
+      name: 'errors_total',
+      help: 'Errors the service caught and carried on from, by where (each also logged; CaughtErrors)',
+      labelNames: ['where'],
+      registers: [metrics.registry],
+      collect() {
+        for (const [where, n] of caught.byPlace) {
+          this.inc({ where }, n - (counted.get(where) ?? 0));
+          counted.set(where, n);
+        }
+      },
+    });
     this.backlog = metrics.gauge('callback_due_backlog', 'Callbacks due now and not claimed yet (counted up to 100000)');
     this.window = metrics.gauge('dispatcher_window', "This worker's callbacks by place: in_flight, queued (claimed, waiting), unwritten (outcome buffered)", [
       'state',
@@ -50,6 +66,7 @@ export class MetricsCollector {
     try {
       this.backlog.set(await this.repo.dueBacklog());
     } catch (error) {
+      this.caught.count('metrics_collect');
       this.logger.warn(`metrics: due backlog not read: ${(error as Error).message}`);
     }
   }
@@ -59,6 +76,7 @@ export class MetricsCollector {
     try {
       keys = await this.repo.busiestKeys();
     } catch (error) {
+      this.caught.count('metrics_collect');
       this.logger.warn(`metrics: per-key backlog not read: ${(error as Error).message}`);
       return;
     }
@@ -75,6 +93,7 @@ export class MetricsCollector {
     try {
       hosts = await this.repo.hostStates();
     } catch (error) {
+      this.caught.count('metrics_collect');
       this.logger.warn(`metrics: host states not read: ${(error as Error).message}`);
       return;
     }

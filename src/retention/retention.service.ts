@@ -33,7 +33,7 @@ export class RetentionService implements OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    await this.running?.catch(() => undefined);
+    await this.running?.catch(() => undefined); // waited for only; its error went to whoever started the pass
   }
 
   /** One purge pass up to now; concurrent calls share the pass under way. */

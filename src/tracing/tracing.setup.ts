@@ -55,7 +55,7 @@ export async function startTracing(config: AppConfig): Promise<void> {
   tracing.shutdown = async () => {
     tracing.tracer = undefined;
     tracing.shutdown = async () => undefined;
-    await provider.shutdown().catch(() => undefined);
+    await provider.shutdown().catch(() => undefined); // spans the collector did not take at shutdown are lost; the exporter logs why
   };
 }
 

@@ -2,6 +2,7 @@ import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { migrate } from '../../src/database/migrator.js';
+import { startPgBouncer } from './pgbouncer.js';
 
 /** Port of the embedded test server; give each concurrent test run its own. */
 const TEST_PG_PORT = Number(process.env.TEST_PG_PORT ?? 54339);
@@ -10,6 +11,9 @@ const TEST_PG_PORT = Number(process.env.TEST_PG_PORT ?? 54339);
  * Starts one real Postgres for the whole run (embedded under .data/test, or the
  * server of DATABASE_URL) and builds a migrated template database. Each test file
  * then clones the template (test/support/database.ts), so files never share rows.
+ * With TEST_PGBOUNCER=1, a PgBouncer in transaction mode goes in front of that server
+ * (test/support/pgbouncer.ts): services then get the database through it and a direct
+ * URL beside it, as they would behind a pooler in production.
  */
 export default async function setup(project: TestProject) {
   let serverUrl: (db: string) => string;
@@ -30,9 +34,17 @@ export default async function setup(project: TestProject) {
   await admin.query(`CREATE DATABASE ${template}`);
   await admin.end();
   await migrate(serverUrl(template));
+  // No teardown runs when setup throws: the server this started stops here then.
+  const stopAndThrow = async (error: unknown): Promise<never> => {
+    await stop();
+    throw error;
+  };
+  const pooler = process.env.TEST_PGBOUNCER === '1' ? await startPgBouncer(serverUrl('postgres')).catch(stopAndThrow) : undefined;
   project.provide('pgAdminUrl', serverUrl('postgres'));
+  project.provide('pgPoolerUrl', pooler?.url('postgres') ?? null);
   project.provide('pgTemplate', template);
   return async () => {
+    await pooler?.stop();
     const c = new pg.Client({ connectionString: serverUrl('postgres') });
     await c.connect();
     await c.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
@@ -43,7 +55,10 @@ export default async function setup(project: TestProject) {
 
 declare module 'vitest' {
   export interface ProvidedContext {
+    /** The server's `postgres` database, direct. */
     pgAdminUrl: string;
+    /** The same through PgBouncer (TEST_PGBOUNCER=1), else null. */
+    pgPoolerUrl: string | null;
     pgTemplate: string;
   }
 }

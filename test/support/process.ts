@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { directUrlOf } from './database.js';
 import { TEST_KEY } from './service.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -20,10 +21,13 @@ export interface ServiceProcess {
 
 /**
  * The built service (`dist/main.js`, made by `npm test`'s build step) as a real
- * child process, for crash, shutdown and many-worker tests.
+ * child process, for crash, shutdown and many-worker tests. A DATABASE_URL on the
+ * run's PgBouncer (TEST_PGBOUNCER=1) gets its DATABASE_DIRECT_URL beside it.
  */
 export async function spawnService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
   if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+  const directUrl = env.DATABASE_URL && directUrlOf(env.DATABASE_URL);
+  if (directUrl && directUrl !== env.DATABASE_URL && !env.DATABASE_DIRECT_URL) env = { ...env, DATABASE_DIRECT_URL: directUrl };
   const proc = spawn(process.execPath, [MAIN], {
     cwd: ROOT,
     env: {

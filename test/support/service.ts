@@ -1,7 +1,7 @@
 import { startService, type RunningService } from '../../src/app.factory.js';
 import { createApiClient, type ApiClient } from '../../src/client/api.client.js';
 import { loadConfig, type AppConfig } from '../../src/config/app.config.js';
-import { createTestDatabase } from './database.js';
+import { createTestDatabase, directUrlOf } from './database.js';
 
 export interface TestService extends RunningService {
   /** The admin key created at start. */
@@ -25,16 +25,20 @@ export interface TestService extends RunningService {
 export const TEST_KEY = 'cbk_test_admin_key_0123456789abcdef';
 
 /**
- * The whole service in-process on a fresh database clone, with loopback allowed as
- * a destination (test receivers live on 127.0.0.x) and quiet logs.
+ * The whole service in-process on a fresh database clone (or `databaseUrl`), with
+ * loopback allowed as a destination (test receivers live on 127.0.0.x) and quiet logs.
+ * In a TEST_PGBOUNCER=1 run its DATABASE_URL is the pooled one and DATABASE_DIRECT_URL
+ * the server's; otherwise DATABASE_DIRECT_URL stays unset, the default users run.
  */
 export async function startTestService(overrides: Partial<AppConfig> = {}, databaseUrl?: string): Promise<TestService> {
   const db = databaseUrl ? { url: databaseUrl, drop: async () => undefined } : await createTestDatabase();
+  const directUrl = directUrlOf(db.url);
   const config = loadConfig(
     {},
     {
       port: 0,
       databaseUrl: db.url,
+      ...(directUrl !== db.url && { databaseDirectUrl: directUrl }),
       allowPrivateNetworks: ['127.0.0.0/8'],
       bootstrapApiKey: TEST_KEY,
       logLevel: 'error',

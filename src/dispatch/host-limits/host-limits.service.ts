@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { CaughtErrors } from '../../common/caught-errors.js';
 import { AppConfig } from '../../config/app.config.js';
 import { NO_RESULTS, foldOutcome, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
 import type { ClaimedCallback } from '../claim.repository.js';
@@ -41,6 +42,7 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
   constructor(
     private readonly config: AppConfig,
     private readonly hosts: HostLimitsRepository,
+    private readonly caught: CaughtErrors,
   ) {
     this.breakerSettings = { threshold: config.hostBreakerFailures, cooldownMs: config.hostBreakerCooldownMs };
   }
@@ -121,6 +123,7 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
       // The host rows now say it (results gathered meanwhile wait for their own report).
       for (const host of results.keys()) if (!this.results.has(host)) this.opening.delete(host);
     } catch (error) {
+      this.caught.count('host_limits_report');
       this.logger.warn(`could not record host breaker results, will retry: ${(error as Error).message}`);
       for (const [host, r] of results) if (!this.results.has(host)) this.results.set(host, r);
       this.gone.push(...gone);
@@ -147,8 +150,8 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
       for (const r of rows) {
         this.remember(r.host, { state: r.breakerState, failures: r.consecutiveFailures, openedAt: r.openedAt, openUntil: r.openUntil });
       }
-    } catch {
-      // The database is away; the producer reports that. Keep the last known limits.
+    } catch (error) {
+      this.caught.record('host_limits_refresh', error, 'keeping the last known limits and breakers until the next refresh');
     }
   }
 }

@@ -18,6 +18,33 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  */
 
 /**
+ * What the two claim statements set in their own transaction (`SET LOCAL`, through
+ * ClaimRepository), and why each, measured on a stock Postgres 15 with JIT on
+ * (test/plans.test.ts: 100,000 due rows over 3 keys and 50 hosts, 100,000 finished
+ * rows, statistics from when nothing was pending):
+ *
+ * - `enable_bitmapscan = off`, `enable_sort = off`: the queue's statistics are
+ *   always stale (statuses change thousands of times a second, ANALYZE runs at most
+ *   once a minute), so the planner guesses a handful of due rows, reads them all with
+ *   a bitmap scan or through `callback_due_idx`, and sorts them, instead of walking
+ *   `callback_key_due_idx` / `callback_pending_host_idx` in order and stopping at the
+ *   walk's LIMIT: the front took 1.6 s and the past-blocked claim 18 s a statement
+ *   without these, against 20–50 ms with them. No shape of the statement alone
+ *   could keep them: the row comparisons serve only the intended index, but a sort
+ *   of the guessed handful always looks cheaper. Side effect, within the claim: a
+ *   sort nothing else can avoid costs 10^10, so the claim takes its order from an
+ *   index wherever one gives it (locks in name order come from a sorted array, never
+ *   `IN (…) ORDER BY … FOR UPDATE`: see `hosts` in claim()).
+ *
+ * That 10^10 is far past `jit_above_cost` (100,000): on a server with JIT, every
+ * claim was compiled afresh, ~1 s each (Optimization 602 ms, Emission 416 ms), 8
+ * callbacks/s at the default host cap, while the worker's sessions carried these
+ * switches. Every statement of the worker now runs with `jit = off` in its own
+ * transaction (dispatchSettings), and these two are set only here.
+ */
+export const CLAIM_PLANNER = { enable_bitmapscan: 'off', enable_sort: 'off' } as const;
+
+/**
  * Most due rows a claim's first walk reads (oldest first). Past them it goes host by
  * host (pastBlockedDue), so a large backlog of hosts that cannot take calls now costs
  * each claim at most this many row reads (~0.3 µs each; `npm run bench:backlog`).
@@ -151,10 +178,10 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
         LIMIT ${a.limit}
       ) x
     ), ranked AS MATERIALIZED (
-      SELECT id, host, url, row_number() OVER (PARTITION BY api_key_id ORDER BY place, priority, next_attempt_at) / share AS ord
+      SELECT id, api_key_id, host, url, row_number() OVER (PARTITION BY api_key_id ORDER BY place, priority, next_attempt_at) / share AS ord
       FROM cand WHERE status = ${STATUS.pending} -- claimed and committed by another worker meanwhile: not ours
     ), due AS MATERIALIZED (
-      SELECT id, host, url, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
+      SELECT id, api_key_id, host, url, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
     )`,
   );
 }
@@ -202,10 +229,10 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
       ORDER BY oldest.at
       LIMIT ${a.limit}
     ), due AS MATERIALIZED (
-      SELECT d.id, d.host, d.url, extract(epoch FROM d.next_attempt_at) AS ord
+      SELECT d.id, d.api_key_id, d.host, d.url, extract(epoch FROM d.next_attempt_at) AS ord
       FROM ready r
       CROSS JOIN LATERAL (
-        SELECT c.id, c.host, c.url, c.next_attempt_at FROM callback c WHERE ${dueOf(Prisma.sql`r.host`)}
+        SELECT c.id, c.api_key_id, c.host, c.url, c.next_attempt_at FROM callback c WHERE ${dueOf(Prisma.sql`r.host`)}
           AND ${eligible(Prisma.sql`c`, a)}
         ORDER BY c.host, c.next_attempt_at
         LIMIT r.room
@@ -233,8 +260,8 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
  *   the fair share's, or the oldest first past blocked hosts); the rest are unlocked
  *   at commit, untouched.
- * - `moved`: leases them. Rows whose URL answered 410 Gone are failed here instead,
- *   without a call (`endpoint_gone`).
+ * - `moved`: leases them. Rows whose URL answered 410 Gone to their key are failed
+ *   here instead, without a call (`endpoint_gone`); other keys' rows to it go out.
  * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe.
  * The triggers add the leased rows to `host.in_flight` when the statement ends.
  */
@@ -249,13 +276,13 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
     ), ${due}, hosts AS MATERIALIZED (
       -- One host row after the other in name order, each locked by primary key. (As
       -- host IN (...) ORDER BY host FOR UPDATE, a plan without a sort, which the
-      -- worker's sessions prefer, walked all of host_pkey: 14 s with a million hosts.)
+      -- claim's settings prefer (CLAIM_PLANNER), walked all of host_pkey: 14 s with a million hosts.)
       SELECT h.host, h.rate_per_sec, h.breaker_state, ${room}
       FROM unnest(ARRAY(SELECT DISTINCT host FROM due ORDER BY host)) AS d(host)
       CROSS JOIN LATERAL (SELECT * FROM host h WHERE h.host = d.host FOR UPDATE) h
     ), pick AS MATERIALIZED (
-      SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.url = r.url) AS gone
-      FROM (SELECT d.id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d) r
+      SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
+      FROM (SELECT d.id, d.api_key_id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d) r
       JOIN hosts h ON h.host = r.host
       WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
     ), moved AS (

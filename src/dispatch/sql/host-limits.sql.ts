@@ -39,9 +39,9 @@ export const writeBreakers = (list: Array<[string, BreakerState]>) => Prisma.sql
        AS n(host, state, failures, opened_at, open_until)
   WHERE h.host = n.host`;
 
-/** Records URLs that answered 410 Gone (the first answer of each URL stays); the claim fails their callbacks from then on. */
+/** Records URLs that answered 410 Gone to a key (its first answer of each URL stays); the claim fails that key's callbacks to them from then on. */
 export const insertGoneEndpoints = (rows: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }>) => Prisma.sql`
   INSERT INTO gone_endpoint (url, host, api_key_id, status_code)
   SELECT * FROM unnest(${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.host)}::text[],
                        ${rows.map((r) => r.apiKeyId)}::uuid[], ${rows.map((r) => r.statusCode)}::int[])
-  ON CONFLICT (url) DO NOTHING`;
+  ON CONFLICT (api_key_id, url) DO NOTHING`;

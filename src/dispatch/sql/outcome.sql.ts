@@ -81,42 +81,69 @@ export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
   UPDATE callback SET status = ${STATUS.pending}, lease_owner = NULL, lease_expires_at = NULL
   WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`;
 
-/** What one write-back's attempts say of one receiver's health (receiverHealth in outcome.repository.ts). */
+/**
+ * Locks the receivers of a write-back's rows, in id order, first in its transaction:
+ * the API locks a receiver before its callbacks (disable, delete), so the write-back
+ * must not hold callback rows while it waits for a receiver (a deadlock, broken after
+ * `deadlock_timeout` by failing one of the two).
+ */
+export const lockReceivers = (ids: string[]) => Prisma.sql`
+  SELECT id FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`;
+
+/** What one write-back's attempts say of one receiver's health (receiverHealth in receiver-health.policy.ts). */
 export interface ReceiverHealth {
   receiverId: string;
-  /** The latest attempt succeeded: the receiver is not failing. */
-  succeededLast: boolean;
-  /** A success came before the failures that followed it (so an older failing_since no longer holds). */
-  hadSuccess: boolean;
-  /** The first failure after the last success here (or the first here); null when none failed. */
+  /** The latest successful attempt here; null when none succeeded. */
+  lastSuccessAt: Date | null;
+  /** The first and the last failure after it (after nothing, when none succeeded); null when none failed after it. */
   failingSince: Date | null;
   lastFailureAt: Date | null;
 }
 
 /**
- * Keeps each receiver's `failing_since` (first failure since its last success) and
- * `last_failure_at`, for the auto-disable task (maintenance: RECEIVER_DISABLE_AFTER_HOURS).
- * Runs after a write-back that had attempts of receivers, only for them. Locks those
- * receiver rows in id order first, so two workers writing back for the same
- * receivers cannot deadlock; rows that would not change are not written.
+ * Keeps each receiver's health for the auto-disable task (maintenance:
+ * RECEIVER_DISABLE_AFTER_HOURS): `failing_since`, the first failure after its latest
+ * success, `last_failure_at`, and that success (`last_success_at`). Write-backs land
+ * in any order (several workers, each buffering), so the row is merged by time, not
+ * by arrival: the latest success of the row and of these attempts wins, and
+ * `failing_since` is the earliest failure known after it (of the row's, these
+ * attempts' first and last). A failure older than a success already recorded starts
+ * nothing, and a success older than recorded failures clears nothing.
+ *
+ * Runs in the write-back's transaction, after its UPDATE (outcome.repository.ts):
+ * the health of exactly the attempts that landed, or neither. The receiver rows are
+ * locked already (lockReceivers); a row that would not change is not written, and a healthy
+ * receiver's `last_success_at` moves only once it is a second behind, so a receiver
+ * with calls landing all the time costs about one row write a second, not one per
+ * write-back. (That second is how much older a failure may be than the success
+ * before it and still count: a receiver failing for real keeps failing.)
  */
 export function recordReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
   const col = <K extends keyof ReceiverHealth>(k: K) => rows.map((r) => r[k]);
   return Prisma.sql`
     WITH h AS (
-      SELECT * FROM unnest(${col('receiverId')}::uuid[], ${col('succeededLast')}::boolean[], ${col('hadSuccess')}::boolean[],
+      SELECT * FROM unnest(${col('receiverId')}::uuid[], ${col('lastSuccessAt')}::timestamptz[],
                            ${col('failingSince')}::timestamptz[], ${col('lastFailureAt')}::timestamptz[])
-        AS h(id, succeeded_last, had_success, failing_since, last_failure_at)
-    ), locked AS (
-      -- = ANY(array): the primary key scan gives the id order, so the lock order needs no sort
-      -- (the worker's sessions run with enable_sort=off; see dispatch-database.ts).
-      SELECT r.id FROM receiver r WHERE r.id = ANY(${col('receiverId')}::uuid[]) ORDER BY r.id FOR UPDATE
+        AS h(id, last_success_at, failing_since, last_failure_at)
+    ), merged AS (
+      SELECT r.id, greatest(r.last_success_at, h.last_success_at) AS success,
+             greatest(r.last_failure_at, h.last_failure_at) AS last_failure,
+             r.failing_since AS was_failing, r.last_success_at AS had_success, r.last_failure_at AS had_failure,
+             h.failing_since AS first_here, h.last_failure_at AS last_here
+      FROM h JOIN receiver r ON r.id = h.id
+    ), next AS (
+      SELECT m.*, (SELECT min(t) FROM (VALUES (m.was_failing), (m.first_here), (m.last_here)) v(t)
+                   WHERE m.success IS NULL OR t > m.success) AS failing
+      FROM merged m
+    ), decided AS (
+      -- A healthy receiver's success less than a second newer than the recorded one is not written.
+      SELECT n.*, n.failing IS NULL AND coalesce(n.had_success > n.success - interval '1 second', false) AS throttled FROM next n
     )
     UPDATE receiver r
-    SET failing_since = CASE WHEN h.succeeded_last THEN NULL
-                             WHEN h.had_success THEN h.failing_since
-                             ELSE coalesce(r.failing_since, h.failing_since) END,
-        last_failure_at = greatest(r.last_failure_at, h.last_failure_at)
-    FROM h JOIN locked l ON l.id = h.id
-    WHERE r.id = h.id AND NOT (h.succeeded_last AND r.failing_since IS NULL)`;
+    SET failing_since = d.failing, last_failure_at = d.last_failure,
+        last_success_at = CASE WHEN d.throttled THEN r.last_success_at ELSE d.success END
+    FROM decided d
+    WHERE r.id = d.id
+      AND (d.failing IS DISTINCT FROM d.was_failing OR d.last_failure IS DISTINCT FROM d.had_failure
+           OR (d.success IS DISTINCT FROM d.had_success AND NOT d.throttled))`;
 }

@@ -122,7 +122,7 @@ export class HttpTransport implements OnApplicationShutdown {
       await use(`${origin}/`);
     } finally {
       this.loopback = undefined;
-      await agent.destroy().catch(() => undefined);
+      await agent.destroy().catch(() => undefined); // the warm-up's own agent: its calls are over
       server.closeAllConnections();
       server.close();
     }
@@ -172,7 +172,7 @@ export class HttpTransport implements OnApplicationShutdown {
    * rather than waited for: `close()` would wait for its own timeout (up to minutes).
    */
   async onApplicationShutdown(): Promise<void> {
-    await this.agent.destroy().catch(() => undefined);
+    await this.agent.destroy().catch(() => undefined); // shutting down: calls still running were handed back
   }
 }
 

@@ -1,0 +1,128 @@
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
+import { connect } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/** Receiver health as write-backs from several workers land it: in any order, and with the outcomes or not at all. */
+describe(`${OutcomeRepository.name} receiver health`, () => {
+  let service: TestService;
+  let db: pg.Client;
+  let outcomes: OutcomeRepository;
+  let keyId: string;
+  let receiverId: string;
+  const t = (s: number) => new Date(Date.UTC(2026, 11, 1, 10, 0, s));
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api' });
+    db = await connect(service.databaseUrl);
+    outcomes = service.app.get(OutcomeRepository);
+    keyId = (await db.query('SELECT id FROM api_key LIMIT 1')).rows[0].id;
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.dispose();
+  });
+  beforeEach(async () => {
+    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM receiver');
+    receiverId = (await db.query(`INSERT INTO receiver (id, api_key_id, name) VALUES (gen_random_uuid(), $1, 'r') RETURNING id`, [keyId])).rows[0].id;
+  });
+
+  /** A callback of the receiver, leased to `owner` as a claim leaves it. */
+  async function leased(owner = 'w'): Promise<string> {
+    const batch = (await db.query(`INSERT INTO batch (id, api_key_id, label, total) VALUES (gen_random_uuid(), $1, 'h', 1) RETURNING id`, [keyId])).rows[0].id;
+    return (
+      await db.query(
+        `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at,
+                               lease_owner, lease_expires_at, receiver_id)
+         VALUES (gen_random_uuid(), $1, $2, 'http://127.0.0.1:9/h', 'http://127.0.0.1:9', 'POST', '{}', 1000, 8, 'in_flight', now(),
+                 $3, now() + interval '1 minute', $4) RETURNING id`,
+        [batch, keyId, owner, receiverId],
+      )
+    ).rows[0].id;
+  }
+
+  const outcome = (callbackId: string, success: boolean, startedAt: Date): RecordedOutcome => ({
+    callbackId,
+    apiKeyId: keyId,
+    host: 'http://127.0.0.1:9',
+    receiverId,
+    number: 1,
+    status: success ? 'succeeded' : 'pending',
+    nextAttemptAt: success ? null : new Date(Date.now() + 60_000),
+    completedAt: success ? new Date() : null,
+    startedAt,
+    durationMs: 5,
+    dnsMs: null,
+    connectMs: null,
+    tlsMs: null,
+    tunnelMs: null,
+    firstByteMs: null,
+    statusCode: success ? 200 : 503,
+    outcome: success ? 'success' : 'http_error',
+    error: null,
+    responseHeaders: null,
+    responseBody: null,
+  });
+  const land = async (success: boolean, at: Date) => {
+    const id = await leased();
+    expect(await outcomes.recordOutcomes('w', [outcome(id, success, at)])).toEqual([id]);
+  };
+  const health = async () =>
+    (await db.query('SELECT failing_since, last_failure_at, last_success_at FROM receiver WHERE id = $1', [receiverId])).rows[0] as Record<string, Date | null>;
+
+  it('should not start failing_since with a failure older than a success already recorded', async () => {
+    await land(true, t(10));
+    await land(false, t(5)); // sent before the success, written back after it
+    expect((await health()).failing_since).toBeNull();
+    await land(false, t(12));
+    expect(await health()).toMatchObject({ failing_since: t(12), last_failure_at: t(12) });
+  });
+
+  it('should not clear failing_since with a success older than the failures recorded after it, nor move it back', async () => {
+    await land(true, t(1));
+    await land(false, t(20));
+    await land(true, t(15)); // older than the failure: the receiver is still failing since 20
+    expect((await health()).failing_since).toEqual(t(20));
+    await land(false, t(18)); // after the last success (15), before 20: the first failure after it
+    expect((await health()).failing_since).toEqual(t(18));
+    await land(false, t(30));
+    expect(await health()).toMatchObject({ failing_since: t(18), last_failure_at: t(30) });
+    await land(true, t(31));
+    expect((await health()).failing_since).toBeNull();
+  });
+
+  it('should write the health with the outcomes or not at all', async () => {
+    const id = await leased();
+    await db.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receiver write refused'; END $$`);
+    await db.query('CREATE TRIGGER refuse BEFORE UPDATE ON receiver FOR EACH ROW EXECUTE FUNCTION refuse()');
+    try {
+      await expect(outcomes.recordOutcomes('w', [outcome(id, false, t(40))])).rejects.toThrow(/receiver write refused/);
+      // The callback is as the claim left it: the write-back is retried whole.
+      expect((await db.query('SELECT status, attempts, lease_owner FROM callback WHERE id = $1', [id])).rows[0]).toEqual({
+        status: 'in_flight',
+        attempts: 0,
+        lease_owner: 'w',
+      });
+      expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
+    } finally {
+      await db.query('DROP TRIGGER refuse ON receiver');
+      await db.query('DROP FUNCTION refuse()');
+    }
+    expect(await outcomes.recordOutcomes('w', [outcome(id, false, t(40))])).toEqual([id]);
+    expect((await health()).failing_since).toEqual(t(40));
+  });
+
+  it('should write a healthy receiver at most once a second, however many successes land', async () => {
+    await land(true, t(50));
+    const xmin = async () => (await db.query('SELECT xmin::text AS x FROM receiver WHERE id = $1', [receiverId])).rows[0].x;
+    const before = await xmin();
+    await land(true, new Date(t(50).getTime() + 300));
+    await land(true, new Date(t(50).getTime() + 900));
+    expect(await xmin()).toBe(before);
+    await land(true, t(52));
+    expect(await xmin()).not.toBe(before);
+    expect((await health()).last_success_at).toEqual(t(52));
+  });
+});
