@@ -124,7 +124,8 @@ CREATE TABLE signing_secret (
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   expires_at timestamp(3) with time zone,
   receiver_id uuid,
-  destination text
+  destination text,
+  key_id text
 );
 
 ALTER TABLE api_key ADD CONSTRAINT api_key_pkey PRIMARY KEY (id);
@@ -182,6 +183,7 @@ CREATE INDEX receiver_failing_idx ON public.receiver USING btree (failing_since)
 CREATE UNIQUE INDEX receiver_pkey ON public.receiver USING btree (id);
 CREATE UNIQUE INDEX signing_secret_destination_current_key ON public.signing_secret USING btree (api_key_id, destination) WHERE ((expires_at IS NULL) AND (destination IS NOT NULL));
 CREATE INDEX signing_secret_destination_idx ON public.signing_secret USING btree (api_key_id, destination) WHERE (destination IS NOT NULL);
+CREATE INDEX signing_secret_expires_idx ON public.signing_secret USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE UNIQUE INDEX signing_secret_pkey ON public.signing_secret USING btree (id);
 CREATE UNIQUE INDEX signing_secret_receiver_current_key ON public.signing_secret USING btree (receiver_id) WHERE ((expires_at IS NULL) AND (receiver_id IS NOT NULL));
 CREATE INDEX signing_secret_receiver_id_idx ON public.signing_secret USING btree (receiver_id) WHERE (receiver_id IS NOT NULL);

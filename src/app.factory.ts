@@ -21,6 +21,8 @@ import { MetricsService } from './metrics/metrics.service.js';
 import { registerRequestMetrics } from './metrics/request.metrics.js';
 import { buildOpenApiDocument } from './openapi.document.js';
 import { registerRequestTracing } from './tracing/request.tracing.js';
+import { loadKeyring } from './signing/secret-keyring.js';
+import { prepareSecretsAtRest } from './signing/secret-reseal.js';
 import { startTracing, tracing } from './tracing/tracing.setup.js';
 
 export interface RunningService {
@@ -40,6 +42,8 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   const appLogger = new AppLogger(config.logLevel, config.bootstrapApiKey ? [config.bootstrapApiKey] : []);
   Logger.overrideLogger(appLogger);
   const logger = new Logger('Service');
+  // Before any database: an external one without SECRETS_KEY is refused here.
+  const { keyring, source: keySource } = loadKeyring(config);
   let databaseUrl = config.databaseUrl;
   let stopDatabase = async () => undefined as void;
   if (!databaseUrl) {
@@ -60,6 +64,15 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   }
   const applied = await migrate(target.directUrl);
   if (applied.length > 0) logger.log(`applied migrations: ${applied.join(', ')}`);
+  const secrets = await prepareSecretsAtRest(target.directUrl, keyring).catch(async (error: unknown) => {
+    await stopDatabase();
+    throw error;
+  });
+  logger.log(
+    `signing secrets sealed under key ${keyring.currentId} from ${keySource}` +
+      (keyring.ids.length > 1 ? `; also opening ${keyring.ids.slice(1).join(', ')} (SECRETS_KEY_PREVIOUS)` : '') +
+      (secrets.sealed > 0 ? `; sealed ${secrets.sealed} stored in plain text` : ''),
+  );
 
   // Before anything is served: the first request is traced too. Off (nothing
   // loaded) unless the OTEL_* variables ask for traces.
@@ -71,7 +84,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, target), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, target, keyring), adapter, {
     logger: appLogger,
   });
   app.useGlobalFilters(new ErrorFilter());

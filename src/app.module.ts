@@ -16,15 +16,18 @@ import { HostsModule } from './hosts/hosts.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { ReceiversModule } from './receivers/receivers.module.js';
+import { KeyringModule } from './signing/keyring.module.js';
+import type { SecretKeyring } from './signing/secret-keyring.js';
 import { SigningModule } from './signing/signing.module.js';
 
 @Module({})
 export class AppModule {
-  static register(config: AppConfig, target: DatabaseTarget): DynamicModule {
+  static register(config: AppConfig, target: DatabaseTarget, keyring: SecretKeyring): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forConfig(config),
+        KeyringModule.forKeyring(keyring),
         CaughtErrorsModule.register(),
         DatabaseModule.forTarget(target),
         ScheduleModule.forRoot(),

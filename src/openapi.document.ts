@@ -5,6 +5,7 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { AppModule } from './app.module.js';
 import { directTarget } from './database/database.target.js';
 import { loadConfig } from './config/app.config.js';
+import { newSecretsKey, SecretKeyring } from './signing/secret-keyring.js';
 
 /**
  * The API document served at /docs/openapi.json. Built from the controllers' and
@@ -30,7 +31,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 export async function previewOpenApiDocument(): Promise<OpenAPIObject> {
   const config = loadConfig({});
   const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.register(config, directTarget('postgresql://preview.invalid/none')),
+    AppModule.register(config, directTarget('postgresql://preview.invalid/none'), new SecretKeyring(newSecretsKey())),
     new FastifyAdapter(),
     {
       preview: true,

@@ -5,7 +5,7 @@ import { isTransactionPooler } from '../src/database/database.target.js';
 import { connect, createTestDatabase, type TestDatabase } from './support/database.js';
 import { startPgBouncer, type PgBouncer } from './support/pgbouncer.js';
 import { Receiver } from './support/receiver.js';
-import { startTestService, TEST_KEY, waitFor, type TestService } from './support/service.js';
+import { startTestService, TEST_KEY, TEST_SECRETS_KEY, waitFor, type TestService } from './support/service.js';
 
 /**
  * The service behind PgBouncer instances of this file's own, in front of the run's
@@ -41,7 +41,7 @@ describe('behind PgBouncer', () => {
 
   it.each(['worker', 'api', 'all'] as const)('should refuse to start as %s on a transaction pooler alone, naming DATABASE_DIRECT_URL', async (role) => {
     const url = (await pooler()).url(database.name);
-    const config = loadConfig({}, { port: 0, databaseUrl: url, role, logLevel: 'error', bootstrapApiKey: TEST_KEY });
+    const config = loadConfig({}, { port: 0, databaseUrl: url, role, logLevel: 'error', bootstrapApiKey: TEST_KEY, secretsKey: TEST_SECRETS_KEY });
     await expect(startService(config)).rejects.toThrow(/transaction pooler.*set DATABASE_DIRECT_URL/s);
   });
 

@@ -6,6 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 
 export const BENCH_KEY = 'cbk_bench_admin_key_0123456789abcdef';
+/** SECRETS_KEY of the services benchmarks start (DATABASE_URL needs one). */
+export const BENCH_SECRETS_KEY = Buffer.alloc(32, 9).toString('base64');
 /** The built service; BENCH_DIST points at another build (e.g. to compare two versions). */
 const DIST = new URL(`../../${process.env.BENCH_DIST ?? 'dist'}/`, import.meta.url);
 const DIST_MAIN = new URL('main.js', DIST);
@@ -86,6 +88,7 @@ export async function startService(databaseUrl, env = {}) {
       DATABASE_URL: databaseUrl,
       ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8',
       BOOTSTRAP_API_KEY: BENCH_KEY,
+      SECRETS_KEY: BENCH_SECRETS_KEY,
       LOG_LEVEL: 'warn',
       ...env,
       ...serviceEnvOverrides(),

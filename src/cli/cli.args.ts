@@ -22,6 +22,11 @@ commands:
                                     settings, secrets, figures (pending, held, outcomes, latency)
   receivers rotate <name>           a new secret; the old one keeps signing for 24 h
   receivers delete <name>           delete it; its pending callbacks are cancelled
+  secrets new-key                   print a new SECRETS_KEY (made here; changes nothing)
+  secrets keys                      which keys the stored signing secrets are sealed under (admin)
+  secrets rotate-key                re-encrypt every signing secret under the service's SECRETS_KEY,
+                                    online, 1,000 per transaction (admin; after every process got
+                                    the new SECRETS_KEY and the old one in SECRETS_KEY_PREVIOUS)
 
 options:
   --url URL        service address (env CALLBACKS_URL, default http://127.0.0.1:3000)

@@ -292,6 +292,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/secrets-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["SecretsKeyController_describe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/secrets-key/reencrypt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["SecretsKeyController_reencrypt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/receivers/{name}": {
         parameters: {
             query?: never;
@@ -846,6 +878,40 @@ export interface components {
             /** @example https://shop.example:443 */
             destination: string;
             secrets: components["schemas"]["SecretDto"][];
+        };
+        SecretsKeyCountDto: {
+            /**
+             * @description the key id; null: secrets still in plain text (the next start seals them)
+             * @example 3f9c1a7be2d04c55
+             */
+            keyId: string | null;
+            /** @example 120 */
+            secrets: number;
+            /** @description this is SECRETS_KEY, which seals every new secret */
+            current: boolean;
+            /** @description this process can open them (SECRETS_KEY or SECRETS_KEY_PREVIOUS) */
+            held: boolean;
+        };
+        SecretsKeyDto: {
+            /**
+             * @description SECRETS_KEY's id
+             * @example 3f9c1a7be2d04c55
+             */
+            currentKeyId: string;
+            keys: components["schemas"]["SecretsKeyCountDto"][];
+        };
+        ReencryptedDto: {
+            /**
+             * @description SECRETS_KEY's id
+             * @example 3f9c1a7be2d04c55
+             */
+            currentKeyId: string;
+            keys: components["schemas"]["SecretsKeyCountDto"][];
+            /**
+             * @description secrets sealed under SECRETS_KEY by this request
+             * @example 120
+             */
+            reencrypted: number;
         };
         PutReceiverDto: {
             /**
@@ -2620,6 +2686,152 @@ export interface operations {
             };
             /** @description unauthorized: no key, or an unknown or revoked key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    SecretsKeyController_describe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecretsKeyDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description forbidden: the route needs an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    SecretsKeyController_reencrypt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReencryptedDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description forbidden: the route needs an admin key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,9 @@
 import { IsArray, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, MinLength, validateSync } from 'class-validator';
 import { IsCidrList } from '../common/validators.js';
 
+/** 32 bytes in standard base64 (43 characters and one `=`). */
+const SECRETS_KEY_FORMAT = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
+
 export type Role = 'all' | 'api' | 'worker';
 export type LogLevel = 'error' | 'warn' | 'log' | 'debug' | 'verbose';
 
@@ -62,6 +65,10 @@ export class AppConfig {
   @IsInt() @Min(1) httpMaxTimeoutMs = 120_000;
   /** METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>` (unset: open, as /health). */
   @IsOptional() @IsString() @MinLength(16) metricsToken?: string;
+  /** SECRETS_KEY: 32 random bytes, base64 (`openssl rand -base64 32`): signing secrets are stored encrypted under it (AES-256-GCM). Required with DATABASE_URL; unset with the embedded Postgres, a key is made in DATA_DIR/secrets.key. */
+  @IsOptional() @Matches(SECRETS_KEY_FORMAT, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' }) secretsKey?: string;
+  /** SECRETS_KEY_PREVIOUS: comma-separated earlier SECRETS_KEYs, still read (never written) while `callbacks secrets rotate-key` re-encrypts under SECRETS_KEY (none). */
+  @IsArray() @Matches(SECRETS_KEY_FORMAT, { each: true, message: 'each must be 32 bytes, base64 (openssl rand -base64 32)' }) secretsKeyPrevious: string[] = [];
   /** RESPONSE_SNIPPET_BYTES: bytes of each response body kept on the attempt (1024). */
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
@@ -180,6 +187,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   HTTP_MAX_TIMEOUT_MS: ['httpMaxTimeoutMs', int],
   RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],
   METRICS_TOKEN: ['metricsToken', str],
+  SECRETS_KEY: ['secretsKey', (raw) => raw.trim()],
+  SECRETS_KEY_PREVIOUS: ['secretsKeyPrevious', list],
   ALLOW_PRIVATE_NETWORKS: ['allowPrivateNetworks', list],
   EGRESS_PROXY_URL: ['egressProxyUrl', str],
   OTEL_SDK_DISABLED: ['otelSdkDisabled', (raw) => raw.trim().toLowerCase()],
@@ -209,6 +218,9 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   API_AUTH_FAILURES_BURST: ['apiAuthFailuresBurst', int],
 };
 
+/** Variables whose values an error never repeats (they are keys). */
+const HIDDEN = new Set(['SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'BOOTSTRAP_API_KEY', 'METRICS_TOKEN']);
+
 export class ConfigError extends Error {}
 
 /**
@@ -228,7 +240,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
   if (errors.length > 0) {
     const lines = errors.map((e) => {
       const name = fieldToEnv.get(e.property) ?? e.property;
-      return `  ${name}=${JSON.stringify(env[name] ?? e.value)}: ${Object.values(e.constraints ?? {}).join('; ')}`;
+      const shown = HIDDEN.has(name) ? '(not shown)' : JSON.stringify(env[name] ?? e.value);
+      return `  ${name}=${shown}: ${Object.values(e.constraints ?? {}).join('; ')}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { completeBatches, openBatchesWithNothingLeft } from '../batches/batch-completion.sql.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
 import { holdReceiverCallbacks } from '../receivers/receiver-hold.sql.js';
+import { deleteExpiredSecrets } from '../signing/secret.sql.js';
 import { reapExpiredLeases } from './sql/lease.sql.js';
 import { disableFailingReceivers } from './sql/receiver.sql.js';
 import { nowSql } from './sql/time.sql.js';
@@ -23,6 +24,11 @@ export class MaintenanceRepository {
     const open = await this.db.query<{ id: string }>(openBatchesWithNothingLeft(limit));
     if (open.length === 0) return [];
     return this.db.query(completeBatches(open.map((b) => b.id)));
+  }
+
+  /** Deletes up to `limit` signing secrets past their overlap period; returns how many. */
+  deleteExpiredSecrets(limit: number): Promise<number> {
+    return this.db.execute(deleteExpiredSecrets(limit));
   }
 
   /** Disables receivers failing for `hours` and holds their callbacks, in one transaction; returns them. */

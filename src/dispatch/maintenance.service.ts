@@ -12,6 +12,8 @@ import { ProducerService } from './producer.service.js';
 
 /** Open batches the sweep stamps per run at most. */
 const SWEEP_BATCHES = 100;
+/** Expired signing secrets deleted per statement. */
+const SECRETS_CHUNK = 1000;
 
 interface Task {
   name: string;
@@ -26,6 +28,8 @@ interface Task {
  *   pending, due now;
  * - batch sweep (DISPATCH_POLL_MS): stamps batches whose last write-back died before
  *   the stamp;
+ * - expired secrets (DISPATCH_POLL_MS): deletes signing secrets whose overlap period
+ *   after a rotation ended, 1,000 per statement (an index probe when there are none);
  * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): purges
  *   finished callbacks and empty batches past the retention window;
  * - receiver auto-disable (RECEIVER_CHECK_INTERVAL_MS, off when
@@ -57,6 +61,7 @@ export class MaintenanceService {
     const tasks: Task[] = [
       { name: 'lease reaper', everyMs: this.config.dispatchPollMs, run: () => this.reap() },
       { name: 'batch sweep', everyMs: this.config.dispatchPollMs, run: () => this.sweep() },
+      { name: 'expired secrets', everyMs: this.config.dispatchPollMs, run: () => this.deleteExpiredSecrets() },
     ];
     if (this.config.retentionHours > 0) {
       tasks.push({ name: 'retention', everyMs: this.config.retentionPurgeIntervalMs, run: async () => void (await this.retention.purge()) });
@@ -112,6 +117,16 @@ export class MaintenanceService {
 
   private async sweep(): Promise<void> {
     logBatchesCompleted(this.logger, await this.repo.sweepCompletedBatches(SWEEP_BATCHES));
+  }
+
+  private async deleteExpiredSecrets(): Promise<void> {
+    let deleted = 0;
+    let n: number;
+    do {
+      n = await this.repo.deleteExpiredSecrets(SECRETS_CHUNK);
+      deleted += n;
+    } while (n === SECRETS_CHUNK);
+    if (deleted > 0) this.logger.log(`deleted ${deleted} signing secrets whose overlap period after a rotation ended`);
   }
 
   private async disableFailingReceivers(): Promise<void> {

@@ -59,13 +59,13 @@ export class ReceiverRepository {
   }
 
   /**
-   * Inserts the receiver with its first secret, in one transaction; null when the key
+   * Inserts the receiver with its first secret (sealed: SigningSecretService.sealNew), in one transaction; null when the key
    * already has a receiver of that name (ON CONFLICT on receiver_api_key_id_name_key:
    * a concurrent PUT of the same name waits for the first to commit, then updates).
    */
   insertReceiver(
     row: { id: string; apiKeyId: string; name: string; disabled: boolean } & ReceiverSettings,
-    secret: { id: string; secret: string },
+    secret: { id: string; keyId: string; sealed: string },
   ): Promise<ReceiverRow | null> {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
@@ -79,8 +79,8 @@ export class ReceiverRepository {
         ${RETURNING}`);
       if (!created) return null;
       await tx.execute(Prisma.sql`
-        INSERT INTO signing_secret (id, api_key_id, receiver_id, secret)
-        VALUES (${secret.id}::uuid, ${row.apiKeyId}::uuid, ${row.id}::uuid, ${secret.secret})`);
+        INSERT INTO signing_secret (id, api_key_id, receiver_id, key_id, secret)
+        VALUES (${secret.id}::uuid, ${row.apiKeyId}::uuid, ${row.id}::uuid, ${secret.keyId}, ${secret.sealed})`);
       return created;
     });
   }

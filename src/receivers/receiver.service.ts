@@ -68,7 +68,7 @@ export class ReceiverService {
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(
       { id: uuidv7(), apiKeyId, name, disabled: disabled ?? false, ...settings },
-      { id: uuidv7(), secret: secret ?? newSigningSecret() },
+      this.signing.sealNew(secret ?? newSigningSecret()),
     );
     if (created) return { created: true, receiver: await this.withSecrets(created) };
     const updated = await this.receivers.updateReceiver(apiKeyId, name, { ...settings, disabled });

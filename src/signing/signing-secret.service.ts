@@ -121,6 +121,11 @@ export class SigningSecretService {
     return this.describeDestination(apiKeyId, destination);
   }
 
+  /** A new secret row (its id, key id and sealed secret) for an insert of the caller's own: a receiver's first secret. */
+  sealNew(secret: string): { id: string; keyId: string; sealed: string } {
+    return this.secrets.sealNew(uuidv7(), secret);
+  }
+
   /** A receiver's secrets, newest first. */
   async secretsOfReceiver(receiverId: string) {
     return toSecretsView(await this.secrets.findSecretsOf({ receiverId }));

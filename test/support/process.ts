@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { directUrlOf } from './database.js';
-import { TEST_KEY } from './service.js';
+import { TEST_KEY, TEST_SECRETS_KEY } from './service.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const MAIN = path.join(ROOT, process.env.SERVICE_DIST ?? 'dist', 'main.js');
@@ -35,6 +35,7 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 30_0
       PORT: '0',
       ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8',
       BOOTSTRAP_API_KEY: TEST_KEY,
+      SECRETS_KEY: TEST_SECRETS_KEY,
       LOG_LEVEL: 'warn',
       ...env,
     },

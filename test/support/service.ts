@@ -23,6 +23,8 @@ export interface TestService extends RunningService {
 }
 
 export const TEST_KEY = 'cbk_test_admin_key_0123456789abcdef';
+/** The SECRETS_KEY of every test service (a DATABASE_URL needs one): 32 bytes, base64. */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
 /**
  * The whole service in-process on a fresh database clone (or `databaseUrl`), with
@@ -41,6 +43,7 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
       ...(directUrl !== db.url && { databaseDirectUrl: directUrl }),
       allowPrivateNetworks: ['127.0.0.0/8'],
       bootstrapApiKey: TEST_KEY,
+      secretsKey: TEST_SECRETS_KEY,
       logLevel: 'error',
       // A short JIT warm-up: the suite starts dozens of services in one process (test/warm-up.e2e.test.ts checks the real one).
       warmUpCalls: 100,
