@@ -67,8 +67,10 @@ describe(HostLimitsService.name, () => {
       expect(attempts[0].outcome).toBe('success');
       expect(Math.abs(attempts[0].durationMs - sleeps[i]), `call ${i} (sleep ${sleeps[i]})`).toBeLessThanOrEqual(50);
     }
-    // The three that waited for a slot waited in the service, not in the receiver.
-    expect(php.requests.every((r) => r.startedAt - r.arrivedAt < 5)).toBe(true);
+    // The three that waited for a slot waited in the service, not in the receiver (maxQueued
+    // above): from its headers to its handler each call took only the read of its body
+    // (under 5 ms alone; 50 ms allowed, as a loaded CI machine once took more than 5).
+    expect(php.requests.map((r) => Math.round(r.startedAt - r.arrivedAt)).filter((ms) => ms >= 50)).toEqual([]);
   });
 
   it('should open the breaker on a host that is down, pause its callbacks without burning attempts, probe, and close when it is up', async () => {

@@ -29,7 +29,7 @@ const ownedBy = (o: SecretOwner) =>
 /**
  * Signing secrets as the service uses them: sealed under the keyring's current key on
  * the way in, opened on the way out; nothing else reads or writes the secret column
- * (but secret-reseal.ts, which re-seals them).
+ * (except secret-reseal.ts, which re-seals them).
  */
 @Injectable()
 export class SigningSecretRepository {
