@@ -3,11 +3,11 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startService } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/app.config.js';
 import { KEY_FILE, loadKeyring, newSecretsKey } from '../src/signing/secret-keyring.js';
-import { connect, createTestDatabase, type TestDatabase } from './support/database.js';
+import { useTestDatabase } from './support/database.js';
 import { startTestService, TEST_KEY, waitFor, type TestService } from './support/service.js';
 
 // Secrets at rest (issue 30): signing secrets are stored sealed under SECRETS_KEY, the
@@ -41,22 +41,12 @@ function pgDumpFor(serverMajor: number): string | undefined {
 }
 
 describe('signing secrets at rest', () => {
-  let database: TestDatabase;
-  let db: pg.Client;
+  const t = useTestDatabase();
   const keyA = newSecretsKey();
   const keyB = newSecretsKey();
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    db = await connect(database.url);
-  });
-  afterAll(async () => {
-    await db?.end();
-    await database?.drop();
-  });
-
   it('should keep no whsec_ value in the database (every row read, and pg_dump where the machine has one)', async () => {
-    const service = await startTestService({ secretsKey: keyA }, database.url);
+    const service = await startTestService({ secretsKey: keyA }, t.url);
     try {
       await put(service, 'dump-a');
       await service.apiJson('/v1/receivers/dump-a/secret/rotate', { method: 'POST' });
@@ -65,17 +55,17 @@ describe('signing secrets at rest', () => {
       expect(shown).toHaveLength(3);
       for (const s of shown) expect(s).toMatch(/^whsec_/);
 
-      const rows = await everyRow(db);
+      const rows = await everyRow(t.db);
       expect(rows).not.toContain('whsec_');
       for (const s of shown) expect(rows).not.toContain(s.slice('whsec_'.length));
-      const stored = (await db.query<{ key_id: string | null }>('SELECT key_id FROM signing_secret')).rows;
+      const stored = (await t.db.query<{ key_id: string | null }>('SELECT key_id FROM signing_secret')).rows;
       expect(stored.length).toBe(3);
       expect(new Set(stored.map((r) => r.key_id))).toEqual(new Set([(await service.apiJson('/v1/secrets-key')).currentKeyId]));
 
-      const major = Number((await db.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0].v) / 10000;
+      const major = Number((await t.db.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0].v) / 10000;
       const pgDump = pgDumpFor(Math.floor(major));
       if (pgDump) {
-        const dump = spawnSync(pgDump, ['--data-only', database.url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+        const dump = spawnSync(pgDump, ['--data-only', t.url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
         expect(dump.status, dump.stderr).toBe(0);
         expect(dump.stdout).toContain('signing_secret');
         expect(dump.stdout).not.toContain('whsec_');
@@ -86,19 +76,19 @@ describe('signing secrets at rest', () => {
   });
 
   it('should refuse a key that cannot open the stored secrets, naming it, and re-encrypt online under a new one', async () => {
-    let service = await startTestService({ secretsKey: keyA }, database.url);
+    let service = await startTestService({ secretsKey: keyA }, t.url);
     await put(service, 'rotate-a');
     const before = await secretsOf(service, 'rotate-a');
     const idA = (await service.apiJson('/v1/secrets-key')).currentKeyId as string;
     await service.stop();
 
     // B alone cannot open what A sealed: the start says so, with A's id.
-    await expect(startTestService({ secretsKey: keyB }, database.url)).rejects.toThrow(
+    await expect(startTestService({ secretsKey: keyB }, t.url)).rejects.toThrow(
       new RegExp(`sealed under key ${idA} .*neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS`),
     );
 
     // B with A as previous: the same secrets, then re-sealed under B, online.
-    service = await startTestService({ secretsKey: keyB, secretsKeyPrevious: [keyA] }, database.url);
+    service = await startTestService({ secretsKey: keyB, secretsKeyPrevious: [keyA] }, t.url);
     try {
       expect(await secretsOf(service, 'rotate-a')).toEqual(before);
       const view = await service.apiJson('/v1/secrets-key');
@@ -112,7 +102,7 @@ describe('signing secrets at rest', () => {
     } finally {
       await service.stop();
     }
-    service = await startTestService({ secretsKey: keyB }, database.url);
+    service = await startTestService({ secretsKey: keyB }, t.url);
     try {
       expect(await secretsOf(service, 'rotate-a')).toEqual(before);
     } finally {
@@ -122,30 +112,30 @@ describe('signing secrets at rest', () => {
 
   it('should seal secrets stored in plain text (before the upgrade) at start', async () => {
     const plain = `whsec_${Buffer.alloc(24, 3).toString('base64')}`;
-    const service0 = await startTestService({ secretsKey: keyB }, database.url);
+    const service0 = await startTestService({ secretsKey: keyB }, t.url);
     await put(service0, 'plain-a');
     await service0.stop();
-    await db.query(`UPDATE signing_secret s SET secret = $1, key_id = NULL FROM receiver r WHERE r.id = s.receiver_id AND r.name = 'plain-a'`, [plain]);
-    const service = await startTestService({ secretsKey: keyB }, database.url);
+    await t.db.query(`UPDATE signing_secret s SET secret = $1, key_id = NULL FROM receiver r WHERE r.id = s.receiver_id AND r.name = 'plain-a'`, [plain]);
+    const service = await startTestService({ secretsKey: keyB }, t.url);
     try {
       expect(await secretsOf(service, 'plain-a')).toEqual([plain]);
-      expect((await db.query(`SELECT 1 FROM signing_secret WHERE key_id IS NULL OR secret LIKE 'whsec_%'`)).rowCount).toBe(0);
+      expect((await t.db.query(`SELECT 1 FROM signing_secret WHERE key_id IS NULL OR secret LIKE 'whsec_%'`)).rowCount).toBe(0);
     } finally {
       await service.stop();
     }
   });
 
   it('should delete expired secrets in maintenance', async () => {
-    const service = await startTestService({ secretsKey: keyB, dispatchPollMs: 100 }, database.url);
+    const service = await startTestService({ secretsKey: keyB, dispatchPollMs: 100 }, t.url);
     try {
       await put(service, 'expire-a');
       await service.apiJson('/v1/receivers/expire-a/secret/rotate', { method: 'POST' });
       expect(await secretsOf(service, 'expire-a')).toHaveLength(2);
-      await db.query(
+      await t.db.query(
         `UPDATE signing_secret s SET expires_at = now() - interval '1 second' FROM receiver r WHERE r.id = s.receiver_id AND r.name = 'expire-a' AND s.expires_at IS NOT NULL`,
       );
       await waitFor(async () => {
-        const { rows } = await db.query(`SELECT count(*)::int AS n FROM signing_secret s JOIN receiver r ON r.id = s.receiver_id WHERE r.name = 'expire-a'`);
+        const { rows } = await t.db.query(`SELECT count(*)::int AS n FROM signing_secret s JOIN receiver r ON r.id = s.receiver_id WHERE r.name = 'expire-a'`);
         return rows[0].n === 1;
       });
       expect(await secretsOf(service, 'expire-a')).toHaveLength(1);
@@ -155,7 +145,7 @@ describe('signing secrets at rest', () => {
   });
 
   it('should refuse to start on an external database without SECRETS_KEY, naming it', async () => {
-    const config = loadConfig({}, { port: 0, databaseUrl: database.url, logLevel: 'error', bootstrapApiKey: TEST_KEY });
+    const config = loadConfig({}, { port: 0, databaseUrl: t.url, logLevel: 'error', bootstrapApiKey: TEST_KEY });
     await expect(startService(config)).rejects.toThrow(/SECRETS_KEY is not set/);
     expect(() => loadConfig({ SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY=\(not shown\): must be 32 bytes, base64/);
   });
