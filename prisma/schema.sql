@@ -114,7 +114,8 @@ CREATE TABLE receiver (
   last_failure_at timestamp(3) with time zone,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  last_success_at timestamp(3) with time zone
+  last_success_at timestamp(3) with time zone,
+  deleted_at timestamp(3) with time zone
 );
 
 CREATE TABLE signing_secret (
@@ -126,6 +127,21 @@ CREATE TABLE signing_secret (
   receiver_id uuid,
   destination text,
   key_id text
+);
+
+CREATE TABLE task (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  kind text NOT NULL,
+  status text NOT NULL DEFAULT 'running'::text,
+  receiver_id uuid,
+  batch_id uuid,
+  statuses text[],
+  cursor uuid,
+  done integer NOT NULL DEFAULT 0,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  finished_at timestamp(3) with time zone
 );
 
 ALTER TABLE api_key ADD CONSTRAINT api_key_pkey PRIMARY KEY (id);
@@ -151,6 +167,10 @@ ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_fkey FOREIGN
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_owner_check CHECK ((num_nonnulls(receiver_id, destination) = 1));
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_pkey PRIMARY KEY (id);
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE task ADD CONSTRAINT task_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE task ADD CONSTRAINT task_kind_check CHECK ((kind = ANY (ARRAY['receiver.disable'::text, 'receiver.enable'::text, 'receiver.delete'::text, 'batch.retry'::text])));
+ALTER TABLE task ADD CONSTRAINT task_pkey PRIMARY KEY (id);
+ALTER TABLE task ADD CONSTRAINT task_status_check CHECK ((status = ANY (ARRAY['running'::text, 'finished'::text, 'superseded'::text])));
 
 CREATE UNIQUE INDEX api_key_hash_key ON public.api_key USING btree (hash);
 CREATE UNIQUE INDEX api_key_pkey ON public.api_key USING btree (id);
@@ -187,6 +207,10 @@ CREATE INDEX signing_secret_expires_idx ON public.signing_secret USING btree (ex
 CREATE UNIQUE INDEX signing_secret_pkey ON public.signing_secret USING btree (id);
 CREATE UNIQUE INDEX signing_secret_receiver_current_key ON public.signing_secret USING btree (receiver_id) WHERE ((expires_at IS NULL) AND (receiver_id IS NOT NULL));
 CREATE INDEX signing_secret_receiver_id_idx ON public.signing_secret USING btree (receiver_id) WHERE (receiver_id IS NOT NULL);
+CREATE INDEX task_finished_idx ON public.task USING btree (finished_at) WHERE (finished_at IS NOT NULL);
+CREATE INDEX task_open_idx ON public.task USING btree (updated_at) WHERE (status = 'running'::text);
+CREATE UNIQUE INDEX task_pkey ON public.task USING btree (id);
+CREATE INDEX task_receiver_idx ON public.task USING btree (receiver_id, created_at) WHERE (receiver_id IS NOT NULL);
 
 CREATE TRIGGER callback_attempts_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION attempts_of_deleted_callbacks();
 CREATE TRIGGER callback_host_in_flight_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_delete();

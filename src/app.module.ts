@@ -19,6 +19,7 @@ import { ReceiversModule } from './receivers/receivers.module.js';
 import { KeyringModule } from './signing/keyring.module.js';
 import type { SecretKeyring } from './signing/secret-keyring.js';
 import { SigningModule } from './signing/signing.module.js';
+import { TasksModule } from './tasks/tasks.module.js';
 
 @Module({})
 export class AppModule {
@@ -38,6 +39,7 @@ export class AppModule {
         HostsModule,
         SigningModule,
         ReceiversModule,
+        TasksModule,
         DispatchModule,
         HealthModule,
         MetricsModule,

@@ -1,3 +1,4 @@
+import { AppConfig } from '../src/config/app.config.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { CaughtErrors } from '../src/common/caught-errors.js';
@@ -18,8 +19,8 @@ describe(DueNotifier.name, () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    prisma = new PrismaService(directTarget(db.url), new CaughtErrors());
-    api = new ApiDatabase(prisma, directTarget(db.url));
+    prisma = new PrismaService(directTarget(db.url), new CaughtErrors(), new AppConfig());
+    api = new ApiDatabase(prisma, directTarget(db.url), new AppConfig());
     listener = await connect(db.url);
     listener.on('notification', (n) => {
       if (n.channel === DUE_CHANNEL) received++;

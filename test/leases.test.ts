@@ -8,7 +8,7 @@ import { MaintenanceRepository } from '../src/dispatch/maintenance.repository.js
 import { FRONT_SCAN_ROWS } from '../src/dispatch/sql/claim.sql.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
-import { holdReceiverCallbacks } from '../src/receivers/receiver-hold.sql.js';
+import { reconcileHeldChunk } from '../src/tasks/task.sql.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService, jsonOf } from './support/service.js';
 
@@ -319,8 +319,19 @@ describe(ClaimRepository.name, () => {
     );
     await db.query('UPDATE callback SET receiver_id = $2 WHERE id = ANY($1::uuid[])', [held, receiverId]);
     const run = (st: Prisma.Sql) => db.query(st.text, st.values);
+    // the receiver disabled or enabled, and its task's chunks run to the end
+    const holdAll = async (disabled: boolean) => {
+      await db.query('UPDATE receiver SET disabled = $2, disabled_at = CASE WHEN $2 THEN now() END WHERE id = $1', [receiverId, disabled]);
+      const {
+        rows: [{ id: taskId }],
+      } = await db.query(`INSERT INTO task (id, api_key_id, kind, receiver_id) VALUES (gen_random_uuid(), $1, 'receiver.disable', $2) RETURNING id`, [
+        key,
+        receiverId,
+      ]);
+      while (!(await run(reconcileHeldChunk(taskId, receiverId))).rows[0].finished);
+    };
     const before = (await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows;
-    await run(holdReceiverCallbacks([receiverId], true));
+    await holdAll(true);
     const free = ids.filter((id) => !held.includes(id)).sort();
     const seen = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
     const frontPlan = await planOf(seen[0], '(ANALYZE, COSTS OFF, TIMING OFF)');
@@ -332,13 +343,13 @@ describe(ClaimRepository.name, () => {
     expect(keyWalk).not.toMatch(/Rows Removed by Filter/);
     expect((await db.query(`SELECT status, count(*)::int AS n FROM callback WHERE held GROUP BY status`)).rows).toEqual([{ status: 'pending', n: 20 }]);
     // Released, they are due exactly as before, and claimed.
-    await run(holdReceiverCallbacks([receiverId], false));
+    await holdAll(false);
     expect((await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows).toEqual(before);
     expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual([...held].sort());
     await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE id = ANY($1::uuid[])`, [
       held,
     ]);
-    await run(holdReceiverCallbacks([receiverId], true));
+    await holdAll(true);
 
     // Past the front: a host at its cap with more due rows than the front reads, then these 40 again, half held.
     await db.query(`UPDATE callback SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now() WHERE status = 'in_flight'`);

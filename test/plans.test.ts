@@ -244,7 +244,7 @@ describe('hot-path plans', () => {
   });
 
   it('should reap expired leases through callback_lease_idx', async () => {
-    check('reapExpiredLeases', await explain(reapExpiredLeases(nowSql())), { uses: ['callback_lease_idx'], boundMs: BOUND_MS.small });
+    check('reapExpiredLeases', await explain(reapExpiredLeases(nowSql(), 1000)), { uses: ['callback_lease_idx'], boundMs: BOUND_MS.small });
   });
 
   it('should find the next due time from callback_due_idx', async () => {

@@ -288,7 +288,7 @@ describe(ReceiverService.name, () => {
 
     // deleting it cancels what it held, and says so
     const deleted = await service.api('/v1/receivers/merchant-f', { method: 'DELETE' });
-    expect(await deleted.json()).toEqual({ name: 'merchant-f', deleted: true, cancelledCallbacks: 2 });
+    expect(await deleted.json()).toEqual({ name: 'merchant-f', deleted: true, cancelledCallbacks: 2, task: null });
     expect((await service.api('/v1/receivers/merchant-f')).status).toBe(404);
     for (const { id } of batch.callbacks) expect((await service.apiJson(`/v1/callbacks/${id}`)).status).toBe('cancelled');
   });

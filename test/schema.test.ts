@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { BREAKER_STATES, CALLBACK_STATUSES } from '../src/common/states.js';
+import { BREAKER_STATES, CALLBACK_STATUSES, TASK_KINDS, TASK_STATUSES } from '../src/common/states.js';
 import { useTestDatabase } from './support/database.js';
 
 /**
@@ -135,9 +135,11 @@ describe('database schema', () => {
   it('should allow exactly the states of src/common/states.ts in its CHECK constraints', async () => {
     const allowed = async (constraint: string) => {
       const { rows } = await t.db.query(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = $1`, [constraint]);
-      return [...rows[0].def.matchAll(/'(\w+)'::text/g)].map((m) => m[1]).sort();
+      return [...rows[0].def.matchAll(/'([\w.]+)'::text/g)].map((m) => m[1]).sort();
     };
     expect(await allowed('callback_status_check')).toEqual([...CALLBACK_STATUSES].sort());
     expect(await allowed('host_breaker_state_check')).toEqual([...BREAKER_STATES].sort());
+    expect(await allowed('task_kind_check')).toEqual([...TASK_KINDS].sort());
+    expect(await allowed('task_status_check')).toEqual([...TASK_STATUSES].sort());
   });
 });

@@ -17,7 +17,8 @@ import { UNFINISHED } from '../common/states.js';
 /** Stamps the given batches that have nothing left to send; returns those it stamped. Locks those batch rows. */
 export const completeBatches = (batchIds: string[]) => Prisma.sql`
   UPDATE batch b
-  SET completed_at = (SELECT max(c.completed_at) FROM callback c WHERE c.batch_id = b.id)
+  -- a batch with no callbacks left at all (purged) is complete now: without the coalesce it stayed open, swept again and again
+  SET completed_at = coalesce((SELECT max(c.completed_at) FROM callback c WHERE c.batch_id = b.id), now())
   WHERE b.id = ANY(${batchIds}::uuid[]) AND b.completed_at IS NULL
     AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED})
   RETURNING b.id, b.completed_at AS "completedAt"`;

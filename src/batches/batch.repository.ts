@@ -62,6 +62,9 @@ const INSERTS_IN_FLIGHT = 2;
 /** Callbacks one ingest statement stores at most (a bigger batch still goes whole, alone). */
 const INSERT_MAX_ROWS = 5_000;
 
+/** A receiver id no row has (uuidv7 ids are never all zero): what the ingest stores for a receiver being deleted, for the foreign key to refuse. */
+const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
+
 @Injectable()
 export class BatchRepository {
   private readonly inserts = new StatementCoalescer<PendingBatch, boolean>((items) => this.insertBatches(items), {
@@ -115,7 +118,8 @@ export class BatchRepository {
    * later, see receiver-hold.sql.ts). Its row is read
    * `FOR SHARE` (`r`), so a concurrent disable or enable (which locks it, then flips
    * `held` on its unfinished callbacks) either waits for this statement to commit and
-   * then sees its rows, or commits first and is read here as it then is.
+   * then sees its rows, or commits first and is read here as it then is. A receiver
+   * being deleted (`deleted_at` set) fails the statement on the foreign key.
    */
   private async insertBatches(items: PendingBatch[]): Promise<boolean[]> {
     const batches = items.map((i) => i.batch);
@@ -133,14 +137,17 @@ export class BatchRepository {
         ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
         RETURNING id, api_key_id
       ), r AS MATERIALIZED (
-        SELECT id, disabled FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) FOR SHARE
+        SELECT id, disabled, deleted_at IS NOT NULL AS deleted FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) FOR SHARE
       ), c AS (
         INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
                               max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent, receiver_id, held)
         SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
                u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending},
                ${dueAt(Prisma.sql`COALESCE(u.run_at, now())`, Prisma.sql`COALESCE(r.disabled, false)`)},
-               u.priority, u.ordering_key, u.traceparent, u.receiver_id, COALESCE(r.disabled, false)
+               u.priority, u.ordering_key, u.traceparent,
+               -- a receiver deleted meanwhile (its row stays until its delete task ends): no such id, so the
+               -- foreign key refuses the statement, as it does once the row is gone (BatchService answers 400)
+               CASE WHEN r.deleted THEN ${NO_RECEIVER}::uuid ELSE u.receiver_id END, COALESCE(r.disabled, false)
         FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
                     ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
                     ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[],

@@ -8,10 +8,9 @@ import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { hostRoom } from '../hosts/host-room.sql.js';
-import { dueAt } from '../receivers/receiver-hold.sql.js';
+import { dueAt, receiverDisabled } from '../receivers/receiver-hold.sql.js';
 
 /** Whether the callback's receiver (if any) is disabled, inside an UPDATE of callback. */
-const receiverDisabled = Prisma.sql`(callback.receiver_id IS NOT NULL AND COALESCE((SELECT r.disabled FROM receiver r WHERE r.id = callback.receiver_id), false))`;
 
 export interface CallbackFilter {
   batchId?: string;
@@ -227,12 +226,13 @@ export class CallbackRepository {
   }
 
   /**
-   * Sends finished callbacks again: back to pending, due now, with one more attempt
-   * allowed, and their batches re-opened, in one transaction. The workers are woken
-   * after it committed (DueNotifier: a NOTIFY inside the transaction would queue its
-   * commit behind every other notifying commit).
+   * Sends these finished callbacks again: back to pending, due now, with one more
+   * attempt allowed, and their batches re-opened, in one transaction (a batch's
+   * whole retry runs as a task: task.sql.ts). The workers are woken after it
+   * committed (DueNotifier: a NOTIFY inside the transaction would queue its commit
+   * behind every other notifying commit).
    */
-  async retryCallbacks(apiKeyId: string, where: { ids?: string[]; batchId?: string }, statuses: CallbackStatus[]): Promise<number> {
+  async retryCallbacks(apiKeyId: string, ids: string[], statuses: CallbackStatus[]): Promise<number> {
     const retried = await this.db.transaction(async (tx) => {
       const rows = await tx.query<{ batch_id: string }>(Prisma.sql`
         UPDATE callback
@@ -240,9 +240,7 @@ export class CallbackRepository {
             max_attempts = GREATEST(max_attempts, attempts + 1),
             -- pending again: held while its receiver is disabled
             held = ${receiverDisabled}
-        WHERE api_key_id = ${apiKeyId}::uuid AND status = ANY(${statuses}::text[])
-          AND (${where.ids ?? null}::uuid[] IS NULL OR id = ANY(${where.ids ?? null}::uuid[]))
-          AND (${where.batchId ?? null}::uuid IS NULL OR batch_id = ${where.batchId ?? null}::uuid)
+        WHERE api_key_id = ${apiKeyId}::uuid AND status = ANY(${statuses}::text[]) AND id = ANY(${ids}::uuid[])
         RETURNING batch_id`);
       if (rows.length > 0) await tx.execute(reopenBatches([...new Set(rows.map((r) => r.batch_id))]));
       return rows.length;

@@ -1,5 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
+import type { BatchRetryDto } from '../batches/dto/batch.dto.js';
+import { uuidv7 } from '../common/uuid.js';
+import { TaskRepository } from '../tasks/task.repository.js';
+import { TaskRunner } from '../tasks/task.runner.js';
+import { toTaskView } from '../tasks/task.view.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
 import { PRIORITIES, type CallbackStatus, type Priority } from '../common/states.js';
 import { waitingReason, type Waiting } from './callback.policy.js';
@@ -9,7 +14,11 @@ type CallbackRow = CallbackWithAttempts;
 
 @Injectable()
 export class CallbackService {
-  constructor(private readonly callbacks: CallbackRepository) {}
+  constructor(
+    private readonly callbacks: CallbackRepository,
+    private readonly tasks: TaskRepository,
+    private readonly runner: TaskRunner,
+  ) {}
 
   async getCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const row = await this.callbacks.findCallback(apiKeyId, id);
@@ -36,13 +45,22 @@ export class CallbackService {
   }
 
   async retryCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
-    const n = await this.callbacks.retryCallbacks(apiKeyId, { ids: [id] }, ['failed', 'cancelled']);
+    const n = await this.callbacks.retryCallbacks(apiKeyId, [id], ['failed', 'cancelled']);
     if (n === 0) await this.explainNoChange(apiKeyId, id, 'retried', ['failed', 'cancelled']);
     return this.getCallback(apiKeyId, id);
   }
 
-  async retryBatch(apiKeyId: string, batchId: string, statuses: CallbackStatus[]): Promise<{ batchId: string; retried: number }> {
-    return { batchId, retried: await this.callbacks.retryCallbacks(apiKeyId, { batchId }, statuses) };
+  /**
+   * Sends the batch's callbacks in `statuses` again, as a `batch.retry` task (up to
+   * 100,000 rows: in chunks, each its own transaction); what fits in TASK_INLINE_MS
+   * is done before the answer (`task` null when all is).
+   */
+  async retryBatch(apiKeyId: string, batchId: string, statuses: CallbackStatus[]): Promise<BatchRetryDto> {
+    const taskId = uuidv7();
+    await this.tasks.createTask({ id: taskId, apiKeyId, kind: 'batch.retry', batchId, statuses });
+    const run = await this.runner.start(taskId);
+    const task = run.finished ? undefined : await this.tasks.findTask(apiKeyId, taskId);
+    return { batchId, retried: run.done, task: task ? toTaskView(task) : null };
   }
 
   private async explainNoChange(apiKeyId: string, id: string, verb: string, from: CallbackStatus[]): Promise<never> {

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
 import { ReceiversModule } from '../receivers/receivers.module.js';
+import { TasksModule } from '../tasks/tasks.module.js';
 import { CallbackController } from './callback.controller.js';
 import { CallbackRepository } from './callback.repository.js';
 import { CallbackService } from './callback.service.js';
 
 @Module({
-  imports: [ReceiversModule],
+  imports: [ReceiversModule, TasksModule],
   controllers: [CallbackController],
   providers: [CallbackRepository, CallbackService],
   exports: [CallbackRepository, CallbackService],

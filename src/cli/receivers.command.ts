@@ -37,7 +37,8 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
   if (sub === 'delete') {
     const r = await api.call(api.client.DELETE('/v1/receivers/{name}', { params: { path: { name } } }));
     if (args.json) return (io.out(JSON.stringify(r)), 0);
-    io.out(`deleted receiver ${r.name}; ${r.cancelledCallbacks} pending callback(s) cancelled`);
+    const rest = r.task ? `; the rest are being cancelled by task ${r.task.id} (GET /v1/tasks/${r.task.id})` : '';
+    io.out(`deleted receiver ${r.name}; ${r.cancelledCallbacks} pending callback(s) cancelled${rest}`);
     return 0;
   }
   let r: ReceiverView;

@@ -372,6 +372,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["TaskController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -429,7 +445,7 @@ export interface components {
              * @description Stable error code
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "internal_error" | "not_ready";
+            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "internal_error" | "not_ready" | "db_timeout";
             /** @description What went wrong, for people */
             message: string;
             /** @description Machine-readable detail, e.g. `problems` of a validation error */
@@ -674,11 +690,34 @@ export interface components {
             /** @description cursor of the next page; null on the last */
             nextCursor: string | null;
         };
+        TaskDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "receiver.disable" | "receiver.enable" | "receiver.delete" | "batch.retry";
+            /**
+             * @description superseded: a later disable, enable or delete of the same receiver took over
+             * @enum {string}
+             */
+            status: "running" | "finished" | "superseded";
+            /** @description the receiver it works on (null once deleted) */
+            receiver: string | null;
+            /** Format: uuid */
+            batchId: string | null;
+            /** @description callbacks changed so far (held, released, cancelled or sent again) */
+            done: number;
+            createdAt: string;
+            /** @description when its last chunk committed */
+            updatedAt: string;
+            finishedAt: string | null;
+        };
         BatchRetryDto: {
             /** Format: uuid */
             batchId: string;
-            /** @description Callbacks sent again */
+            /** @description callbacks sent again before this answer */
             retried: number;
+            /** @description the task sending the rest again, when there were more than this answer could wait for; null when all are done */
+            task: components["schemas"]["TaskDto"] | null;
         };
         PhasesDto: {
             dnsMs: number | null;
@@ -955,6 +994,8 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
+            task: components["schemas"]["TaskDto"] | null;
         };
         ReceiverDto: {
             /** @example merchant-42 */
@@ -1023,13 +1064,17 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
+            task: components["schemas"]["TaskDto"] | null;
             figures: components["schemas"]["ReceiverFiguresDto"];
         };
         DeletedReceiverDto: {
             name: string;
             deleted: boolean;
-            /** @description its pending and in-flight callbacks, cancelled */
+            /** @description its pending and in-flight callbacks cancelled before this answer */
             cancelledCallbacks: number;
+            /** @description the task cancelling the rest of its callbacks, when there were more than this answer could wait for; null when all are done */
+            task: components["schemas"]["TaskDto"] | null;
         };
         LiveDto: {
             /** @enum {string} */
@@ -1119,7 +1164,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1205,7 +1250,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1289,7 +1334,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1386,7 +1431,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1454,7 +1499,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1554,7 +1599,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1629,7 +1674,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1709,7 +1754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1787,7 +1832,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1871,7 +1916,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1946,7 +1991,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2030,7 +2075,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2114,7 +2159,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2194,7 +2239,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2271,7 +2316,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2342,7 +2387,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2421,7 +2466,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2510,7 +2555,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2577,7 +2622,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2644,7 +2689,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2711,7 +2756,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2784,7 +2829,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2857,7 +2902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2934,7 +2979,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3023,7 +3068,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3098,7 +3143,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3165,7 +3210,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3240,7 +3285,82 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    TaskController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3324,7 +3444,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -16,6 +16,7 @@ export const ERROR_STATUS = {
   quota_exceeded: 429,
   internal_error: 500,
   not_ready: 503,
+  db_timeout: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from '../database/database.errors.js';
+import { databaseTimeoutOf, isDatabaseUnavailable } from '../database/database.errors.js';
 import { AppError, ErrorCode } from './app.error.js';
 
 export interface ErrorBody {
@@ -59,6 +59,15 @@ export class ErrorFilter implements ExceptionFilter {
       const code: ErrorCode =
         fastifyCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || exception instanceof SyntaxError ? 'malformed_json' : (STATUS_CODES[status] ?? 'validation_failed');
       return { status, body: { code, message: messageOf(exception, status), requestId }, headers: {} };
+    }
+    const timeout = databaseTimeoutOf(exception);
+    if (timeout) {
+      this.logger.warn({ msg: `database timeout: ${(exception as Error)?.message ?? String(exception)}`, event: 'db_timeout', timeout, requestId });
+      const message =
+        timeout === 'lock'
+          ? 'a database statement waited for a lock longer than DATABASE_LOCK_TIMEOUT_MS and was cancelled; retry shortly'
+          : 'a database statement ran longer than DATABASE_STATEMENT_TIMEOUT_MS and was cancelled; retry shortly';
+      return { status: 503, body: { code: 'db_timeout', message, requestId }, headers: { 'retry-after': '1' } };
     }
     if (isDatabaseUnavailable(exception)) {
       return {

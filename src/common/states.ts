@@ -29,6 +29,12 @@ export const PRIORITIES = ['high', 'normal', 'low'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 export const priorityRank = (p: Priority): number => PRIORITIES.indexOf(p);
 
+/** Work on many callbacks at once (src/tasks), and where a task stands. */
+export const TASK_KINDS = ['receiver.disable', 'receiver.enable', 'receiver.delete', 'batch.retry'] as const;
+export type TaskKind = (typeof TASK_KINDS)[number];
+export const TASK_STATUSES = ['running', 'finished', 'superseded'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
 type Literals<T extends string> = { readonly [K in T]: Prisma.Sql };
 
 /**
@@ -44,6 +50,7 @@ function literals<T extends string>(names: readonly T[]): Literals<T> {
 export const STATUS = literals(CALLBACK_STATUSES);
 export const OUTCOME = literals(OUTCOMES);
 export const BREAKER = literals(BREAKER_STATES);
+export const TASK_STATUS = literals(TASK_STATUSES);
 
 /** Statuses of a callback with nothing left to do (`callback_finished_idx` lists the same). */
 export const FINISHED = Prisma.sql`(${STATUS.succeeded}, ${STATUS.failed}, ${STATUS.cancelled})`;

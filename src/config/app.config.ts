@@ -48,6 +48,10 @@ export class AppConfig {
   @IsInt() @Min(1000) dispatchLeaseMarginMs = 30_000;
   /** DISPATCH_POLL_MS: heartbeat that looks for due work when no NOTIFY came (1000 ms). */
   @IsInt() @Min(10) dispatchPollMs = 1000;
+  /** DATABASE_STATEMENT_TIMEOUT_MS: Postgres statement_timeout of the service's sessions (30000 ms; 0: none): a statement running longer is cancelled. */
+  @IsInt() @Min(0) databaseStatementTimeoutMs = 30_000;
+  /** DATABASE_LOCK_TIMEOUT_MS: Postgres lock_timeout of the service's sessions (5000 ms; 0: none): a statement waiting longer for a lock is cancelled. */
+  @IsInt() @Min(0) databaseLockTimeoutMs = 5000;
   /** DISPATCH_SYNCHRONOUS_COMMIT: Postgres synchronous_commit of claims and write-backs, on or off (off: a database crash can only cause a resend). */
   @IsIn(['on', 'off']) dispatchSynchronousCommit: 'on' | 'off' = 'off';
   /** WRITEBACK_INTERVAL_MS: outcomes are written back at least this often (20 ms). */
@@ -179,6 +183,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   DISPATCH_LEASE_MARGIN_MS: ['dispatchLeaseMarginMs', int],
   DISPATCH_POLL_MS: ['dispatchPollMs', int],
   DISPATCH_SYNCHRONOUS_COMMIT: ['dispatchSynchronousCommit', str],
+  DATABASE_STATEMENT_TIMEOUT_MS: ['databaseStatementTimeoutMs', int],
+  DATABASE_LOCK_TIMEOUT_MS: ['databaseLockTimeoutMs', int],
   WRITEBACK_INTERVAL_MS: ['writebackIntervalMs', int],
   WRITEBACK_MAX_ROWS: ['writebackMaxRows', int],
   WARM_UP_CALLS: ['warmUpCalls', int],

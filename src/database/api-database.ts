@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
-import { PgStatements } from './pg.statements.js';
+import { AppConfig } from '../config/app.config.js';
+import { PgStatements, timeoutSettings } from './pg.statements.js';
 import { PrismaService } from './prisma.service.js';
 
 /**
@@ -11,7 +12,8 @@ import { PrismaService } from './prisma.service.js';
  */
 @Injectable()
 export class ApiDatabase extends PgStatements {
-  constructor(prisma: PrismaService, @Inject(DATABASE_TARGET) target: DatabaseTarget) {
-    super(prisma.pool, target.pooled ? null : 'api');
+  constructor(prisma: PrismaService, @Inject(DATABASE_TARGET) target: DatabaseTarget, config: AppConfig) {
+    // Directly, the pool's sessions carry the timeouts (PrismaService); behind a pooler each transaction sets them.
+    super(prisma.pool, target.pooled ? null : 'api', {}, target.pooled ? timeoutSettings(config) : {});
   }
 }

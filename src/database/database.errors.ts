@@ -41,3 +41,16 @@ export function isForeignKeyViolation(error: unknown, constraint: string): boole
   }
   return false;
 }
+
+/**
+ * Whether `error` is a statement cancelled by the session's `statement_timeout`
+ * (SQLSTATE 57014, "canceling statement due to statement timeout") or `lock_timeout`
+ * (55P03): answered 503 `db_timeout` by the API, retried by the worker.
+ */
+export function databaseTimeoutOf(error: unknown): 'statement' | 'lock' | undefined {
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === '55P03') return 'lock';
+    if (e.code === '57014' && typeof e.message === 'string' && /statement timeout/.test(e.message)) return 'statement';
+  }
+  return undefined;
+}

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { CaughtErrors } from '../common/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
-import { openPool, PgStatements, type LocalSettings } from './pg.statements.js';
+import { answerWithinMs, openPool, PgStatements, timeoutSettings, type LocalSettings } from './pg.statements.js';
 
 /** Connections for the claim and the write-back of one worker process. */
 const POOL_SIZE = 6;
@@ -27,6 +27,7 @@ const POOL_SIZE = 6;
  *   Debian's is), the worker's claims were each compiled, ~1 s apiece, while the
  *   embedded server, built without it, never showed it. Off here, a worker runs the
  *   same on either. The API's statements keep the server's setting.
+ * - `statement_timeout`, `lock_timeout`: the safety net of every session (timeoutSettings).
  * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
  *   of 4, which models spinning disks): a cost of the planner's model, not a switch,
  *   so nothing is inflated. With 4 and the queue's stale statistics (no lease held
@@ -47,17 +48,20 @@ const POOL_SIZE = 6;
  * them on every supported server); the claims set theirs (CLAIM_PLANNER), always in
  * their own transaction.
  */
-export const dispatchSettings = (config: Pick<AppConfig, 'dispatchSynchronousCommit'>): LocalSettings => ({
+export const dispatchSettings = (
+  config: Pick<AppConfig, 'dispatchSynchronousCommit' | 'databaseStatementTimeoutMs' | 'databaseLockTimeoutMs'>,
+): LocalSettings => ({
   synchronous_commit: config.dispatchSynchronousCommit,
   jit: 'off',
   random_page_cost: '1.1',
+  ...timeoutSettings(config),
 });
 
 /** The worker's pool, its statements' names and what each statement sets: see dispatchSettings. */
 function dispatchConnections(target: DatabaseTarget, config: AppConfig, caught: CaughtErrors): [pg.Pool, string | null, LocalSettings] {
   const onIdleError = (error: Error) => caught.record('dispatch_pool_idle_connection', error, 'dropped from the pool; the next statement opens another');
-  if (target.pooled) return [openPool(target.url, POOL_SIZE, onIdleError), null, dispatchSettings(config)];
-  return [openPool(target.url, POOL_SIZE, onIdleError, dispatchSettings(config)), 'dispatch', {}];
+  if (target.pooled) return [openPool(target.url, POOL_SIZE, onIdleError, {}, answerWithinMs(config)), null, dispatchSettings(config)];
+  return [openPool(target.url, POOL_SIZE, onIdleError, dispatchSettings(config), answerWithinMs(config)), 'dispatch', {}];
 }
 
 /**

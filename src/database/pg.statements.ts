@@ -13,12 +13,21 @@ const CONNECT_TIMEOUT_MS = 5000;
  * its first statement (sessionSettings), only for a direct connection; otherwise a
  * statement sets what it needs in its own transaction (LocalSettings).
  */
-export function openPool(databaseUrl: string, max: number, onIdleError: (error: Error) => void, session: LocalSettings = {}): pg.Pool {
+export function openPool(databaseUrl: string, max: number, onIdleError: (error: Error) => void, session: LocalSettings = {}, answerWithinMs?: number): pg.Pool {
   const set = sessionSettings(session);
   // pg-pool awaits the promise onConnect returns before it hands the connection out,
   // and closes the connection if it rejects (its types say void).
   const onConnect = set ? (client: pg.ClientBase) => client.query(set) : undefined;
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, onConnect });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    onConnect,
+    // A connection cut off without a reset (a partition, a proxy that stopped forwarding) never answers: past this,
+    // its statement fails and the connection is dropped, instead of holding a pool slot for good.
+    ...(answerWithinMs !== undefined && { query_timeout: answerWithinMs }),
+    keepAlive: true,
+  });
   pool.on('error', onIdleError);
   return pool;
 }
@@ -52,6 +61,31 @@ function setting(verb: 'SET' | 'SET LOCAL', name: string, value: string): string
   return `${verb} ${name} TO ${value}`;
 }
 
+/**
+ * `statement_timeout` and `lock_timeout` (DATABASE_STATEMENT_TIMEOUT_MS,
+ * DATABASE_LOCK_TIMEOUT_MS), set on every session of the service's pools: a safety
+ * net, so no statement runs, or waits for a lock, without end. The service's own
+ * statements are each bounded far below (chunks of rows, index walks); one that
+ * hits either fails with SQLSTATE 57014 or 55P03, logged, answered 503 `db_timeout`
+ * by the API (isDatabaseTimeout) and retried by the worker. 0 leaves the server's own setting.
+ */
+/**
+ * How long the client waits for any answer to a statement before it gives the
+ * connection up: the statement timeout and 5 s more (the server cancels a slow
+ * statement first; only a connection that no longer carries anything gets here).
+ * Undefined without a statement timeout.
+ */
+export function answerWithinMs(config: { databaseStatementTimeoutMs: number }): number | undefined {
+  return config.databaseStatementTimeoutMs > 0 ? config.databaseStatementTimeoutMs + 5000 : undefined;
+}
+
+export function timeoutSettings(config: { databaseStatementTimeoutMs: number; databaseLockTimeoutMs: number }): LocalSettings {
+  return {
+    ...(config.databaseStatementTimeoutMs > 0 && { statement_timeout: String(config.databaseStatementTimeoutMs) }),
+    ...(config.databaseLockTimeoutMs > 0 && { lock_timeout: String(config.databaseLockTimeoutMs) }),
+  };
+}
+
 /** `BEGIN; SET LOCAL …`: one simple-protocol round trip (exported for the plan tests, which explain statements as they run). */
 export function beginWith(settings: LocalSettings): string {
   return ['BEGIN', ...Object.entries(settings).map(([name, value]) => setting('SET LOCAL', name, value))].join('; ');
@@ -81,6 +115,9 @@ export class PgStatements implements SqlRunner {
   /** `BEGIN; SET LOCAL …` of the runner's settings, and of them with each statement's own (constants of the code), made once. */
   private readonly begin: string;
   private readonly beginWithOwn = new WeakMap<LocalSettings, string>();
+  /** `BEGIN; SET LOCAL …` of a transaction(): the runner's settings and `transactionSettings`. */
+  private readonly beginTransaction: string;
+  private readonly beginTransactionWithOwn = new WeakMap<LocalSettings, string>();
 
   /**
    * `prefix` names this runner's prepared statements; it must differ from any other
@@ -88,15 +125,18 @@ export class PgStatements implements SqlRunner {
    * pooler, where the next transaction may run on a server connection that never saw
    * the name). `settings` are set in the transaction of every statement this runner
    * sends (a statement alone then costs two more round trips: BEGIN and SET in one,
-   * COMMIT).
+   * COMMIT); `transactionSettings` only in those of transaction(), which sends BEGIN
+   * anyway (so they cost nothing).
    */
   constructor(
     protected readonly pool: pg.Pool,
     prefix: string | null,
     private readonly settings: LocalSettings = {},
+    private readonly transactionSettings: LocalSettings = {},
   ) {
     this.nameOf = prefix === null ? () => '' : statementNamer(prefix);
     this.begin = beginWith(settings);
+    this.beginTransaction = beginWith({ ...settings, ...transactionSettings });
   }
 
   /** One statement's rows; `settings` on top of the runner's, for this statement only. */
@@ -129,7 +169,12 @@ export class PgStatements implements SqlRunner {
    */
   transaction<T>(work: (tx: SqlRunner) => Promise<T>, settings?: LocalSettings): Promise<T> {
     const nameOf = this.nameOf;
-    return this.onOneConnection(this.beginFor(settings), (client) =>
+    let begin = this.beginTransaction;
+    if (settings) {
+      begin = this.beginTransactionWithOwn.get(settings) ?? beginWith({ ...this.settings, ...this.transactionSettings, ...settings });
+      this.beginTransactionWithOwn.set(settings, begin);
+    }
+    return this.onOneConnection(begin, (client) =>
       work({
         query: async <R>(statement: Prisma.Sql) => (await run(client, nameOf, statement)).rows as R[],
         execute: async (statement: Prisma.Sql) => (await run(client, nameOf, statement)).rowCount ?? 0,

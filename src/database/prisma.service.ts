@@ -4,7 +4,8 @@ import type pg from 'pg';
 import { CaughtErrors } from '../common/caught-errors.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
-import { openPool } from './pg.statements.js';
+import { AppConfig } from '../config/app.config.js';
+import { answerWithinMs, openPool, timeoutSettings } from './pg.statements.js';
 import { statementNamer } from './statement.names.js';
 
 /** Connections in the pool shared by the API and the dispatcher of one process. */
@@ -19,9 +20,15 @@ const POOL_SIZE = 20;
 export class PrismaService extends PrismaClient implements OnApplicationShutdown {
   readonly pool: pg.Pool;
 
-  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, caught: CaughtErrors) {
-    const pool = openPool(target.url, POOL_SIZE, (error) =>
-      caught.record('api_pool_idle_connection', error, 'dropped from the pool; the next statement opens another'),
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, caught: CaughtErrors, config: AppConfig) {
+    // The timeouts as session settings on a direct connection; behind a pooler ApiDatabase's transactions set them
+    // (and Prisma's own short statements rely on the role's settings: README, Postgres).
+    const pool = openPool(
+      target.url,
+      POOL_SIZE,
+      (error) => caught.record('api_pool_idle_connection', error, 'dropped from the pool; the next statement opens another'),
+      target.pooled ? {} : timeoutSettings(config),
+      answerWithinMs(config),
     );
     super({ adapter: new PrismaPg(pool, target.pooled ? {} : { statementNameGenerator: statementNamer('prisma') }) });
     this.pool = pool;

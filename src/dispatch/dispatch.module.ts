@@ -3,6 +3,7 @@ import { Module } from '@nestjs/common';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { RetentionModule } from '../retention/retention.module.js';
 import { SigningModule } from '../signing/signing.module.js';
+import { TasksModule } from '../tasks/tasks.module.js';
 import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { ClaimRepository } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
@@ -20,7 +21,7 @@ import { WorkerService } from './worker.service.js';
 
 /** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */
 @Module({
-  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule],
+  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule],
   providers: [
     { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
     HttpTransport,

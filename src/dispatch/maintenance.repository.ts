@@ -1,22 +1,36 @@
 import { Injectable } from '@nestjs/common';
 import { completeBatches, openBatchesWithNothingLeft } from '../batches/batch-completion.sql.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
-import { holdReceiverCallbacks } from '../receivers/receiver-hold.sql.js';
+import { uuidv7 } from '../common/uuid.js';
 import { deleteExpiredSecrets } from '../signing/secret.sql.js';
+import { insertTask, supersedeReceiverTasks } from '../tasks/task.repository.js';
 import { reapExpiredLeases } from './sql/lease.sql.js';
 import { disableFailingReceivers } from './sql/receiver.sql.js';
 import { nowSql } from './sql/time.sql.js';
+
+/** Expired leases a reaper statement takes at most. */
+const REAP_CHUNK = 1000;
 
 /** The maintenance leader's statements on the dispatch pool. */
 @Injectable()
 export class MaintenanceRepository {
   constructor(private readonly db: DispatchDatabase) {}
 
-  /** Rows whose lease ran out (their worker died), their attempt counted: due now, or failed when it was their last. */
+  /**
+   * Rows whose lease ran out (their worker died), their attempt counted: due now, or
+   * failed when it was their last; REAP_CHUNK rows a statement, each its own
+   * transaction, until a statement finds fewer.
+   */
   async reapExpiredLeases(now?: Date): Promise<{ due: number; failed: number }> {
-    const rows = await this.db.query<{ id: string; failed: boolean }>(reapExpiredLeases(nowSql(now)));
-    const failed = rows.filter((r) => r.failed).length;
-    return { due: rows.length - failed, failed };
+    let due = 0;
+    let failed = 0;
+    for (;;) {
+      const rows = await this.db.query<{ id: string; failed: boolean }>(reapExpiredLeases(nowSql(now), REAP_CHUNK));
+      const f = rows.filter((r) => r.failed).length;
+      failed += f;
+      due += rows.length - f;
+      if (rows.length < REAP_CHUNK) return { due, failed };
+    }
   }
 
   /** Stamps up to `limit` open batches with nothing left (their last write-back died before the stamp). */
@@ -31,18 +45,22 @@ export class MaintenanceRepository {
     return this.db.execute(deleteExpiredSecrets(limit));
   }
 
-  /** Disables receivers failing for `hours` and holds their callbacks, in one transaction; returns them. */
-  disableFailingReceivers(hours: number, reason: string): Promise<Array<{ id: string; apiKeyId: string; name: string; failingSince: Date }>> {
+  /**
+   * Disables receivers failing for `hours` and starts for each the task that holds
+   * its callbacks (`receiver.disable`), in one transaction; returns them with their
+   * tasks' ids.
+   */
+  disableFailingReceivers(hours: number, reason: string): Promise<Array<{ id: string; apiKeyId: string; name: string; failingSince: Date; taskId: string }>> {
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<{ id: string; apiKeyId: string; name: string; failingSince: Date }>(disableFailingReceivers(hours, reason));
-      if (rows.length > 0)
-        await tx.execute(
-          holdReceiverCallbacks(
-            rows.map((r) => r.id),
-            true,
-          ),
-        );
-      return rows;
+      const disabled = [];
+      for (const r of rows) {
+        const taskId = uuidv7();
+        await tx.execute(supersedeReceiverTasks(r.id));
+        await tx.execute(insertTask({ id: taskId, apiKeyId: r.apiKeyId, kind: 'receiver.disable', receiverId: r.id }));
+        disabled.push({ ...r, taskId });
+      }
+      return disabled;
     });
   }
 }

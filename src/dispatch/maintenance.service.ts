@@ -4,6 +4,8 @@ import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { RetentionService } from '../retention/retention.service.js';
+import { TaskRepository } from '../tasks/task.repository.js';
+import { TaskRunner } from '../tasks/task.runner.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { logBatchesCompleted } from './completer.service.js';
 import { LeaderLock } from './leader.lock.js';
@@ -12,7 +14,7 @@ import { ProducerService } from './producer.service.js';
 
 /** Open batches the sweep stamps per run at most. */
 const SWEEP_BATCHES = 100;
-/** Expired signing secrets deleted per statement. */
+/** Expired signing secrets, or finished tasks, deleted per statement. */
 const SECRETS_CHUNK = 1000;
 
 interface Task {
@@ -30,8 +32,10 @@ interface Task {
  *   the stamp;
  * - expired secrets (DISPATCH_POLL_MS): deletes signing secrets whose overlap period
  *   after a rotation ended, 1,000 per statement (an index probe when there are none);
+ * - idle tasks (DISPATCH_POLL_MS): runs on the tasks (src/tasks) whose runner stopped
+ *   (its process died) for TASK_IDLE_MS;
  * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): purges
- *   finished callbacks and empty batches past the retention window;
+ *   finished callbacks and empty batches past the retention window, and finished tasks;
  * - receiver auto-disable (RECEIVER_CHECK_INTERVAL_MS, off when
  *   RECEIVER_DISABLE_AFTER_HOURS is 0): disables receivers whose every attempt failed
  *   for that long, holding their callbacks until someone enables them again.
@@ -55,6 +59,8 @@ export class MaintenanceService {
     private readonly status: WorkerStatus,
     private readonly metrics: MetricsService,
     private readonly caught: CaughtErrors,
+    private readonly runner: TaskRunner,
+    private readonly taskRows: TaskRepository,
   ) {}
 
   private tasks(): Task[] {
@@ -62,9 +68,11 @@ export class MaintenanceService {
       { name: 'lease reaper', everyMs: this.config.dispatchPollMs, run: () => this.reap() },
       { name: 'batch sweep', everyMs: this.config.dispatchPollMs, run: () => this.sweep() },
       { name: 'expired secrets', everyMs: this.config.dispatchPollMs, run: () => this.deleteExpiredSecrets() },
+      { name: 'idle tasks', everyMs: this.config.dispatchPollMs, run: async () => void (await this.runner.resumeIdle()) },
     ];
     if (this.config.retentionHours > 0) {
       tasks.push({ name: 'retention', everyMs: this.config.retentionPurgeIntervalMs, run: async () => void (await this.retention.purge()) });
+      tasks.push({ name: 'finished tasks', everyMs: this.config.retentionPurgeIntervalMs, run: () => this.purgeFinishedTasks() });
     }
     if (this.config.receiverDisableAfterHours > 0) {
       tasks.push({ name: 'receiver auto-disable', everyMs: this.config.receiverCheckIntervalMs, run: () => this.disableFailingReceivers() });
@@ -129,10 +137,16 @@ export class MaintenanceService {
     if (deleted > 0) this.logger.log(`deleted ${deleted} signing secrets whose overlap period after a rotation ended`);
   }
 
+  /** Finished tasks past RETENTION_HOURS, 1,000 per statement. */
+  private async purgeFinishedTasks(): Promise<void> {
+    while ((await this.taskRows.purgeFinished(this.config.retentionHours, SECRETS_CHUNK)) === SECRETS_CHUNK);
+  }
+
   private async disableFailingReceivers(): Promise<void> {
     const hours = this.config.receiverDisableAfterHours;
     const reason = `every attempt failed for ${hours} h (RECEIVER_DISABLE_AFTER_HOURS); its callbacks are held until it is enabled`;
     for (const r of await this.repo.disableFailingReceivers(hours, reason)) {
+      await this.runner.start(r.taskId, 0); // one chunk now, the rest behind it
       this.metrics.receiverAutoDisabled();
       this.logger.warn({
         msg: `receiver ${r.name} disabled: every attempt failed since ${r.failingSince.toISOString()}`,

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { STATUS, UNFINISHED } from '../common/states.js';
+import { UNFINISHED } from '../common/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma, type Receiver } from '../generated/prisma/client.js';
-import { disabledColumns, holdReceiverCallbacks } from './receiver-hold.sql.js';
+import { uuidv7 } from '../common/uuid.js';
+import { insertTask, supersedeReceiverTasks } from '../tasks/task.repository.js';
+import { disabledColumns } from './receiver-hold.sql.js';
 
 export type ReceiverRow = Receiver;
 
@@ -52,7 +54,7 @@ export class ReceiverRepository {
   /** A page in name order, after `after` (the last name of the previous page). */
   listReceivers(apiKeyId: string, limit: number, after?: string): Promise<ReceiverRow[]> {
     return this.prisma.receiver.findMany({
-      where: { apiKeyId, ...(after !== undefined && { name: { gt: after } }) },
+      where: { apiKeyId, deletedAt: null, ...(after !== undefined && { name: { gt: after } }) },
       orderBy: { name: 'asc' },
       take: limit,
     });
@@ -86,18 +88,21 @@ export class ReceiverRepository {
   }
 
   /**
-   * Updates settings and, when `disabled` is given and differs, holds or releases the
-   * receiver's unfinished callbacks, in one transaction. Locks the receiver row first
-   * (the ingest reads it `FOR SHARE`, so a batch stored meanwhile is held or not as
-   * the receiver is when it commits), then its unfinished callback rows through
-   * `callback_receiver_idx`. Enabling also clears the failure record the auto-disable
-   * reads. Null when there is no such receiver.
+   * Updates settings and, when `disabled` is given and differs, flips it and starts
+   * the task that holds or releases the receiver's unfinished callbacks
+   * (`receiver.disable` / `receiver.enable`, task.sql.ts), in one transaction; a task
+   * of the receiver still running is superseded. Locks the receiver row first (the
+   * ingest reads it `FOR SHARE`, so a batch stored meanwhile is held or not as the
+   * receiver is when it commits). The flag applies to the claim at once (it passes
+   * over rows of disabled receivers the task has not reached yet). Enabling also
+   * clears the failure record the auto-disable reads. Null when there is no such
+   * receiver.
    */
   updateReceiver(
     apiKeyId: string,
     name: string,
     s: ReceiverSettings & { disabled?: boolean; reason?: string },
-  ): Promise<{ row: ReceiverRow; released: boolean } | null> {
+  ): Promise<{ row: ReceiverRow; taskId: string | null } | null> {
     return this.db.transaction(async (tx) => {
       const [before] = await tx.query<{ id: string; disabled: boolean }>(Prisma.sql`
         SELECT id, disabled FROM receiver WHERE api_key_id = ${apiKeyId}::uuid AND name = ${name} FOR UPDATE`);
@@ -115,28 +120,35 @@ export class ReceiverRepository {
           updated_at = now()
         WHERE id = ${before.id}::uuid
         ${RETURNING}`);
-      if (toggle) await tx.execute(holdReceiverCallbacks([before.id], s.disabled!));
-      return { row, released: toggle && !s.disabled };
+      if (!toggle) return { row, taskId: null };
+      const taskId = uuidv7();
+      await tx.execute(supersedeReceiverTasks(before.id));
+      await tx.execute(insertTask({ id: taskId, apiKeyId, kind: s.disabled ? 'receiver.disable' : 'receiver.enable', receiverId: before.id }));
+      return { row, taskId };
     });
   }
 
   /**
-   * Deletes the receiver after cancelling its unfinished callbacks (as
-   * `POST /v1/callbacks/:id/cancel` does: a call in flight loses its lease, so its
-   * write-back will not land), in one transaction; its secrets go with it, its finished
-   * callbacks stay without a receiver. Returns how many were cancelled, or null.
+   * Deletes the receiver, in one transaction: its row is renamed out of the way (its
+   * name is free again at once), marked deleted and disabled (the claim passes over
+   * its callbacks from now on; the ingest refuses it), its running task superseded,
+   * and a `receiver.delete` task started, which cancels its unfinished callbacks and
+   * detaches the finished ones chunk by chunk, then deletes the row (its secrets go
+   * with it). Returns the receiver's id and the task's, or null.
    */
-  deleteReceiver(apiKeyId: string, name: string): Promise<{ cancelled: number } | null> {
+  deleteReceiver(apiKeyId: string, name: string): Promise<{ id: string; taskId: string } | null> {
     return this.db.transaction(async (tx) => {
       const [r] = await tx.query<{ id: string }>(Prisma.sql`
         SELECT id FROM receiver WHERE api_key_id = ${apiKeyId}::uuid AND name = ${name} FOR UPDATE`);
       if (!r) return null;
-      const cancelled = await tx.execute(Prisma.sql`
-        UPDATE callback SET status = ${STATUS.cancelled}, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-               held = false, last_error = 'cancelled: its receiver was deleted'
-        WHERE receiver_id = ${r.id}::uuid AND status IN ${UNFINISHED}`);
-      await tx.execute(Prisma.sql`DELETE FROM receiver WHERE id = ${r.id}::uuid`);
-      return { cancelled };
+      // '/' is never in a receiver's name (receiverNameProblem): the name is free for a new receiver at once
+      await tx.execute(Prisma.sql`
+        UPDATE receiver SET name = '/deleted/' || id::text, deleted_at = now(), ${disabledColumns(true, 'deleted')} updated_at = now()
+        WHERE id = ${r.id}::uuid`);
+      const taskId = uuidv7();
+      await tx.execute(supersedeReceiverTasks(r.id));
+      await tx.execute(insertTask({ id: taskId, apiKeyId, kind: 'receiver.delete', receiverId: r.id }));
+      return { id: r.id, taskId };
     });
   }
 

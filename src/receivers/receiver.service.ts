@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
-import { DueNotifier } from '../database/due.notifier.js';
 import { newSigningSecret } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
+import { TaskRepository } from '../tasks/task.repository.js';
+import { TaskRunner } from '../tasks/task.runner.js';
+import { toTaskView } from '../tasks/task.view.js';
 import type { PutReceiverDto } from './dto/put-receiver.dto.js';
 import { ReceiverRepository, type ReceiverRow } from './receiver.repository.js';
 
@@ -50,7 +52,8 @@ export class ReceiverService {
   constructor(
     private readonly receivers: ReceiverRepository,
     private readonly signing: SigningSecretService,
-    private readonly due: DueNotifier,
+    private readonly tasks: TaskRepository,
+    private readonly runner: TaskRunner,
   ) {}
 
   /** Creates (created: true) or updates the receiver; answers it with its secrets. */
@@ -73,7 +76,8 @@ export class ReceiverService {
     if (created) return { created: true, receiver: await this.withSecrets(created) };
     const updated = await this.receivers.updateReceiver(apiKeyId, name, { ...settings, disabled });
     if (!updated) throw new AppError('conflict', `receiver ${name} was deleted while being updated; try again`);
-    if (updated.released) this.due.notifyDue();
+    // the hold or release: what fits in TASK_INLINE_MS is done before the answer, the rest goes on behind it
+    if (updated.taskId) await this.runner.start(updated.taskId);
     if (secret !== undefined) {
       const current = await this.signing.secretsOfReceiver(updated.row.id);
       if (current[0]?.secret !== secret) await this.signing.rotateReceiver(apiKeyId, updated.row.id, secret);
@@ -94,11 +98,14 @@ export class ReceiverService {
     return { ...view, figures: { since: since.toISOString(), ...counts, latency: { p50, p90, p99 } } };
   }
 
+  /** Deletes it at once; its callbacks are cancelled by a task, done before the answer when they are few (`task` null). */
   async deleteReceiver(apiKeyId: string, name: string) {
     this.checkName(name);
     const deleted = await this.receivers.deleteReceiver(apiKeyId, name);
     if (!deleted) throw notFound('receiver');
-    return { name, deleted: true, cancelledCallbacks: deleted.cancelled };
+    const run = await this.runner.start(deleted.taskId);
+    const task = run.finished ? undefined : await this.tasks.findTask(apiKeyId, deleted.taskId);
+    return { name, deleted: true, cancelledCallbacks: run.done, task: task ? toTaskView(task) : null };
   }
 
   /** A new secret; the old one keeps signing beside it for 24 h. */
@@ -132,8 +139,10 @@ export class ReceiverService {
     return found;
   }
 
+  /** Its view with its secrets and its running task (a disable or enable still holding or releasing callbacks). */
   private async withSecrets(row: ReceiverRow) {
-    return { ...toReceiverView(row), secrets: await this.signing.secretsOfReceiver(row.id) };
+    const [secrets, task] = await Promise.all([this.signing.secretsOfReceiver(row.id), this.tasks.runningTaskOfReceiver(row.id)]);
+    return { ...toReceiverView(row), secrets, task: task ? toTaskView(task) : null };
   }
 
   private checkName(name: unknown): asserts name is string {

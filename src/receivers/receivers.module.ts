@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { SigningModule } from '../signing/signing.module.js';
+import { TasksModule } from '../tasks/tasks.module.js';
 import { ReceiverController } from './receiver.controller.js';
 import { ReceiverRepository } from './receiver.repository.js';
 import { ReceiverService } from './receiver.service.js';
 
 /** Receivers: the parties a key calls back, with their settings and signing secrets. */
 @Module({
-  imports: [SigningModule],
+  imports: [SigningModule, TasksModule],
   controllers: [ReceiverController],
   providers: [ReceiverRepository, ReceiverService],
   exports: [ReceiverService, ReceiverRepository],

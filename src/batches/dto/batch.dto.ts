@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { Transform } from 'class-transformer';
 import { cursorParam, pageLimit, statusParam } from '../../common/params.js';
+import { TaskDto } from '../../tasks/dto/task.dto.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
 
 export const BATCH_STATUSES = ['pending', 'running', 'completed'] as const;
@@ -58,7 +59,13 @@ export class BatchPageDto {
 
 export class BatchRetryDto {
   @ApiProperty({ format: 'uuid' }) batchId: string;
-  @ApiProperty({ description: 'Callbacks sent again' }) retried: number;
+  @ApiProperty({ description: 'callbacks sent again before this answer' }) retried: number;
+  @ApiProperty({
+    type: TaskDto,
+    nullable: true,
+    description: 'the task sending the rest again, when there were more than this answer could wait for; null when all are done',
+  })
+  task: TaskDto | null;
 }
 
 /** ?cursor=&limit= of GET /v1/batches. */

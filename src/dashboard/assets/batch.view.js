@@ -43,7 +43,10 @@ export async function batchView(main, context) {
           actionButton('Retry failed callbacks', {
             name: 'retry-batch',
             question: `Send this batch's ${batch.counts.failed} failed callback(s) again?`,
-            run: async () => `${(await send('POST', `/v1/batches/${id}/retry?status=failed`)).retried} queued again.`,
+            run: async () => {
+              const r = await send('POST', `/v1/batches/${id}/retry?status=failed`);
+              return r.task ? `${r.retried} queued again so far; the rest follow in the background.` : `${r.retried} queued again.`;
+            },
             after: () => batchView(main, context),
           }),
         )

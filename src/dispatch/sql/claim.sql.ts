@@ -14,7 +14,10 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  *
  * Held rows (`held`: their receiver is disabled) are passed over by both walks with
  * `NOT c.held`, a filter on the row the walk reads anyway: the index walks stay as
- * they are, and no receiver row is read per callback.
+ * they are. Rows of a receiver just disabled that its task (task.sql.ts) has not
+ * held yet are left out in `pick`, by a probe of the receiver's row for each
+ * candidate of a receiver: the flag applies at once, the task only moves the rows
+ * out of the walks' way.
  */
 
 /**
@@ -149,7 +152,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
         AND EXISTS (SELECT 1 FROM (VALUES (0), (1), (2)) p(p), LATERAL (
               SELECT 1 FROM callback c WHERE ${dueOfKey(Prisma.sql`k.id`, Prisma.sql`p.p::smallint`)} ${inKeyOrder} LIMIT 1) d)
     ), cand AS MATERIALIZED (
-      SELECT x.id, x.api_key_id, x.host, x.url, x.status, s.share,
+      SELECT x.id, x.api_key_id, x.host, x.url, x.receiver_id, x.status, s.share,
              row_number() OVER (PARTITION BY x.api_key_id, x.priority ORDER BY x.next_attempt_at) * ${PRIORITY_STEP} AS place,
              x.priority, x.next_attempt_at
       FROM shares s
@@ -171,17 +174,17 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
           -- push it down to) let it, with the queue's statistics always stale, read
           -- callback_due_idx for each row (20,000 entries a lookup). The status of the
           -- row as locked is checked in the ranked step.
-          SELECT c.id, c.api_key_id, c.host, c.url, c.priority, c.next_attempt_at, c.status FROM callback c
+          SELECT c.id, c.api_key_id, c.host, c.url, c.receiver_id, c.priority, c.next_attempt_at, c.status FROM callback c
           WHERE c.id = e.id
           FOR UPDATE OF c SKIP LOCKED
         ) l
         LIMIT ${a.limit}
       ) x
     ), ranked AS MATERIALIZED (
-      SELECT id, api_key_id, host, url, row_number() OVER (PARTITION BY api_key_id ORDER BY place, priority, next_attempt_at) / share AS ord
+      SELECT id, api_key_id, host, url, receiver_id, row_number() OVER (PARTITION BY api_key_id ORDER BY place, priority, next_attempt_at) / share AS ord
       FROM cand WHERE status = ${STATUS.pending} -- claimed and committed by another worker meanwhile: not ours
     ), due AS MATERIALIZED (
-      SELECT id, api_key_id, host, url, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
+      SELECT id, api_key_id, host, url, receiver_id, ord FROM ranked ORDER BY ord LIMIT ${a.limit}
     )`,
   );
 }
@@ -229,10 +232,10 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
       ORDER BY oldest.at
       LIMIT ${a.limit}
     ), due AS MATERIALIZED (
-      SELECT d.id, d.api_key_id, d.host, d.url, extract(epoch FROM d.next_attempt_at) AS ord
+      SELECT d.id, d.api_key_id, d.host, d.url, d.receiver_id, extract(epoch FROM d.next_attempt_at) AS ord
       FROM ready r
       CROSS JOIN LATERAL (
-        SELECT c.id, c.api_key_id, c.host, c.url, c.next_attempt_at FROM callback c WHERE ${dueOf(Prisma.sql`r.host`)}
+        SELECT c.id, c.api_key_id, c.host, c.url, c.receiver_id, c.next_attempt_at FROM callback c WHERE ${dueOf(Prisma.sql`r.host`)}
           AND ${eligible(Prisma.sql`c`, a)}
         ORDER BY c.host, c.next_attempt_at
         LIMIT r.room
@@ -258,8 +261,8 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   same host waits for the first to commit (a millisecond), then sees its rows
  *   counted. `slots` and `tokens`: see hostRoom.
  * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
- *   the fair share's, or the oldest first past blocked hosts); the rest are unlocked
- *   at commit, untouched.
+ *   the fair share's, or the oldest first past blocked hosts), but none of a
+ *   disabled receiver; the rest are unlocked at commit, untouched.
  * - `moved`: leases them. Rows whose URL answered 410 Gone to their key are failed
  *   here instead, without a call (`endpoint_gone`); other keys' rows to it go out.
  * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe.
@@ -282,7 +285,11 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       CROSS JOIN LATERAL (SELECT * FROM host h WHERE h.host = d.host FOR UPDATE) h
     ), pick AS MATERIALIZED (
       SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
-      FROM (SELECT d.id, d.api_key_id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d) r
+      FROM (
+        SELECT d.id, d.api_key_id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d
+        -- a receiver disabled or deleted whose task has not yet held this row: a primary-key probe per row of a receiver
+        WHERE d.receiver_id IS NULL OR NOT EXISTS (SELECT 1 FROM receiver rv WHERE rv.id = d.receiver_id AND rv.disabled)
+      ) r
       JOIN hosts h ON h.host = r.host
       WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
     ), moved AS (

@@ -14,23 +14,30 @@ export const WORKER_LOST = 'worker_lost: the worker sending this callback stoppe
  * but that it started; the gap in the attempt numbers and `last_error` say so. The
  * call may have reached the receiver; a row sent again keeps its webhook-id
  * (at-least-once); a held one (its receiver disabled meanwhile) is due HELD_SHIFT
- * later. Served by `callback_lease_idx` (rows holding a lease); locks the rows it
- * updates, and a row whose write-back committed meanwhile no longer matches when its
- * lock is granted (Read Committed reads the row again). Run by the maintenance
- * leader. Returns the ids and whether each failed.
+ * later. Served by `callback_lease_idx` (rows holding a lease), at most `limit` rows
+ * a statement, the oldest leases first (the leader runs it again while it fills
+ * one: a crashed worker's thousands of rows never sit under one statement's locks);
+ * locks the rows it updates, and a row whose write-back committed meanwhile no
+ * longer matches when its lock is granted (Read Committed reads the row again). Run
+ * by the maintenance leader. Returns the ids and whether each failed.
  */
-export const reapExpiredLeases = (now: Prisma.Sql) => {
-  const exhausted = Prisma.sql`attempts + 1 >= max_attempts`;
+export const reapExpiredLeases = (now: Prisma.Sql, limit: number) => {
+  const exhausted = Prisma.sql`c.attempts + 1 >= c.max_attempts`;
   return Prisma.sql`
-    UPDATE callback
-    SET attempts = attempts + 1,
+    WITH x AS MATERIALIZED (
+      SELECT id FROM callback WHERE status = ${STATUS.in_flight} AND lease_expires_at < ${now}
+      ORDER BY lease_expires_at LIMIT ${limit}
+      FOR UPDATE
+    )
+    UPDATE callback c
+    SET attempts = c.attempts + 1,
         status = CASE WHEN ${exhausted} THEN ${STATUS.failed} ELSE ${STATUS.pending} END,
         completed_at = CASE WHEN ${exhausted} THEN ${now} ELSE NULL END,
         last_status_code = NULL, last_error = ${WORKER_LOST},
         lease_owner = NULL, lease_expires_at = NULL,
-        next_attempt_at = CASE WHEN ${exhausted} THEN next_attempt_at ELSE ${dueAt(now, Prisma.sql`held`)} END
-    WHERE lease_expires_at < ${now}
-    RETURNING id, status = ${STATUS.failed} AS failed`;
+        next_attempt_at = CASE WHEN ${exhausted} THEN c.next_attempt_at ELSE ${dueAt(now, Prisma.sql`c.held`)} END
+    FROM x WHERE c.id = x.id
+    RETURNING c.id, c.status = ${STATUS.failed} AS failed`;
 };
 
 /**

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
+import { TaskDto } from '../../tasks/dto/task.dto.js';
 
 /** A receiver's settings, as the list shows them. */
 export class ReceiverDto {
@@ -21,6 +22,12 @@ export class ReceiverDto {
 /** A receiver with its secrets (newest first): the answer of PUT and rotate. */
 export class ReceiverWithSecretsDto extends ReceiverDto {
   @ApiProperty({ type: [SecretDto] }) secrets: SecretDto[];
+  @ApiProperty({
+    type: TaskDto,
+    nullable: true,
+    description: 'a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs',
+  })
+  task: TaskDto | null;
 }
 
 export class LatencyFiguresDto {
@@ -52,5 +59,11 @@ export class ReceiverPageDto {
 export class DeletedReceiverDto {
   @ApiProperty() name: string;
   @ApiProperty() deleted: boolean;
-  @ApiProperty({ description: 'its pending and in-flight callbacks, cancelled' }) cancelledCallbacks: number;
+  @ApiProperty({ description: 'its pending and in-flight callbacks cancelled before this answer' }) cancelledCallbacks: number;
+  @ApiProperty({
+    type: TaskDto,
+    nullable: true,
+    description: 'the task cancelling the rest of its callbacks, when there were more than this answer could wait for; null when all are done',
+  })
+  task: TaskDto | null;
 }

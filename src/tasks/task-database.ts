@@ -1,0 +1,54 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { CaughtErrors } from '../common/caught-errors.js';
+import { AppConfig } from '../config/app.config.js';
+import { DATABASE_TARGET, type DatabaseTarget } from '../database/database.target.js';
+import { answerWithinMs, openPool, PgStatements, timeoutSettings } from '../database/pg.statements.js';
+
+/** Connections for the chunks of one process's tasks (one runs at a time per task). */
+const POOL_SIZE = 2;
+
+/**
+ * What a chunk runs with:
+ * - `synchronous_commit = off`: a chunk commits without waiting for its WAL to reach
+ *   the disk (450 ms on this machine's disk). A chunk lost in a database crash is
+ *   simply run again (the task's row moves on in the same commit, and each chunk's
+ *   work is idempotent).
+ * - `enable_bitmapscan = off`, `enable_sort = off`, `jit = off`: as the claim's
+ *   (CLAIM_PLANNER), for the same stale statistics: guessing a receiver has a few
+ *   dozen rows, the planner read all of its rows through a bitmap scan and sorted
+ *   them for the next chunk (60 ms at 100,000 rows, 600 ms at a million) instead of
+ *   walking `callback_receiver_idx` from the cursor.
+ * - `random_page_cost = 1.1`, as the worker's (dispatchSettings): with 4 and fresh
+ *   statistics, the update read the whole table into a hash join for its rows (100
+ *   ms at 100,000 rows) instead of finding them by primary key.
+ * - the timeouts of every session (timeoutSettings).
+ */
+export const chunkSettings = (config: AppConfig) =>
+  ({
+    synchronous_commit: 'off',
+    enable_bitmapscan: 'off',
+    enable_sort: 'off',
+    jit: 'off',
+    random_page_cost: '1.1',
+    ...timeoutSettings(config),
+  }) as const;
+
+/**
+ * The tasks' own connections. Directly, each session carries chunkSettings from its
+ * start, so a chunk, one statement, runs alone in autocommit: its locks end with the
+ * statement, never waiting on a busy process for a COMMIT. Behind a transaction
+ * pooler, each chunk sets them in its own transaction (`SET LOCAL`).
+ */
+@Injectable()
+export class TaskDatabase extends PgStatements implements OnApplicationShutdown {
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, config: AppConfig, caught: CaughtErrors) {
+    const onIdleError = (error: Error) => caught.record('task_pool_idle_connection', error, 'dropped from the pool; the next chunk opens another');
+    const settings = chunkSettings(config);
+    if (target.pooled) super(openPool(target.url, POOL_SIZE, onIdleError, {}, answerWithinMs(config)), null, settings);
+    else super(openPool(target.url, POOL_SIZE, onIdleError, settings, answerWithinMs(config)), 'task', {});
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,105 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CaughtErrors } from '../common/caught-errors.js';
+import { isDatabaseUnavailable } from '../database/database.errors.js';
+import { DueNotifier } from '../database/due.notifier.js';
+import { TaskRepository } from './task.repository.js';
+
+/** How long the request that made a task runs its chunks itself before it answers (the rest goes on behind it). */
+export const TASK_INLINE_MS = 200;
+/** A running task no chunk moved for this long has lost its runner: the maintenance leader resumes it. */
+export const TASK_IDLE_MS = 5000;
+/**
+ * In the background, the runner rests after each chunk for as long as the chunk took
+ * times this: a task uses at most a fifth of one connection's time, and the database
+ * keeps the rest for the traffic that goes on meanwhile.
+ */
+const REST_FACTOR = 4;
+/** After a failed chunk, the runner waits this long and tries again (a database cut off, a lock timeout). */
+const RETRY_MS = 1000;
+/** Failed chunks in a row after which the runner leaves the task to the leader's resume. */
+const MAX_FAILURES = 5;
+
+/**
+ * Runs tasks (task.sql.ts) chunk after chunk: the request that made one runs its
+ * first chunks itself, for up to TASK_INLINE_MS, so a small change is done before it
+ * answers, and the rest runs on in the background of the same process. A task whose
+ * process died mid-way is resumed by the maintenance leader (resumeIdle). Two
+ * runners of one task never run a chunk at once (the task's row is locked by each);
+ * one that finds it held by another leaves it to that one.
+ */
+@Injectable()
+export class TaskRunner implements OnModuleDestroy {
+  private readonly logger = new Logger(TaskRunner.name);
+  private readonly running = new Map<string, Promise<void>>();
+  private stopping = false;
+
+  constructor(
+    private readonly tasks: TaskRepository,
+    private readonly due: DueNotifier,
+    private readonly caught: CaughtErrors,
+  ) {}
+
+  /**
+   * Runs the task's chunks for up to `inlineMs`, then, if it is not done, goes on in
+   * the background. Returns whether it finished within that time and how many
+   * callbacks it changed meanwhile.
+   */
+  async start(id: string, inlineMs = TASK_INLINE_MS): Promise<{ finished: boolean; done: number }> {
+    const until = Date.now() + inlineMs;
+    let done = 0;
+    for (;;) {
+      const r = await this.tasks.runChunk(id);
+      done += r.changed;
+      this.afterChunk(r);
+      if (!r.ran || r.finished) return { finished: r.finished, done };
+      if (Date.now() >= until) break;
+    }
+    this.background(id);
+    return { finished: false, done };
+  }
+
+  /** Resumes up to `limit` tasks whose runner stopped; the maintenance leader's task. Returns how many it took up. */
+  async resumeIdle(limit = 10): Promise<number> {
+    const ids = (await this.tasks.idleTasks(TASK_IDLE_MS, limit)).filter((id) => !this.running.has(id));
+    for (const id of ids) this.background(id);
+    if (ids.length > 0) this.logger.warn(`resuming ${ids.length} task(s) whose runner stopped: ${ids.join(', ')}`);
+    return ids.length;
+  }
+
+  /** Lets each task under way finish its current chunk; the rest is resumed by the leader (wherever it runs next). */
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.running.values());
+  }
+
+  private background(id: string): void {
+    if (this.running.has(id) || this.stopping) return;
+    const run = this.runToEnd(id).finally(() => this.running.delete(id));
+    this.running.set(id, run);
+  }
+
+  private async runToEnd(id: string): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      try {
+        const started = performance.now();
+        const r = await this.tasks.runChunk(id);
+        failures = 0;
+        this.afterChunk(r);
+        if (!r.ran || r.finished) return;
+        await sleep((performance.now() - started) * REST_FACTOR);
+      } catch (error) {
+        // counted and logged; the chunk rolled back, so trying it again is safe
+        this.caught.record('task_chunk', error, `task ${id} tries again in ${RETRY_MS} ms`);
+        if (++failures >= MAX_FAILURES && !isDatabaseUnavailable(error)) return; // the leader resumes it once idle
+        await sleep(RETRY_MS);
+      }
+    }
+  }
+
+  /** Callbacks released or retried are due now: the workers are woken. */
+  private afterChunk(r: { changed: number; kind?: string }): void {
+    if (r.changed > 0 && (r.kind === 'receiver.enable' || r.kind === 'batch.retry')) this.due.notifyDue();
+  }
+}

@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCK_IDLE_TIMEOUT_MS } from '../src/dispatch/leader.lock.js';
+import { connect, useTestDatabase } from './support/database.js';
+import { FaultProxy } from './support/fault-proxy.js';
+import { call, spawnService, type ServiceProcess } from './support/process.js';
+import { Receiver } from './support/receiver.js';
+import { jsonOf, startTestService, waitFor } from './support/service.js';
+
+/** Log lines of a spawned service with `event`, with their times. */
+function events(p: ServiceProcess, event: string): Date[] {
+  return p
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { event?: string; time: string })
+    .filter((l) => l.event === event)
+    .map((l) => new Date(l.time));
+}
+
+const ready = async (p: ServiceProcess) => (await fetch(`${p.url}/health/ready`)).status;
+
+/**
+ * Faults between the workers and Postgres, through a TCP proxy of the test's own
+ * in front of each worker (test/support/fault-proxy.ts): a blackhole of the leader
+ * and resets under load.
+ */
+describe('workers cut off from Postgres', () => {
+  const t = useTestDatabase();
+  const processes: ServiceProcess[] = [];
+  const proxies: FaultProxy[] = [];
+  let receiver: Receiver;
+  const POLL_MS = 200;
+
+  beforeAll(async () => {
+    receiver = await Receiver.start({ host: '127.0.0.74' });
+  });
+  afterAll(async () => {
+    for (const p of processes) p.kill('SIGKILL');
+    for (const p of proxies) await p.close();
+    await receiver?.close();
+  });
+
+  async function workerBehindProxy(host: string): Promise<{ worker: ServiceProcess; proxy: FaultProxy }> {
+    const target = new URL(t.directUrl);
+    const proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port) }, host);
+    proxies.push(proxy);
+    const worker = await spawnService({
+      DATABASE_URL: proxy.urlFor(t.directUrl),
+      DISPATCH_POLL_MS: String(POLL_MS),
+      DISPATCH_LEASE_MARGIN_MS: '1000',
+      WARM_UP_CALLS: '0',
+      LOG_LEVEL: 'log',
+    });
+    processes.push(worker);
+    return { worker, proxy };
+  }
+
+  it(
+    'should hand maintenance to another worker within the documented bound when the leader is blackholed 30 s, the old leader stopping first; readiness 503 meanwhile',
+    { timeout: 180_000 },
+    async () => {
+      const a = await workerBehindProxy('127.0.0.71');
+      await waitFor(() => events(a.worker, 'leader_started').length === 1 || undefined, 15_000);
+      const b = await workerBehindProxy('127.0.0.72');
+      expect(events(b.worker, 'leader_started')).toHaveLength(0);
+
+      const cutAt = new Date();
+      a.proxy.set({ kind: 'blackhole' });
+      const [bLeads] = await waitFor(() => {
+        const e = events(b.worker, 'leader_started');
+        return e.length > 0 ? e : undefined;
+      }, 40_000);
+      const [aStopped] = events(a.worker, 'leader_stopped');
+      expect(aStopped, a.worker.output()).toBeDefined();
+      // the old leader stopped before the new one started, and the new one within LOCK_IDLE_TIMEOUT_MS + a reaper interval (+ 2 s of this machine)
+      expect(aStopped.getTime()).toBeLessThan(bLeads.getTime());
+      expect(bLeads.getTime() - cutAt.getTime()).toBeLessThan(LOCK_IDLE_TIMEOUT_MS + POLL_MS + 2000);
+      expect(await ready(a.worker)).toBe(503);
+      expect(await ready(b.worker)).toBe(200);
+
+      await new Promise((r) => setTimeout(r, Math.max(0, 30_000 - (Date.now() - cutAt.getTime()))));
+      a.proxy.set({ kind: 'pass' });
+      await waitFor(async () => (await ready(a.worker)) === 200 || undefined, 60_000, 250);
+      // B keeps the lead; A does not take it back
+      expect(events(a.worker, 'leader_started')).toHaveLength(1);
+      expect(events(b.worker, 'leader_stopped')).toHaveLength(0);
+      await a.worker.stop();
+      await b.worker.stop();
+    },
+  );
+
+  it(
+    'should lose no callback and send none more often than its attempts say when connections are reset during claims and write-backs',
+    { timeout: 180_000 },
+    async () => {
+      const w1 = await workerBehindProxy('127.0.0.75');
+      const w2 = await workerBehindProxy('127.0.0.76');
+      const n = 3000;
+      const res = await call(w1.worker.url, '/v1/batches', {
+        method: 'POST',
+        json: { callbacks: Array.from({ length: n }, (_, i) => ({ url: `${receiver.url}/reset?i=${i}`, body: '{}', timeoutMs: 1000, maxAttempts: 20 })) },
+      });
+      expect(res.status).toBe(202);
+      const ids: string[] = res.body.callbacks.map((c: { id: string }) => c.id);
+      // resets every 250 ms on both workers' connections while they send
+      for (let i = 0; i < 12; i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        for (const p of [w1.proxy, w2.proxy]) p.set({ kind: 'reset' });
+        await new Promise((r) => setTimeout(r, 50));
+        for (const p of [w1.proxy, w2.proxy]) p.set({ kind: 'pass' });
+      }
+      expect(w1.proxy.resets + w2.proxy.resets).toBeGreaterThan(20);
+      const db = await connect(t.url);
+      try {
+        const rows = await waitFor(
+          async () => {
+            const { rows } = await db.query<{ id: string; status: string; attempts: number }>(
+              `SELECT id, status, attempts FROM callback WHERE id = ANY($1::uuid[])`,
+              [ids],
+            );
+            return rows.every((r) => r.status === 'succeeded') ? rows : undefined;
+          },
+          120_000,
+          500,
+        );
+        const delivered = new Map<string, number>();
+        for (const r of receiver.requests) {
+          const id = String(r.headers['webhook-id']);
+          delivered.set(id, (delivered.get(id) ?? 0) + 1);
+        }
+        let duplicates = 0;
+        for (const r of rows) {
+          const times = delivered.get(r.id) ?? 0;
+          expect(times, `callback ${r.id} never arrived`).toBeGreaterThanOrEqual(1);
+          // every delivery is an attempt the service counted (a resend follows a lost write-back, whose attempt was counted)
+          expect(times, `callback ${r.id}: ${times} deliveries, ${r.attempts} attempts`).toBeLessThanOrEqual(r.attempts);
+          duplicates += times - 1;
+        }
+        console.log(`resets: ${w1.proxy.resets + w2.proxy.resets}; ${n} callbacks, ${duplicates} delivered twice or more (at-least-once)`);
+      } finally {
+        await db.end();
+      }
+      await w1.worker.stop();
+      await w2.worker.stop();
+    },
+  );
+});
+
+describe('statement and lock timeouts on every session', () => {
+  const t = useTestDatabase();
+
+  it('should answer 503 db_timeout, saying which, when a statement waits for a lock past DATABASE_LOCK_TIMEOUT_MS, and change nothing', async () => {
+    const service = await startTestService({ role: 'api', databaseLockTimeoutMs: 300 }, t.url);
+    const locker = await connect(t.url);
+    try {
+      expect((await service.api('/v1/receivers/locked', { method: 'PUT', json: { url: 'http://127.0.0.77:9/x' } })).status).toBe(201);
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM receiver WHERE name = 'locked' FOR UPDATE`);
+      const started = Date.now();
+      const res = await service.api('/v1/receivers/locked', { method: 'PUT', json: { disabled: true } });
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(await jsonOf(res)).toMatchObject({ code: 'db_timeout', message: expect.stringMatching(/DATABASE_LOCK_TIMEOUT_MS/) });
+      await locker.query('ROLLBACK');
+      expect((await service.apiJson('/v1/receivers/locked')).disabled).toBe(false);
+      const { rows } = await locker.query(`SELECT current_setting('lock_timeout') AS l, current_setting('statement_timeout') AS s`);
+      expect(rows[0]).toEqual({ l: '0', s: '0' }); // the server's own defaults: the service set its own sessions only
+    } finally {
+      await locker.end();
+      await service.stop();
+    }
+  });
+});
