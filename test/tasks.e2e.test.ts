@@ -55,8 +55,9 @@ function lockSampler(url: string) {
     while (running) {
       const { rows } = await db.query<{ ms: number; query: string }>(`
         SELECT (extract(epoch FROM clock_timestamp() - a.xact_start) * 1000)::float8 AS ms,
-               a.state || ' ' || coalesce(a.wait_event, '') || ': ' || regexp_replace(a.query, '[[:space:]]+', ' ', 'g') || ' [' ||
-                 (SELECT string_agg(l.locktype || ' ' || l.mode || ' ' || coalesce(l.relation::regclass::text, ''), ', ') FROM pg_locks l WHERE l.pid = a.pid AND l.granted) || ']' AS query
+               -- any part may be NULL by the time it is read (the session moved on): the text never is
+               coalesce(a.state, '') || ' ' || coalesce(a.wait_event, '') || ': ' || coalesce(regexp_replace(a.query, '[[:space:]]+', ' ', 'g'), '') || ' [' ||
+                 coalesce((SELECT string_agg(l.locktype || ' ' || l.mode || ' ' || coalesce(l.relation::regclass::text, ''), ', ') FROM pg_locks l WHERE l.pid = a.pid AND l.granted), '') || ']' AS query
         FROM pg_stat_activity a
         WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend'
           AND a.xact_start IS NOT NULL
@@ -195,7 +196,9 @@ describe('tasks: work on a whole backlog in chunks', () => {
         ).toBe(BIG);
       } finally {
         const locks = await sampler.stop();
-        console.log(`locks: longest lock-holding transaction ${locks.maxMs.toFixed(1)} ms over ${locks.samples} samples (${locks.worst.slice(0, 600)})`);
+        console.log(
+          `locks: longest lock-holding transaction ${locks.maxMs.toFixed(1)} ms over ${locks.samples} samples (${String(locks.worst ?? '').slice(0, 600)})`,
+        );
         expect(locks.samples).toBeGreaterThan(100);
         expect(locks.maxMs, `longest lock-holding transaction: ${locks.worst}`).toBeLessThan(200);
       }
