@@ -328,7 +328,7 @@ describe(ClaimRepository.name, () => {
         key,
         receiverId,
       ]);
-      while (!(await run(reconcileHeldChunk(taskId, receiverId))).rows[0].finished);
+      while (!(await run(reconcileHeldChunk(taskId, receiverId, 400))).rows[0].finished);
     };
     const before = (await db.query('SELECT id, next_attempt_at FROM callback WHERE id = ANY($1::uuid[]) ORDER BY id', [held])).rows;
     await holdAll(true);

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Prisma } from '../generated/prisma/client.js';
 import { statementNamer } from './statement.names.js';
@@ -112,6 +113,8 @@ export interface SqlRunner {
  */
 export class PgStatements implements SqlRunner {
   private readonly nameOf: (query: { sql: string }) => string;
+  /** Behind a transaction pooler: no statement is prepared by name, and one with settings goes in one round trip (runInOneTrip). */
+  private readonly unnamed: boolean;
   /** `BEGIN; SET LOCAL …` of the runner's settings, and of them with each statement's own (constants of the code), made once. */
   private readonly begin: string;
   private readonly beginWithOwn = new WeakMap<LocalSettings, string>();
@@ -124,9 +127,10 @@ export class PgStatements implements SqlRunner {
    * namer's on the same pool. `null`: every statement unnamed (behind a transaction
    * pooler, where the next transaction may run on a server connection that never saw
    * the name). `settings` are set in the transaction of every statement this runner
-   * sends (a statement alone then costs two more round trips: BEGIN and SET in one,
-   * COMMIT); `transactionSettings` only in those of transaction(), which sends BEGIN
-   * anyway (so they cost nothing).
+   * sends: a statement alone then goes with its `SET LOCAL`s in one round trip when
+   * unnamed (runInOneTrip), else it costs two more (BEGIN and SET in one, COMMIT);
+   * `transactionSettings` only in those of transaction(), which sends BEGIN anyway
+   * (so they cost nothing).
    */
   constructor(
     protected readonly pool: pg.Pool,
@@ -134,6 +138,7 @@ export class PgStatements implements SqlRunner {
     private readonly settings: LocalSettings = {},
     private readonly transactionSettings: LocalSettings = {},
   ) {
+    this.unnamed = prefix === null;
     this.nameOf = prefix === null ? () => '' : statementNamer(prefix);
     this.begin = beginWith(settings);
     this.beginTransaction = beginWith({ ...settings, ...transactionSettings });
@@ -151,6 +156,7 @@ export class PgStatements implements SqlRunner {
   private runAlone(statement: Prisma.Sql, settings?: LocalSettings): Promise<pg.QueryResult> {
     const begin = this.beginFor(settings);
     if (begin === 'BEGIN') return run(this.pool, this.nameOf, statement); // nothing to set: no transaction needed
+    if (this.unnamed) return runInOneTrip(this.pool, begin, statement);
     return this.onOneConnection(begin, (client) => run(client, this.nameOf, statement));
   }
 
@@ -209,4 +215,42 @@ export class PgStatements implements SqlRunner {
 function run(on: pg.Pool | pg.PoolClient, nameOf: (query: { sql: string }) => string, statement: Prisma.Sql): Promise<pg.QueryResult> {
   const name = nameOf({ sql: statement.text }) || undefined;
   return on.query({ name, text: statement.text, values: statement.values });
+}
+
+/** pg's own conversion of a parameter to the text it sends (Date, array, JSON, Buffer …), so an inlined value reads as the bound one would. */
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue: (value: unknown) => string | Buffer | null };
+
+/**
+ * One statement with its `SET LOCAL`s (`begin`: `BEGIN; SET LOCAL …`) as a single
+ * simple-protocol message, `SET LOCAL …; <statement>`, which the server runs as one
+ * implicit transaction: committed when the statement succeeds, rolled back when it
+ * fails, and in either case ended before the server answers. So the transaction
+ * never waits on this process between its statements (sent as BEGIN, statement,
+ * COMMIT, a busy event loop held its row locks "idle in transaction" for as long
+ * as it took to send the COMMIT: 200 ms and more). Each statement is parsed and
+ * planned after the SETs before it have run, so planner settings apply. The simple
+ * protocol takes no parameters: each value is inlined as a quoted literal of
+ * unknown type, as pg's text for it (prepareValue), which the server types from
+ * its context exactly as it types an untyped bound parameter (pg sends every
+ * parameter untyped). Only for unnamed statements (behind a transaction pooler),
+ * which are parsed and planned at every run anyway.
+ */
+export function runInOneTrip(pool: pg.Pool, begin: string, statement: Prisma.Sql): Promise<pg.QueryResult> {
+  const sets = begin.replace(/^BEGIN(; )?/, '');
+  return pool.query(`${sets}${sets ? '; ' : ''}${inlined(statement)}`).then((results: pg.QueryResult | pg.QueryResult[]) => {
+    // pg answers a multi-statement query with one result per statement; the last is the statement's own
+    return Array.isArray(results) ? results[results.length - 1] : results;
+  });
+}
+
+/** The statement's text with each `$n` replaced by its value as a quoted literal (`NULL` for null). */
+export function inlined(statement: Prisma.Sql): string {
+  const values = statement.values;
+  return statement.text.replace(/\$(\d+)/g, (placeholder, n: string) => {
+    const i = Number(n) - 1;
+    if (i < 0 || i >= values.length) throw new Error(`statement has no value for ${placeholder}`);
+    const v = prepareValue(values[i]);
+    if (v === null) return 'NULL';
+    return pg.escapeLiteral(typeof v === 'string' ? v : `\\x${v.toString('hex')}`);
+  });
 }

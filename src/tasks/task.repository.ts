@@ -3,7 +3,7 @@ import { TASK_STATUS, type TaskKind, type TaskStatus } from '../common/states.js
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { TaskDatabase } from './task-database.js';
-import { detachReceiverChunk, reconcileHeldChunk, retryBatchChunk } from './task.sql.js';
+import { detachReceiverChunk, reconcileHeldChunk, retryBatchChunk, type ChunkSize } from './task.sql.js';
 
 export interface TaskRow {
   id: string;
@@ -25,6 +25,8 @@ export interface ChunkResult {
   finished: boolean;
   changed: number;
   kind?: TaskKind;
+  /** How long the chunk's statement took, from sending it to its answer (what its row locks lasted, at most). */
+  ms: number;
 }
 
 const SELECT_TASK = Prisma.sql`
@@ -53,15 +55,15 @@ export const supersedeReceiverTasks = (receiverId: string) => Prisma.sql`
   WHERE receiver_id = ${receiverId}::uuid AND status = ${TASK_STATUS.running}`;
 
 /** The chunk statement of a task of this kind. */
-function chunkOf(id: string, t: { kind: TaskKind; receiverId: string | null; batchId: string | null; statuses: string[] | null }): Prisma.Sql {
+function chunkOf(id: string, t: { kind: TaskKind; receiverId: string | null; batchId: string | null; statuses: string[] | null }, size: ChunkSize): Prisma.Sql {
   switch (t.kind) {
     case 'receiver.disable':
     case 'receiver.enable':
-      return reconcileHeldChunk(id, t.receiverId!);
+      return reconcileHeldChunk(id, t.receiverId!, size);
     case 'receiver.delete':
-      return detachReceiverChunk(id, t.receiverId!);
+      return detachReceiverChunk(id, t.receiverId!, size);
     case 'batch.retry':
-      return retryBatchChunk(id, t.batchId!, t.statuses ?? []);
+      return retryBatchChunk(id, t.batchId!, t.statuses ?? [], size);
   }
 }
 
@@ -106,16 +108,17 @@ export class TaskRepository {
   }
 
   /**
-   * One chunk of the task: one statement (task.sql.ts) on the tasks' own connections
-   * (TaskDatabase: chunkSettings). What the task is (its kind, receiver or batch) never changes, so
-   * it is read first, without a lock.
+   * One chunk of the task, of up to `size` callbacks: one statement (task.sql.ts) on
+   * the tasks' own connections (TaskDatabase: chunkSettings). What the task is (its
+   * kind, receiver or batch) never changes, so it is read first, without a lock.
    */
-  async runChunk(id: string): Promise<ChunkResult> {
+  async runChunk(id: string, size: ChunkSize): Promise<ChunkResult> {
     const [task] = await this.db.query<{ kind: TaskKind; receiverId: string | null; batchId: string | null; statuses: string[] | null }>(
       Prisma.sql`SELECT kind, receiver_id AS "receiverId", batch_id AS "batchId", statuses FROM task WHERE id = ${id}::uuid`,
     );
-    if (!task) return { ran: false, finished: true, changed: 0 };
-    const [r] = await this.chunks.query<{ ran: boolean; finished: boolean; changed: number }>(chunkOf(id, task));
-    return { ...r, kind: task.kind };
+    if (!task) return { ran: false, finished: true, changed: 0, ms: 0 };
+    const started = performance.now();
+    const [r] = await this.chunks.query<{ ran: boolean; finished: boolean; changed: number }>(chunkOf(id, task, size));
+    return { ...r, kind: task.kind, ms: performance.now() - started };
   }
 }

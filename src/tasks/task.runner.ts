@@ -4,6 +4,7 @@ import { CaughtErrors } from '../common/caught-errors.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { TaskRepository } from './task.repository.js';
+import { CHUNK_SIZES, type ChunkSize } from './task.sql.js';
 
 /** How long the request that made a task runs its chunks itself before it answers (the rest goes on behind it). */
 export const TASK_INLINE_MS = 200;
@@ -19,6 +20,39 @@ const REST_FACTOR = 4;
 const RETRY_MS = 1000;
 /** Failed chunks in a row after which the runner leaves the task to the leader's resume. */
 const MAX_FAILURES = 5;
+
+/**
+ * How long one chunk should run: its row locks last that long. Well under the
+ * 200 ms a request or a claim could wait on them, with room for a loaded machine's
+ * stalls, and long enough that a chunk's fixed cost (its plan, the task's row)
+ * stays a small part of it.
+ */
+export const CHUNK_TARGET_MS = 40;
+
+/**
+ * Picks each chunk's size (CHUNK_SIZES) from how long the last one took, so a chunk
+ * runs for about CHUNK_TARGET_MS whatever the server, its load and the rows: the
+ * largest size the last chunk's time per row fits in the target, one size up at
+ * most per chunk (a fast chunk on few rows says little of a large one), down as far
+ * as needed at once. 500 rows took 10–45 ms on an idle embedded 18 here and up to
+ * 190 ms on the same machine with both cores busy elsewhere; a fixed size held its
+ * locks past 200 ms on a slower machine.
+ */
+export class ChunkSizer {
+  private index: number = CHUNK_SIZES.indexOf(200);
+
+  get size(): ChunkSize {
+    return CHUNK_SIZES[this.index];
+  }
+
+  /** Takes the time of a chunk of the current size. */
+  took(ms: number): void {
+    const perRow = Math.max(ms, 0.1) / this.size;
+    let fits = 0;
+    while (fits + 1 < CHUNK_SIZES.length && CHUNK_SIZES[fits + 1] * perRow <= CHUNK_TARGET_MS) fits++;
+    this.index = Math.min(fits, this.index + 1);
+  }
+}
 
 /**
  * Runs tasks (task.sql.ts) chunk after chunk: the request that made one runs its
@@ -47,15 +81,17 @@ export class TaskRunner implements OnModuleDestroy {
    */
   async start(id: string, inlineMs = TASK_INLINE_MS): Promise<{ finished: boolean; done: number }> {
     const until = Date.now() + inlineMs;
+    const sizer = new ChunkSizer();
     let done = 0;
     for (;;) {
-      const r = await this.tasks.runChunk(id);
+      const r = await this.tasks.runChunk(id, sizer.size);
+      sizer.took(r.ms);
       done += r.changed;
       this.afterChunk(r);
       if (!r.ran || r.finished) return { finished: r.finished, done };
       if (Date.now() >= until) break;
     }
-    this.background(id);
+    this.background(id, sizer);
     return { finished: false, done };
   }
 
@@ -73,18 +109,19 @@ export class TaskRunner implements OnModuleDestroy {
     await Promise.all(this.running.values());
   }
 
-  private background(id: string): void {
+  private background(id: string, sizer = new ChunkSizer()): void {
     if (this.running.has(id) || this.stopping) return;
-    const run = this.runToEnd(id).finally(() => this.running.delete(id));
+    const run = this.runToEnd(id, sizer).finally(() => this.running.delete(id));
     this.running.set(id, run);
   }
 
-  private async runToEnd(id: string): Promise<void> {
+  private async runToEnd(id: string, sizer: ChunkSizer): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
       try {
         const started = performance.now();
-        const r = await this.tasks.runChunk(id);
+        const r = await this.tasks.runChunk(id, sizer.size);
+        sizer.took(r.ms);
         failures = 0;
         this.afterChunk(r);
         if (!r.ran || r.finished) return;

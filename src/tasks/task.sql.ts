@@ -7,7 +7,7 @@ import { dueAt, HELD_SHIFT, receiverDisabled } from '../receivers/receiver-hold.
  * so its locks last exactly as long as it runs, never across a round trip to a busy
  * process: the task's row locked `FOR UPDATE SKIP LOCKED` (two runners never run one
  * task's chunks at once; a runner that finds it locked leaves it to the other), at
- * most TASK_CHUNK callback rows read and locked, their work done, and the task's row
+ * most a chunk's size (CHUNK_SIZES) of callback rows read and locked, their work done, and the task's row
  * moved on, committed together. A crash loses nothing: the next chunk starts where
  * the last committed one ended. Each answers `ran` (false: the task had ended, or
  * another runner held it), `finished` and `changed` (callbacks changed).
@@ -18,8 +18,20 @@ import { dueAt, HELD_SHIFT, receiverDisabled } from '../receivers/receiver-hold.
  * its tasks (supersedeReceiverTasks).
  */
 
-/** Callback rows a chunk reads and locks at most. */
-export const TASK_CHUNK = 500;
+/**
+ * How many callback rows a chunk reads and locks at most: one of these sizes, chosen
+ * by ChunkSizer (task.runner.ts) so each chunk runs for about CHUNK_TARGET_MS on the
+ * server at hand. Written into the statement's text (a row limit as a parameter
+ * would leave a prepared statement's generic plan guessing): one statement text per
+ * size and kind, so a few prepared statements, never one per run.
+ */
+export const CHUNK_SIZES = [25, 50, 100, 200, 400, 800] as const;
+export type ChunkSize = (typeof CHUNK_SIZES)[number];
+
+const limitOf = (size: ChunkSize) => {
+  if (!CHUNK_SIZES.includes(size)) throw new Error(`not a chunk size: ${size}`);
+  return Prisma.raw(String(size));
+};
 
 const NO_ID = Prisma.raw(`'00000000-0000-0000-0000-000000000000'::uuid`);
 const LAST_ID = Prisma.raw(`'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid`);
@@ -72,14 +84,14 @@ const answer = (changed: Prisma.Sql) => Prisma.sql`
  * when no row is left, or the receiver is gone or being deleted (its delete task does
  * the rest).
  */
-export const reconcileHeldChunk = (taskId: string, receiverId: string) => Prisma.sql`
+export const reconcileHeldChunk = (taskId: string, receiverId: string, size: ChunkSize) => Prisma.sql`
   WITH rv AS MATERIALIZED (
     SELECT disabled FROM receiver WHERE id = ${receiverId}::uuid AND deleted_at IS NULL FOR SHARE
   ), ${lockedTask(taskId, Prisma.sql`rv`)}, c AS MATERIALIZED (
     SELECT id FROM callback
     WHERE EXISTS (SELECT 1 FROM t) AND EXISTS (SELECT 1 FROM rv)
       AND ${ofReceiverAfter(receiverId, Prisma.sql`coalesce((SELECT cursor FROM t), ${NO_ID})`)}
-    ORDER BY receiver_id, id LIMIT ${TASK_CHUNK}
+    ORDER BY receiver_id, id LIMIT ${limitOf(size)}
   ), u AS (
     UPDATE callback SET held = rv.disabled,
            next_attempt_at = next_attempt_at + CASE WHEN rv.disabled THEN ${HELD_SHIFT} ELSE -${HELD_SHIFT} END
@@ -99,13 +111,13 @@ export const reconcileHeldChunk = (taskId: string, receiverId: string) => Prisma
  * add rows (the ingest refuses a receiver marked deleted). With none left, the
  * receiver's row goes (its secrets with it) and the task is finished.
  */
-export const detachReceiverChunk = (taskId: string, receiverId: string) => Prisma.sql`
+export const detachReceiverChunk = (taskId: string, receiverId: string, size: ChunkSize) => Prisma.sql`
   WITH rv AS MATERIALIZED (
     SELECT id FROM receiver WHERE id = ${receiverId}::uuid FOR SHARE
   ), ${lockedTask(taskId, Prisma.sql`rv`)}, c AS MATERIALIZED (
     SELECT id, status IN ${UNFINISHED} AS open FROM callback
     WHERE EXISTS (SELECT 1 FROM t) AND ${ofReceiverAfter(receiverId, NO_ID)}
-    ORDER BY receiver_id, id LIMIT ${TASK_CHUNK}
+    ORDER BY receiver_id, id LIMIT ${limitOf(size)}
     FOR UPDATE
   ), o AS MATERIALIZED (
     SELECT ARRAY(SELECT id FROM c WHERE open) AS ids
@@ -133,12 +145,12 @@ export const detachReceiverChunk = (taskId: string, receiverId: string) => Prism
  * the statuses, and one that finishes again meanwhile finished after the task began:
  * so the walk needs no cursor, and no callback is retried twice by one task.
  */
-export const retryBatchChunk = (taskId: string, batchId: string, statuses: string[]) => Prisma.sql`
+export const retryBatchChunk = (taskId: string, batchId: string, statuses: string[], size: ChunkSize) => Prisma.sql`
   WITH ${lockedTask(taskId)}, c AS MATERIALIZED (
     SELECT id FROM callback
     WHERE EXISTS (SELECT 1 FROM t) AND batch_id = ${batchId}::uuid AND status = ANY(${statuses}::text[])
       AND completed_at <= (SELECT created_at FROM t)
-    LIMIT ${TASK_CHUNK}
+    LIMIT ${limitOf(size)}
     FOR UPDATE
   ), u AS (
     UPDATE callback
