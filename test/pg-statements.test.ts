@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { AppConfig } from '../src/config/app.config.js';
-import { dispatchSettings } from '../src/database/dispatch-database.js';
+import { CaughtErrors } from '../src/common/caught-errors.js';
+import { DispatchDatabase, dispatchSettings } from '../src/database/dispatch-database.js';
+import { directTarget } from '../src/database/database.target.js';
 import { inlined, openPool, PgStatements } from '../src/database/pg.statements.js';
 import { Prisma } from '../src/generated/prisma/client.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -145,5 +147,25 @@ describe(`${PgStatements.name}, unnamed: a statement with its settings in one ro
 
   it('should refuse a placeholder with no value', () => {
     expect(() => inlined({ text: 'SELECT $1, $2', values: ['a'] } as unknown as Prisma.Sql)).toThrow(/no value for \$2/);
+  });
+});
+
+/** The claims' runner: their planner switches on their statements alone. */
+describe(`${DispatchDatabase.name}.runnerWith`, () => {
+  const test = useTestDatabase();
+
+  it("should run its statements with the worker's settings and its own, leaving the worker's other statements without them", async () => {
+    const config = Object.assign(new AppConfig(), { dispatchSynchronousCommit: 'off' });
+    for (const pooled of [false, true]) {
+      const db = new DispatchDatabase({ ...directTarget(test.directUrl), pooled }, config, new CaughtErrors());
+      try {
+        const claims = db.runnerWith('claim_test', { enable_sort: 'off', enable_bitmapscan: 'off' }, 1);
+        const read = Prisma.sql`SELECT current_setting('enable_sort') AS sort, current_setting('jit') AS jit, current_setting('synchronous_commit') AS commit`;
+        expect(await claims.query(read), pooled ? 'pooled' : 'direct').toEqual([{ sort: 'off', jit: 'off', commit: 'off' }]);
+        expect(await db.query(read)).toEqual([{ sort: 'on', jit: 'off', commit: 'off' }]);
+      } finally {
+        await db.onApplicationShutdown();
+      }
+    }
   });
 });

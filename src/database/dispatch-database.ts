@@ -37,16 +37,17 @@ const POOL_SIZE = 6;
  *
  * How they are set depends on the connection. Directly, once per connection as it
  * opens (openPool's session settings): a session keeps them, and a statement runs alone. Behind a
- * transaction pooler, as `SET LOCAL` in each statement's own transaction: a pooler
- * refuses startup options, and a session's SET would stay on whichever server
- * connection ran it; that costs each statement two round trips more (BEGIN with the
- * SETs in one, COMMIT). Set that way on direct connections too, they cost a worker
+ * transaction pooler, as `SET LOCAL` in each statement's own transaction, sent with
+ * the statement as one message (runInOneTrip): a pooler refuses startup options, and
+ * a session's SET would stay on whichever server connection ran it. Set per
+ * statement on direct connections too (then as BEGIN with the SETs, the statement,
+ * COMMIT: two round trips more), they cost a worker
  * 10% of its drain rate: 2,974 against 3,325 callbacks/s before them, against 3,134
  * and 3,142/s set on connect (medians of four alternated service rounds of
  * bench/peer.bench.mjs each, 2026-12-01; bench/README.md). No planner switch is set
  * here: each statement gets its plan from its own shape (test/plans.test.ts checks
- * them on every supported server); the claims set theirs (CLAIM_PLANNER), always in
- * their own transaction.
+ * them on every supported server); the claims' own (CLAIM_PLANNER) are set for them
+ * alone (runnerWith).
  */
 export const dispatchSettings = (
   config: Pick<AppConfig, 'dispatchSynchronousCommit' | 'databaseStatementTimeoutMs' | 'databaseLockTimeoutMs'>,
@@ -72,14 +73,42 @@ function dispatchConnections(target: DatabaseTarget, config: AppConfig, caught: 
  */
 @Injectable()
 export class DispatchDatabase extends PgStatements implements OnApplicationShutdown {
-  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, config: AppConfig, caught: CaughtErrors) {
+  private readonly ownPools: pg.Pool[] = [];
+
+  constructor(
+    @Inject(DATABASE_TARGET) private readonly target: DatabaseTarget,
+    private readonly config: AppConfig,
+    private readonly caught: CaughtErrors,
+  ) {
     // Prepared by name, as the API's statements are (statement.names.ts): the claim plans in ~1 ms.
     // Unnamed behind a transaction pooler.
     super(...dispatchConnections(target, config, caught));
   }
 
+  /**
+   * A runner for statements that need `settings` on top of dispatchSettings (the
+   * claims' planner switches), for theirs alone. Directly: `size` connections of
+   * their own, whose sessions carry them from their start, so each statement runs
+   * alone in autocommit, prepared by name, and its locks end with it. Setting them
+   * per statement instead (`BEGIN; SET LOCAL …`, statement, `COMMIT`) took two more
+   * round trips, and the claim's host rows stayed locked until this process,
+   * busy sending, got round to its COMMIT: every other worker's claim and
+   * write-back of that host waited meanwhile. Behind a transaction pooler: the
+   * same pool, the settings `SET LOCAL` in one round trip with the statement
+   * (runInOneTrip).
+   */
+  runnerWith(prefix: string, settings: LocalSettings, size: number): PgStatements {
+    const all = { ...dispatchSettings(this.config), ...settings };
+    if (this.target.pooled) return new PgStatements(this.pool, null, all);
+    const onIdleError = (error: Error) =>
+      this.caught.record(`${prefix}_pool_idle_connection`, error, 'dropped from the pool; the next statement opens another');
+    const pool = openPool(this.target.url, size, onIdleError, all, answerWithinMs(this.config));
+    this.ownPools.push(pool);
+    return new PgStatements(pool, prefix, {});
+  }
+
   /** Last of all, after the worker drained and wrote back in onModuleDestroy. */
   async onApplicationShutdown(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.pool, ...this.ownPools].map((p) => p.end()));
   }
 }

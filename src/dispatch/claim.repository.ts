@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
+import type { PgStatements } from '../database/pg.statements.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import * as claims from './sql/claim.sql.js';
 import { nextDueAt } from './sql/lease.sql.js';
@@ -40,14 +41,22 @@ export interface ClaimOptions {
   now?: Date;
 }
 
-/** The claim statements (sql/claim.sql.ts) on the dispatch pool, each timed in the metrics. */
+/**
+ * The claim statements (sql/claim.sql.ts), each timed in the metrics, on a
+ * connection of their own that carries their planner settings (CLAIM_PLANNER:
+ * DispatchDatabase.runnerWith). One: a worker runs one claim at a time.
+ */
 @Injectable()
 export class ClaimRepository {
+  private readonly claimDb: PgStatements;
+
   constructor(
     private readonly db: DispatchDatabase,
     private readonly config: AppConfig,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.claimDb = db.runnerWith('claim', claims.CLAIM_PLANNER, 1);
+  }
 
   /**
    * Takes up to `limit` due callbacks and leases them to `owner`, within each
@@ -87,6 +96,6 @@ export class ClaimRepository {
   }
 
   private run(statement: ReturnType<typeof claims.claimFront>): Promise<ClaimedCallback[]> {
-    return this.metrics.timeClaim(() => this.db.query<ClaimedCallback>(statement, claims.CLAIM_PLANNER));
+    return this.metrics.timeClaim(() => this.claimDb.query<ClaimedCallback>(statement));
   }
 }

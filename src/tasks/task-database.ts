@@ -37,7 +37,8 @@ export const chunkSettings = (config: AppConfig) =>
  * The tasks' own connections. Directly, each session carries chunkSettings from its
  * start, so a chunk, one statement, runs alone in autocommit: its locks end with the
  * statement, never waiting on a busy process for a COMMIT. Behind a transaction
- * pooler, each chunk sets them in its own transaction (`SET LOCAL`).
+ * pooler, each chunk sets them in its own transaction (`SET LOCAL`), sent with the
+ * chunk as one message (runInOneTrip): the same, without a session.
  */
 @Injectable()
 export class TaskDatabase extends PgStatements implements OnApplicationShutdown {

@@ -21,8 +21,10 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  */
 
 /**
- * What the two claim statements set in their own transaction (`SET LOCAL`, through
- * ClaimRepository), and why each, measured on a stock Postgres 15 with JIT on
+ * What the two claim statements run with, on top of the worker's settings, and for
+ * them alone (ClaimRepository: a connection of their own whose session carries them,
+ * or `SET LOCAL` in their own transaction behind a transaction pooler), and why
+ * each, measured on a stock Postgres 15 with JIT on
  * (test/plans.test.ts: 100,000 due rows over 3 keys and 50 hosts, 100,000 finished
  * rows, statistics from when nothing was pending):
  *
@@ -42,8 +44,8 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  * That 10^10 is far past `jit_above_cost` (100,000): on a server with JIT, every
  * claim was compiled afresh, ~1 s each (Optimization 602 ms, Emission 416 ms), 8
  * callbacks/s at the default host cap, while the worker's sessions carried these
- * switches. Every statement of the worker now runs with `jit = off` in its own
- * transaction (dispatchSettings), and these two are set only here.
+ * switches. Every statement of the worker now runs with `jit = off`
+ * (dispatchSettings), and these two are set only for the claims.
  */
 export const CLAIM_PLANNER = { enable_bitmapscan: 'off', enable_sort: 'off' } as const;
 
