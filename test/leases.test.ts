@@ -5,7 +5,7 @@ import { DispatchDatabase, dispatchSettings } from '../src/database/dispatch-dat
 import { beginWith, type LocalSettings } from '../src/database/pg.statements.js';
 import { ClaimRepository, type ClaimedCallback } from '../src/dispatch/claim.repository.js';
 import { MaintenanceRepository } from '../src/dispatch/maintenance.repository.js';
-import { FRONT_SCAN_ROWS } from '../src/dispatch/sql/claim.sql.js';
+import { CLAIM_PLANNER, FRONT_SCAN_ROWS } from '../src/dispatch/sql/claim.sql.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import { reconcileHeldChunk } from '../src/tasks/task.sql.js';
@@ -45,20 +45,27 @@ describe(ClaimRepository.name, () => {
   /** The settings each statement seen by statementsOf ran with (its own, on top of the dispatcher's). */
   const settingsOf = new WeakMap<Prisma.Sql, LocalSettings | undefined>();
 
-  /** Runs `fn`, and returns the statements it sent through the dispatcher's database, in order. */
+  /**
+   * Runs `fn`, and returns the statements it sent through the dispatcher's database
+   * and the claims' own connection (whose session carries CLAIM_PLANNER), in order.
+   */
   async function statementsOf(fn: () => Promise<unknown>): Promise<Prisma.Sql[]> {
     const dispatchDb = service.app.get(DispatchDatabase);
+    const claimDb = service.app.get(ClaimRepository).claimDb;
     const seen: Prisma.Sql[] = [];
     const run = dispatchDb.query.bind(dispatchDb);
+    const runClaim = claimDb.query.bind(claimDb);
     dispatchDb.query = <T>(statement: Prisma.Sql, settings?: LocalSettings) => (
       seen.push(statement),
       settingsOf.set(statement, settings),
       run<T>(statement, settings)
     );
+    claimDb.query = <T>(statement: Prisma.Sql) => (seen.push(statement), settingsOf.set(statement, CLAIM_PLANNER), runClaim<T>(statement));
     try {
       await fn();
     } finally {
       dispatchDb.query = run;
+      claimDb.query = runClaim;
     }
     return seen;
   }

@@ -48,6 +48,7 @@ interface PlanNode {
   'Index Name'?: string;
   'Relation Name'?: string;
   'Actual Rows'?: number;
+  'Actual Loops'?: number;
   Plans?: PlanNode[];
 }
 interface Explained {
@@ -198,6 +199,28 @@ describe('hot-path plans', () => {
 
   it('should claim past blocked hosts through callback_pending_host_idx', async () => {
     check('claimPastBlocked', await explain(claimPastBlocked(claimArgs()), CLAIM_PLANNER), { uses: ['callback_pending_host_idx'], boundMs: BOUND_MS.claim });
+  });
+
+  it('should take nothing and walk no backlog when every host with due rows is blocked or skipped', async () => {
+    // The 10 full hosts are blocked by their committed state; this worker skips the other 40 (full in its memory).
+    const args = { ...claimArgs(), skipHosts: hosts.slice(FULL_HOSTS) };
+    for (const [name, statement, walked] of [
+      ['claimFront (all shut)', claimFront(args), 'callback_key_due_idx'],
+      ['claimPastBlocked (all shut)', claimPastBlocked(args), 'callback_due_idx'],
+    ] as const) {
+      const runs = await explain(statement, CLAIM_PLANNER);
+      check(name, runs, { uses: ['callback_pending_host_idx'], boundMs: BOUND_MS.small });
+      for (const run of runs) {
+        const read = nodes(run.Plan)
+          .filter((n) => n['Index Name'] === walked)
+          .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+        expect(read, `${name} (${run.mode}): rows read from ${walked}`).toBe(0);
+      }
+    }
+    // One host left open: the walks run and find its rows.
+    const open = { ...claimArgs(), skipHosts: hosts.slice(FULL_HOSTS + 1) };
+    const [custom] = await explain(claimFront(open), CLAIM_PLANNER);
+    expect(nodes(custom.Plan).some((n) => n['Index Name'] === 'callback_key_due_idx' && (n['Actual Rows'] ?? 0) > 0)).toBe(true);
   });
 
   it('should write outcomes back by primary key', async () => {

@@ -48,7 +48,8 @@ export interface ClaimOptions {
  */
 @Injectable()
 export class ClaimRepository {
-  private readonly claimDb: PgStatements;
+  /** The claims' own runner (exposed for the tests that read the plans of the statements sent). */
+  readonly claimDb: PgStatements;
 
   constructor(
     private readonly db: DispatchDatabase,

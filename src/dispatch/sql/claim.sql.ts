@@ -76,6 +76,44 @@ const dueAfterFront = (now: Prisma.Sql) => Prisma.sql`
   ORDER BY next_attempt_at OFFSET ${FRONT_SCAN_ROWS} LIMIT 1`;
 
 /**
+ * Hosts with due rows a claim probes at most before it walks (`shut`): past this
+ * many, it walks as it would without the probe.
+ */
+export const GATE_HOSTS = 64;
+
+/**
+ * The next host after `after` with a due pending row: one probe of
+ * `callback_pending_host_idx (host, next_attempt_at)`, rows not yet due passed over
+ * inside the index.
+ */
+const nextDueHost = (after: Prisma.Sql, now: Prisma.Sql) => Prisma.sql`
+  SELECT c.host FROM callback c
+  WHERE c.status = ${STATUS.pending} AND c.host > ${after} AND c.next_attempt_at <= ${now}
+  ORDER BY c.host, c.next_attempt_at LIMIT 1`;
+
+/**
+ * `shut`: whether every host with due rows is one no row may go to now (blocked by
+ * its committed state, or skipped by this worker), found by a loose scan of up to
+ * GATE_HOSTS + 1 such hosts (`probe`: a probe each). Then the claim takes nothing,
+ * and neither walk runs (each carries `NOT shut` as a one-time filter): a look while
+ * one host's backlog waits for its cap, which a worker makes whenever its recheck
+ * timer fires and which the other workers beside the one holding the host's slots
+ * make all the time, cost a walk of FRONT_SCAN_ROWS of that backlog and as many
+ * again past it (2–8 ms) for nothing, and a few index probes now.
+ */
+const gate = (a: ClaimArgs) => Prisma.sql`
+  probe AS (
+    (SELECT p.host, 1 AS n FROM (${nextDueHost(Prisma.sql`''`, a.now)}) p)
+    UNION ALL
+    SELECT (${nextDueHost(Prisma.sql`p.host`, a.now)}), p.n + 1 FROM probe p WHERE p.host IS NOT NULL AND p.n <= ${GATE_HOSTS}
+  ), shut AS MATERIALIZED (
+    SELECT count(p.host) <= ${GATE_HOSTS}
+           AND coalesce(bool_and(p.host IS NULL OR p.host = ANY(${a.skipHosts}::text[]) OR p.host IN (SELECT host FROM blocked)), true) AS shut
+    FROM probe p
+  )`;
+const isShut = Prisma.sql`(SELECT shut FROM shut)`;
+
+/**
  * Whether candidate row `r` may go now: its host is not blocked nor skipped, and,
  * with an ordering key, no callback of the same key and ordering key accepted
  * before it (smaller id) is unfinished: one probe of `callback_ordering_idx`. A
@@ -150,7 +188,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
     ), shares AS MATERIALIZED (
       SELECT k.id, a.weight::float8 / sum(a.weight) OVER () AS share
       FROM keys k JOIN api_key a ON a.id = k.id
-      WHERE k.id IS NOT NULL
+      WHERE NOT ${isShut} AND k.id IS NOT NULL
         AND EXISTS (SELECT 1 FROM (VALUES (0), (1), (2)) p(p), LATERAL (
               SELECT 1 FROM callback c WHERE ${dueOfKey(Prisma.sql`k.id`, Prisma.sql`p.p::smallint`)} ${inKeyOrder} LIMIT 1) d)
     ), cand AS MATERIALIZED (
@@ -210,17 +248,13 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
     c.status = ${STATUS.pending} AND NOT c.held
     AND (c.host, c.next_attempt_at) > (${host}, '-infinity'::timestamptz)
     AND (c.host, c.next_attempt_at) <= (${host}, ${a.now})`;
-  const nextDueHost = (after: Prisma.Sql) => Prisma.sql`
-    SELECT c.host FROM callback c
-    WHERE c.status = ${STATUS.pending} AND c.host > ${after} AND c.next_attempt_at <= ${a.now}
-    ORDER BY c.host, c.next_attempt_at LIMIT 1`;
   return claim(
     a,
     Prisma.sql`
     due_hosts AS (
-      (${nextDueHost(Prisma.sql`''`)})
+      (${nextDueHost(Prisma.sql`''`, a.now)})
       UNION ALL
-      SELECT (${nextDueHost(Prisma.sql`p.host`)}) FROM due_hosts p WHERE p.host IS NOT NULL
+      SELECT (${nextDueHost(Prisma.sql`p.host`, a.now)}) FROM due_hosts p WHERE p.host IS NOT NULL
     ), ready AS MATERIALIZED (
       SELECT p.host, least(${a.limit}::int, coalesce(l.slots, ${a.defaultCap}::int)) AS room, oldest.at
       FROM due_hosts p
@@ -229,7 +263,7 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
         SELECT c.next_attempt_at AS at FROM callback c WHERE ${dueOf(Prisma.sql`p.host`)}
         ORDER BY c.host, c.next_attempt_at LIMIT 1
       ) oldest
-      WHERE EXISTS (${dueAfterFront(a.now)})
+      WHERE NOT ${isShut} AND EXISTS (${dueAfterFront(a.now)})
         AND p.host IS NOT NULL AND p.host <> ALL(${a.skipHosts}::text[]) AND p.host NOT IN (SELECT host FROM blocked)
       ORDER BY oldest.at
       LIMIT ${a.limit}
@@ -256,6 +290,8 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   without locks, through the partial index `host_limited_idx`; they only keep those
  *   hosts' rows out of `due`, so a host with thousands of waiting rows cannot fill
  *   the claim and starve the others.
+ * - `probe` / `shut`: whether every host with due rows is blocked or skipped (gate);
+ *   then neither walk runs and the claim takes nothing.
  * - `due`: see claimFront and claimPastBlocked.
  * - `hosts`: locks those hosts' rows `FOR UPDATE` by primary key, in name order. A
  *   locked row reads the latest committed `in_flight` (kept exact by triggers on
@@ -278,7 +314,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM host h WHERE ${LIMITED_HOST}
     ), blocked AS MATERIALIZED (
       SELECT host FROM limits WHERE slots < 1 OR tokens < 1
-    ), ${due}, hosts AS MATERIALIZED (
+    ), ${gate(a)}, ${due}, hosts AS MATERIALIZED (
       -- One host row after the other in name order, each locked by primary key. (As
       -- host IN (...) ORDER BY host FOR UPDATE, a plan without a sort, which the
       -- claim's settings prefer (CLAIM_PLANNER), walked all of host_pkey: 14 s with a million hosts.)
