@@ -73,6 +73,16 @@ CREATE TABLE callback (
   held boolean NOT NULL DEFAULT false
 );
 
+CREATE TABLE event_type (
+  api_key_id uuid NOT NULL,
+  name text NOT NULL,
+  description text,
+  schema jsonb,
+  deprecated boolean NOT NULL DEFAULT false,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
 CREATE TABLE gone_endpoint (
   url text NOT NULL,
   host text NOT NULL,
@@ -156,6 +166,8 @@ ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
 ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
+ALTER TABLE event_type ADD CONSTRAINT event_type_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE event_type ADD CONSTRAINT event_type_pkey PRIMARY KEY (api_key_id, name);
 ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key_id, url);
 ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
@@ -194,6 +206,7 @@ CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, nex
 CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
+CREATE UNIQUE INDEX event_type_pkey ON public.event_type USING btree (api_key_id, name);
 CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));

@@ -10,6 +10,7 @@ import { DashboardModule } from './dashboard/dashboard.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import type { DatabaseTarget } from './database/database.target.js';
 import { DispatchModule } from './dispatch/dispatch.module.js';
+import { EventsModule } from './events/events.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { HostsModule } from './hosts/hosts.module.js';
@@ -39,6 +40,7 @@ export class AppModule {
         HostsModule,
         SigningModule,
         ReceiversModule,
+        EventsModule,
         TasksModule,
         DispatchModule,
         HealthModule,

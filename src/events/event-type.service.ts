@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { AppError, notFound } from '../common/app.error.js';
+import type { EventTypeDto, EventTypePageDto, PutEventTypeDto } from './dto/event-type.dto.js';
+import { typeNameProblem } from './event-type.policy.js';
+import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
+import { PayloadSchemaCache } from './payload-schema.cache.js';
+
+/** A type's schema, as JSON, is at most this many bytes. */
+export const MAX_SCHEMA_BYTES = 65_536;
+
+export function toEventTypeView(r: EventTypeRow): EventTypeDto {
+  return {
+    name: r.name,
+    description: r.description,
+    schema: r.schema,
+    deprecated: r.deprecated,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+  };
+}
+
+@Injectable()
+export class EventTypeService {
+  constructor(
+    private readonly types: EventTypeRepository,
+    private readonly schemas: PayloadSchemaCache,
+  ) {}
+
+  /** Creates (created: true) or updates the type; a schema is compiled first, so an invalid one stores nothing. */
+  async putEventType(apiKeyId: string, name: string, dto: PutEventTypeDto): Promise<{ created: boolean; type: EventTypeDto }> {
+    checkName(name);
+    if (dto.schema !== undefined && dto.schema !== null) this.checkSchema(dto.schema);
+    const { row, created } = await this.types.upsertEventType(apiKeyId, name, {
+      description: dto.description,
+      schema: dto.schema,
+      deprecated: dto.deprecated ?? undefined,
+    });
+    return { created, type: toEventTypeView(row) };
+  }
+
+  async listEventTypes(apiKeyId: string, limit: number, after?: string): Promise<EventTypePageDto> {
+    const rows = await this.types.listEventTypes(apiKeyId, limit, after);
+    return { items: rows.map(toEventTypeView), nextCursor: rows.length === limit ? rows[rows.length - 1].name : null };
+  }
+
+  async getEventType(apiKeyId: string, name: string): Promise<EventTypeDto> {
+    return toEventTypeView(await this.require(apiKeyId, name));
+  }
+
+  async deleteEventType(apiKeyId: string, name: string): Promise<{ name: string; deleted: boolean }> {
+    checkName(name);
+    if (!(await this.types.deleteEventType(apiKeyId, name))) throw notFound('event type');
+    return { name, deleted: true };
+  }
+
+  /** The key's type of this name, else 404. */
+  async require(apiKeyId: string, name: string): Promise<EventTypeRow> {
+    checkName(name);
+    const row = await this.types.findEventType(apiKeyId, name);
+    if (!row) throw notFound('event type');
+    return row;
+  }
+
+  private checkSchema(schema: unknown): void {
+    if (typeof schema !== 'object' || Array.isArray(schema)) {
+      throw new AppError('validation_failed', 'schema must be a JSON Schema object (null removes it)');
+    }
+    if (Buffer.byteLength(JSON.stringify(schema)) > MAX_SCHEMA_BYTES) {
+      throw new AppError('payload_too_large', `schema must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
+    }
+    this.schemas.validatorOf(schema);
+  }
+}
+
+function checkName(name: unknown): void {
+  const problem = typeNameProblem(name);
+  if (problem) throw new AppError('validation_failed', problem);
+}
