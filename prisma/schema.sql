@@ -104,7 +104,9 @@ CREATE TABLE host (
   open_until timestamp(3) with time zone,
   limits_updated_at timestamp(3) with time zone,
   limits_updated_by uuid,
-  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  claimed_by text,
+  claimed_until timestamp(3) with time zone
 );
 
 CREATE TABLE receiver (

@@ -64,7 +64,7 @@ describe(ClaimRepository.name, () => {
     expect(await service.app.get(MaintenanceRepository).reapExpiredLeases()).toEqual({ due: 2, failed: 0 });
     expect(await counts()).toEqual({ [A]: [0, 0], [B]: [3, 3] });
 
-    const second = await claims.claimDue('w2', 100, 1000, []);
+    const second = await claims.claimDue('w2', 100, 1000, [], { now: new Date(Date.now() + 1000) }); // past w1's HOST_AFFINITY_MS
     expect(second.map((r) => r.host)).toEqual(Array(5).fill(A));
     expect(await counts()).toEqual({ [A]: [5, 5], [B]: [3, 3] });
 
@@ -81,5 +81,34 @@ describe(ClaimRepository.name, () => {
     const { rows } = await db.query('SELECT breaker_state, in_flight FROM host WHERE host = $1', [A]);
     expect(rows[0]).toEqual({ breaker_state: 'half_open', in_flight: 1 });
     expect(await claims.claimDue('w', 100, 1000, [])).toEqual([]);
+  });
+
+  it("should leave a host's freed slots to the worker that claimed its rows last for HOST_AFFINITY_MS (100 ms), then to any worker", async () => {
+    const C = 'http://127.0.0.3:9';
+    await batch(Array(8).fill(`${C}/affinity`));
+    const t0 = new Date(Date.now() + 1000); // the rows are due; every claim's time is set, none waits
+    const at = (ms: number) => ({ now: new Date(t0.getTime() + ms) });
+    const owners = async () => (await db.query('SELECT claimed_by, in_flight FROM host WHERE host = $1', [C])).rows[0];
+    const outcomes = service.app.get(OutcomeRepository);
+    const ofC = async (claimed: Promise<Array<{ id: string; host: string }>>) => (await claimed).filter((r) => r.host === C);
+
+    const first = await ofC(claims.claimDue('w1', 100, 1000, [], at(0)));
+    expect(first).toHaveLength(5);
+    expect(await owners()).toEqual({ claimed_by: 'w1', in_flight: 5 });
+    expect(await outcomes.releaseClaims('w1', first.slice(0, 2).map((r) => r.id))).toBe(2);
+
+    // Two slots free, 5 rows due: another worker leaves them to w1 while its mark lasts, w1 takes them.
+    expect(await ofC(claims.claimDue('w2', 100, 1000, [], at(50)))).toEqual([]);
+    const again = await ofC(claims.claimDue('w1', 100, 1000, [], at(60)));
+    expect(again).toHaveLength(2);
+    expect(await owners()).toEqual({ claimed_by: 'w1', in_flight: 5 });
+
+    // w1 stops claiming: 100 ms after its last claim, another worker takes the slots it frees.
+    expect(await outcomes.releaseClaims('w1', again.map((r) => r.id))).toBe(2);
+    expect(await ofC(claims.claimDue('w2', 100, 1000, [], at(150)))).toEqual([]);
+    const taken = await ofC(claims.claimDue('w2', 100, 1000, [], at(161)));
+    expect(taken).toHaveLength(2);
+    expect(await owners()).toEqual({ claimed_by: 'w2', in_flight: 5 });
+    expect(await counts()).toMatchObject({ [C]: [5, 5] });
   });
 });

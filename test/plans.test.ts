@@ -134,6 +134,7 @@ describe('hot-path plans', () => {
     skipHosts: [],
     defaultCap: CAP,
     cooldownMs: 30_000,
+    affinityMs: 100,
     now: nowSql(),
   });
 

@@ -74,6 +74,7 @@ export class ClaimRepository {
       now: nowSql(options.now),
       defaultCap: this.config.hostMaxInFlight,
       cooldownMs: this.config.hostBreakerCooldownMs,
+      affinityMs: this.config.hostAffinityMs,
     };
     const front = await this.run(claims.claimFront(args));
     const goOn = front.length > 0 ? await options.onClaimed?.(front) : undefined;

@@ -67,6 +67,8 @@ export interface ClaimArgs {
   defaultCap: number;
   /** HOST_BREAKER_COOLDOWN_MS: the window a half-open probe gets. */
   cooldownMs: number;
+  /** HOST_AFFINITY_MS: how long after this claim other workers leave the slots of the hosts it took rows of to `owner`. */
+  affinityMs: number;
   now: Prisma.Sql;
 }
 
@@ -92,21 +94,23 @@ const nextDueHost = (after: Prisma.Sql, now: Prisma.Sql) => Prisma.sql`
   ORDER BY c.host, c.next_attempt_at LIMIT 1`;
 
 /**
- * `shut`: whether every host with due rows is one no row may go to now (blocked by
- * its committed state, or skipped by this worker), found by a loose scan of up to
- * GATE_HOSTS + 1 such hosts (`probe`: a probe each). Then the claim takes nothing,
+ * `probe`: the hosts with due rows, by a loose scan of up to GATE_HOSTS + 1 of them
+ * (a probe each). `shut`: whether every one of them is one no row may go to now
+ * (blocked, or skipped by this worker). Then the claim takes nothing,
  * and neither walk runs (each carries `NOT shut` as a one-time filter): a look while
  * one host's backlog waits for its cap, which a worker makes whenever its recheck
  * timer fires and which the other workers beside the one holding the host's slots
  * make all the time, cost a walk of FRONT_SCAN_ROWS of that backlog and as many
  * again past it (2–8 ms) for nothing, and a few index probes now.
  */
-const gate = (a: ClaimArgs) => Prisma.sql`
+const probe = (a: ClaimArgs) => Prisma.sql`
   probe AS (
     (SELECT p.host, 1 AS n FROM (${nextDueHost(Prisma.sql`''`, a.now)}) p)
     UNION ALL
     SELECT (${nextDueHost(Prisma.sql`p.host`, a.now)}), p.n + 1 FROM probe p WHERE p.host IS NOT NULL AND p.n <= ${GATE_HOSTS}
-  ), shut AS MATERIALIZED (
+  )`;
+const shut = (a: ClaimArgs) => Prisma.sql`
+  shut AS MATERIALIZED (
     SELECT count(p.host) <= ${GATE_HOSTS}
            AND coalesce(bool_and(p.host IS NULL OR p.host = ANY(${a.skipHosts}::text[]) OR p.host IN (SELECT host FROM blocked)), true) AS shut
     FROM probe p
@@ -286,11 +290,13 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
 /**
  * One claim statement around a `due` (the candidate rows, locked), in steps:
  * - `limits` / `blocked`: hosts that cannot take a call now by their last committed
- *   state (at their in-flight cap, paused by the breaker, out of rate tokens). Read
- *   without locks, through the partial index `host_limited_idx`; they only keep those
+ *   state (at their in-flight cap, paused by the breaker, out of rate tokens), read
+ *   through the partial index `host_limited_idx`, and (`kept`) those of the hosts
+ *   with due rows (`probe`) that another worker claimed less than HOST_AFFINITY_MS
+ *   ago (see `spent`), by primary key. Read without locks; they only keep those
  *   hosts' rows out of `due`, so a host with thousands of waiting rows cannot fill
  *   the claim and starve the others.
- * - `probe` / `shut`: whether every host with due rows is blocked or skipped (gate);
+ * - `shut`: whether every host with due rows is blocked or skipped (see `probe`);
  *   then neither walk runs and the claim takes nothing.
  * - `due`: see claimFront and claimPastBlocked.
  * - `hosts`: locks those hosts' rows `FOR UPDATE` by primary key, in name order. A
@@ -303,7 +309,20 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   disabled receiver; the rest are unlocked at commit, untouched.
  * - `moved`: leases them. Rows whose URL answered 410 Gone to their key are failed
  *   here instead, without a call (`endpoint_gone`); other keys' rows to it go out.
- * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe.
+ * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe,
+ *   and marks the hosts as claimed by `owner` for HOST_AFFINITY_MS: until then the
+ *   other workers' claims count them blocked while they have calls in flight, so the
+ *   slots the owner's write-backs free go back to the owner, which claims again after
+ *   each write-back (every WRITEBACK_INTERVAL_MS at most) and so keeps the mark while
+ *   it has work for the host. Without it, three workers at one host's cap handed its
+ *   slots back and forth (one run: 3,260 / 1,520 / 5,220 rows claimed), each claim a
+ *   few rows, and moved 0.82–0.87x what one worker did (bench/README.md). The mark
+ *   holds while nothing is in flight too (a write-back of all the owner's calls
+ *   leaves none, and its next claim follows), but not for a breaker's probe. A worker
+ *   that stops claiming the host (gone, or its window full of other hosts' calls)
+ *   leaves it to the others HOST_AFFINITY_MS later. A preference, not a lock: a
+ *   claim already past `blocked` takes the slots it finds under the host lock, and
+ *   the cap holds either way.
  * The triggers add the leased rows to `host.in_flight` when the statement ends.
  */
 function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
@@ -312,9 +331,14 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
     WITH RECURSIVE limits AS MATERIALIZED (
       SELECT h.host, h.rate_per_sec, h.breaker_state, ${room}
       FROM host h WHERE ${LIMITED_HOST}
+    ), ${probe(a)}, kept AS MATERIALIZED (
+      SELECT h.host FROM probe p JOIN host h ON h.host = p.host
+      WHERE h.claimed_by <> ${a.owner} AND h.claimed_until > ${a.now} AND h.breaker_state = ${BREAKER.closed}
     ), blocked AS MATERIALIZED (
       SELECT host FROM limits WHERE slots < 1 OR tokens < 1
-    ), ${gate(a)}, ${due}, hosts AS MATERIALIZED (
+      UNION ALL
+      SELECT host FROM kept
+    ), ${shut(a)}, ${due}, hosts AS MATERIALIZED (
       -- One host row after the other in name order, each locked by primary key. (As
       -- host IN (...) ORDER BY host FOR UPDATE, a plan without a sort, which the
       -- claim's settings prefer (CLAIM_PLANNER), walked all of host_pkey: 14 s with a million hosts.)
@@ -348,7 +372,9 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
           tokens_at = CASE WHEN hs.tokens IS NULL THEN h.tokens_at ELSE ${a.now} END,
           breaker_state = CASE WHEN hs.breaker_state = ${BREAKER.closed} THEN ${BREAKER.closed} ELSE ${BREAKER.half_open} END,
           open_until = CASE WHEN hs.breaker_state = ${BREAKER.closed} THEN h.open_until
-                            ELSE ${a.now} + ${a.cooldownMs}::int * interval '1 millisecond' END
+                            ELSE ${a.now} + ${a.cooldownMs}::int * interval '1 millisecond' END,
+          claimed_by = ${a.owner},
+          claimed_until = ${a.now} + ${a.affinityMs}::int * interval '1 millisecond'
       FROM (SELECT host, count(*) AS n FROM moved WHERE NOT gone GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
