@@ -207,6 +207,7 @@ CREATE INDEX callback_ordering_idx ON public.callback USING btree (api_key_id, o
 CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, next_attempt_at) WHERE (status = 'pending'::text);
 CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
+CREATE INDEX callback_receiver_open_idx ON public.callback USING btree (receiver_id, status, held) WHERE ((receiver_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
 CREATE UNIQUE INDEX event_type_pkey ON public.event_type USING btree (api_key_id, name);
 CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);

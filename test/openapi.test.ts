@@ -131,7 +131,7 @@ describe('OpenAPI document', () => {
     expect(names('/v1/callbacks')).toEqual(['cursor', 'host', 'limit', 'receiver', 'since', 'status']);
     expect(names('/v1/batches/{id}/callbacks')).toEqual(['cursor', 'limit', 'status']);
     expect(names('/v1/hosts')).toEqual(['cursor', 'limit', 'since']);
-    expect(names('/v1/receivers')).toEqual(['cursor', 'limit']);
+    expect(names('/v1/receivers')).toEqual(['cursor', 'limit', 'sort']);
     expect(names('/v1/batches/{id}/retry', 'post')).toEqual(['status']);
   });
 });

@@ -1029,7 +1029,24 @@ export interface components {
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
         };
-        ReceiverDto: {
+        ReceiverHealthDto: {
+            /** @description an hour before the answer: attempts and successes count from here */
+            since: string;
+            /** @description its latest successful attempt; null when none was recorded */
+            lastSuccessAt: string | null;
+            /** @description attempts started since `since` */
+            attempts: number;
+            /** @description of those, the successful ones */
+            successes: number;
+            /** @description successes / attempts, 0 to 1; null when no attempt started since `since` */
+            successRate: number | null;
+            /** @description waiting to be sent (not held) */
+            pending: number;
+            inFlight: number;
+            /** @description pending but held: the receiver is disabled */
+            held: number;
+        };
+        ReceiverListItemDto: {
             /** @example merchant-42 */
             name: string;
             url: string | null;
@@ -1049,10 +1066,11 @@ export interface components {
             failingSince: string | null;
             createdAt: string;
             updatedAt: string;
+            health: components["schemas"]["ReceiverHealthDto"];
         };
         ReceiverPageDto: {
-            items: components["schemas"]["ReceiverDto"][];
-            /** @description the last name of this page; null on the last page */
+            items: components["schemas"]["ReceiverListItemDto"][];
+            /** @description the next page's `cursor`, null on the last page: by name, the last name of this page; by health, its `failingSince` (or `-`), `/` and its name */
             nextCursor: string | null;
         };
         LatencyFiguresDto: {
@@ -3234,6 +3252,7 @@ export interface operations {
             query?: {
                 cursor?: string;
                 limit?: string;
+                sort?: "name" | "health";
             };
             header?: never;
             path?: never;

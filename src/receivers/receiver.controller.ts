@@ -7,6 +7,7 @@ import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { dateParam, pageLimit } from '../common/params.js';
 import { PutReceiverDto } from './dto/put-receiver.dto.js';
 import { DeletedReceiverDto, ReceiverDetailDto, ReceiverPageDto, ReceiverWithSecretsDto } from './dto/receiver.dto.js';
+import { RECEIVER_SORTS } from './receiver-list.sql.js';
 import { ReceiverService } from './receiver.service.js';
 
 @ApiTags('receivers')
@@ -32,13 +33,19 @@ export class ReceiverController {
     return receiver;
   }
 
-  /** The key's receivers in name order; `nextCursor` is the last name of the page. */
+  /** The key's receivers, each with its health (last hour): by name, or `sort=health` (failing first, the longest failing first, then by name). */
   @Get()
   @ApiQuery({ name: 'cursor', required: false })
   @ApiQuery({ name: 'limit', required: false })
+  @ApiQuery({ name: 'sort', required: false, enum: RECEIVER_SORTS })
   @ApiOkResponse({ type: ReceiverPageDto })
-  list(@CurrentKey() key: AuthenticatedKey, @Query('cursor') cursor?: string, @Query('limit') limit?: string): Promise<ReceiverPageDto> {
-    return this.receivers.listReceivers(key.id, pageLimit(limit), cursor || undefined);
+  list(
+    @CurrentKey() key: AuthenticatedKey,
+    @Query('cursor') cursor?: string,
+    @Query('limit') limit?: string,
+    @Query('sort') sort?: string,
+  ): Promise<ReceiverPageDto> {
+    return this.receivers.listReceivers(key.id, pageLimit(limit), sort, cursor);
   }
 
   /** Settings, secrets and figures: pending, in flight, held, outcomes and latency since `since` (default 15 minutes ago). */

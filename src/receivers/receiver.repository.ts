@@ -6,6 +6,7 @@ import { Prisma, type Receiver } from '../generated/prisma/client.js';
 import { uuidv7 } from '../common/uuid.js';
 import { insertTask, supersedeReceiverTasks } from '../tasks/task.repository.js';
 import { disabledColumns } from './receiver-hold.sql.js';
+import { listReceiversWithHealth, type ReceiverHealthRow, type ReceiverListArgs } from './receiver-list.sql.js';
 
 export type ReceiverRow = Receiver;
 
@@ -51,13 +52,9 @@ export class ReceiverRepository {
     return this.prisma.receiver.findMany({ where: { apiKeyId, name: { in: names } } });
   }
 
-  /** A page in name order, after `after` (the last name of the previous page). */
-  listReceivers(apiKeyId: string, limit: number, after?: string): Promise<ReceiverRow[]> {
-    return this.prisma.receiver.findMany({
-      where: { apiKeyId, deletedAt: null, ...(after !== undefined && { name: { gt: after } }) },
-      orderBy: { name: 'asc' },
-      take: limit,
-    });
+  /** A page of the key's receivers in `sort` order, after the cursor, each with its health (one statement: receiver-list.sql.ts). */
+  listReceivers(args: ReceiverListArgs): Promise<Array<ReceiverRow & ReceiverHealthRow>> {
+    return this.db.query<ReceiverRow & ReceiverHealthRow>(listReceiversWithHealth(args));
   }
 
   /**

@@ -7,6 +7,7 @@ import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { toTaskView } from '../tasks/task.view.js';
 import type { PutReceiverDto } from './dto/put-receiver.dto.js';
+import { RECEIVER_SORTS, type ReceiverHealthRow, type ReceiverListCursor, type ReceiverSort } from './receiver-list.sql.js';
 import { ReceiverRepository, type ReceiverRow } from './receiver.repository.js';
 
 /** A receiver's name: the sender's own id for the party (`merchant-42`), safe in a URL path. */
@@ -15,6 +16,8 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._~:@-]{0,127}$/;
 const MIN_SECRET_BYTES = 24;
 /** Figures look back this far by default (15 minutes). */
 const FIGURES_WINDOW_MS = 15 * 60_000;
+/** The list's success rate counts the attempts of the last hour. */
+const HEALTH_WINDOW_MS = 60 * 60_000;
 
 export function receiverNameProblem(name: unknown): string | undefined {
   return typeof name === 'string' && NAME.test(name)
@@ -45,6 +48,49 @@ export function toReceiverView(r: ReceiverRow) {
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
   };
+}
+
+function toHealthView(r: ReceiverHealthRow, since: Date) {
+  return {
+    since: since.toISOString(),
+    lastSuccessAt: r.lastSuccessAt?.toISOString() ?? null,
+    attempts: r.attempts,
+    successes: r.successes,
+    successRate: r.attempts > 0 ? r.successes / r.attempts : null,
+    pending: r.pending,
+    inFlight: r.inFlight,
+    held: r.held,
+  };
+}
+
+function sortParam(raw: string | undefined): ReceiverSort {
+  if (raw === undefined || raw === '') return 'name';
+  if (!(RECEIVER_SORTS as readonly string[]).includes(raw)) throw new AppError('validation_failed', `sort must be one of ${RECEIVER_SORTS.join(', ')}`);
+  return raw as ReceiverSort;
+}
+
+/**
+ * The cursor of the next page: the last name; in the health order its `failing_since`
+ * (ISO, or `-` when none), a `/` and the name (a name has no `/`).
+ */
+function nextCursorOf(sort: ReceiverSort, last: ReceiverRow): string {
+  return sort === 'name' ? last.name : `${last.failingSince?.toISOString() ?? '-'}/${last.name}`;
+}
+
+function cursorOf(sort: ReceiverSort, raw: string | undefined): ReceiverListCursor | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const bad = () => new AppError('validation_failed', `cursor must be the nextCursor of a previous page of the same sort (${sort})`);
+  if (sort === 'name') {
+    if (receiverNameProblem(raw)) throw bad();
+    return { name: raw };
+  }
+  const slash = raw.indexOf('/');
+  const [at, name] = [raw.slice(0, slash), raw.slice(slash + 1)];
+  if (slash < 0 || receiverNameProblem(name)) throw bad();
+  if (at === '-') return { name, failingSince: null };
+  const failingSince = new Date(at);
+  if (Number.isNaN(failingSince.getTime()) || failingSince.toISOString() !== at) throw bad();
+  return { name, failingSince };
 }
 
 @Injectable()
@@ -85,9 +131,13 @@ export class ReceiverService {
     return { created: false, receiver: await this.withSecrets(updated.row) };
   }
 
-  async listReceivers(apiKeyId: string, limit: number, after?: string) {
-    const rows = await this.receivers.listReceivers(apiKeyId, limit, after);
-    return { items: rows.map(toReceiverView), nextCursor: rows.length === limit ? rows[rows.length - 1].name : null };
+  /** A page in `sort` order (`name` or `health`), each receiver with its health over the last hour. */
+  async listReceivers(apiKeyId: string, limit: number, rawSort?: string, rawCursor?: string) {
+    const sort = sortParam(rawSort);
+    const since = new Date(Date.now() - HEALTH_WINDOW_MS);
+    const rows = await this.receivers.listReceivers({ apiKeyId, limit, sort, after: cursorOf(sort, rawCursor), since });
+    const last = rows.length === limit ? rows[rows.length - 1] : undefined;
+    return { items: rows.map((r) => ({ ...toReceiverView(r), health: toHealthView(r, since) })), nextCursor: last ? nextCursorOf(sort, last) : null };
   }
 
   /** Settings, secrets, and its figures since `since` (default: the last 15 minutes). */

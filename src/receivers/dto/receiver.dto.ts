@@ -51,9 +51,33 @@ export class ReceiverDetailDto extends ReceiverWithSecretsDto {
   @ApiProperty({ type: ReceiverFiguresDto }) figures: ReceiverFiguresDto;
 }
 
+/** What the list shows of a receiver's health: its attempts since `since` (the last hour) and its unfinished callbacks now. */
+export class ReceiverHealthDto {
+  @ApiProperty({ description: 'an hour before the answer: attempts and successes count from here' }) since: string;
+  @ApiProperty({ type: String, nullable: true, description: 'its latest successful attempt; null when none was recorded' }) lastSuccessAt: string | null;
+  @ApiProperty({ description: 'attempts started since `since`' }) attempts: number;
+  @ApiProperty({ description: 'of those, the successful ones' }) successes: number;
+  @ApiProperty({ type: Number, nullable: true, description: 'successes / attempts, 0 to 1; null when no attempt started since `since`' })
+  successRate: number | null;
+  @ApiProperty({ description: 'waiting to be sent (not held)' }) pending: number;
+  @ApiProperty() inFlight: number;
+  @ApiProperty({ description: 'pending but held: the receiver is disabled' }) held: number;
+}
+
+/** A receiver as `GET /v1/receivers` lists it: its settings and its health. */
+export class ReceiverListItemDto extends ReceiverDto {
+  @ApiProperty({ type: ReceiverHealthDto }) health: ReceiverHealthDto;
+}
+
 export class ReceiverPageDto {
-  @ApiProperty({ type: [ReceiverDto] }) items: ReceiverDto[];
-  @ApiProperty({ type: String, nullable: true, description: 'the last name of this page; null on the last page' }) nextCursor: string | null;
+  @ApiProperty({ type: [ReceiverListItemDto] }) items: ReceiverListItemDto[];
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description:
+      "the next page's `cursor`, null on the last page: by name, the last name of this page; by health, its `failingSince` (or `-`), `/` and its name",
+  })
+  nextCursor: string | null;
 }
 
 export class DeletedReceiverDto {

@@ -1,0 +1,90 @@
+import { expect } from 'vitest';
+import type { Prisma } from '../../src/generated/prisma/client.js';
+import { beginWith, type LocalSettings } from '../../src/database/pg.statements.js';
+import { connect } from './database.js';
+
+/**
+ * EXPLAIN ANALYZE of one statement as the service runs it, for plan tests of statements
+ * outside the worker's hot path (test/plans.test.ts has its own, with the worker's
+ * session settings): prepared by name, with a custom plan and with the generic plan
+ * Postgres may switch to after five runs, each inside a transaction that is rolled back.
+ */
+
+export interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Relation Name'?: string;
+  'Total Cost'?: number;
+  Plans?: PlanNode[];
+}
+export interface Explained {
+  Plan: PlanNode;
+  'Execution Time': number;
+  JIT?: { Functions: number };
+  mode: string;
+}
+
+/** Postgres's default `jit_above_cost`: a plan costed above it is JIT-compiled on a server with JIT (Debian's). */
+export const JIT_ABOVE_COST = 100_000;
+
+export function planNodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(planNodes)];
+}
+
+/** The fastest of up to five runs per plan mode (a pause of the shared machine is not a bad plan), stopping at one under `enoughMs`. */
+export async function explainStatement(url: string, statement: Prisma.Sql, settings: LocalSettings = {}, enoughMs = 10): Promise<Explained[]> {
+  const session = await connect(url);
+  const out: Explained[] = [];
+  try {
+    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+      await session.query(beginWith({ ...settings, plan_cache_mode: mode }));
+      await session.query(`PREPARE p AS ${statement.text}`);
+      const args = statement.values.map((v) => (v === null || v === undefined ? 'NULL' : session.escapeLiteral(asText(v))));
+      const execute = `EXECUTE p${args.length ? `(${args.join(', ')})` : ''}`;
+      if (process.env.PLAN_DEBUG) console.log(mode, (await session.query(`EXPLAIN (ANALYZE) ${execute}`)).rows.map((r) => r['QUERY PLAN']).join('\n'));
+      let best: Omit<Explained, 'mode'> | undefined;
+      for (let attempt = 0; attempt < 5 && !(best && best['Execution Time'] < enoughMs); attempt++) {
+        const { rows } = await session.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${execute}`);
+        const run = rows[0]['QUERY PLAN'][0] as Omit<Explained, 'mode'>;
+        if (!best || run['Execution Time'] < best['Execution Time']) best = run;
+      }
+      await session.query('ROLLBACK');
+      await session.query('DEALLOCATE p');
+      out.push({ ...best!, mode });
+    }
+  } finally {
+    await session.end();
+  }
+  return out;
+}
+
+/**
+ * Each run walks the `uses` indexes, reads neither the queue nor the history
+ * sequentially, is not JIT-compiled (nor costed so that a server with JIT would
+ * compile it), and runs under `boundMs`.
+ */
+export function checkPlan(name: string, runs: Explained[], server: string, { uses, boundMs }: { uses: string[]; boundMs: number }): void {
+  for (const run of runs) {
+    const all = planNodes(run.Plan);
+    const indexes = new Set(all.map((n) => n['Index Name']).filter(Boolean));
+    const seqScans = all.filter((n) => n['Node Type'] === 'Seq Scan' && (n['Relation Name'] === 'callback' || n['Relation Name'] === 'attempt'));
+    const where = `${name} (${run.mode}) on ${server}`;
+    console.log(`${where}: ${run['Execution Time'].toFixed(1)} ms, cost ${run.Plan['Total Cost']}, indexes ${[...indexes].join(' ')}${run.JIT ? ', JIT' : ''}`);
+    expect(run.JIT, `${where}: JIT-compiled`).toBeUndefined();
+    expect(run.Plan['Total Cost'], `${where}: costed past jit_above_cost`).toBeLessThan(JIT_ABOVE_COST);
+    for (const index of uses) expect([...indexes], `${where}: uses ${index}`).toContain(index);
+    expect(
+      seqScans.map((n) => n['Relation Name']),
+      `${where}: no sequential scan of the queue or the history`,
+    ).toEqual([]);
+    expect(run['Execution Time'], `${where}: execution time`).toBeLessThan(boundMs);
+  }
+}
+
+/** A bound value as the text Postgres parses it (what pg would send). */
+function asText(v: unknown): string {
+  if (v instanceof Date) return v.toISOString();
+  if (Array.isArray(v)) return `{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/(["\\])/g, '\\$1')}"`)).join(',')}}`;
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
