@@ -6,7 +6,7 @@ import type { Output } from './cli.commands.js';
 import { ms, table } from './cli.format.js';
 
 /** A receiver as the list, the page or a change answers it (secrets and figures on the page and after a change). */
-type ReceiverView = Schemas['ReceiverDto'] & { secrets?: Schemas['SecretDto'][]; figures?: Schemas['ReceiverFiguresDto'] };
+type ReceiverView = Omit<Schemas['ReceiverListItemDto'], 'health'> & { secrets?: Schemas['SecretDto'][]; figures?: Schemas['ReceiverFiguresDto'] };
 
 /** `callbacks receivers put|list|show|rotate|delete`. */
 export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise<number> {
