@@ -73,6 +73,12 @@ CREATE TABLE callback (
   held boolean NOT NULL DEFAULT false
 );
 
+CREATE TABLE event_subscription (
+  api_key_id uuid NOT NULL,
+  pattern text NOT NULL,
+  receiver_id uuid NOT NULL
+);
+
 CREATE TABLE event_type (
   api_key_id uuid NOT NULL,
   name text NOT NULL,
@@ -127,7 +133,9 @@ CREATE TABLE receiver (
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   last_success_at timestamp(3) with time zone,
-  deleted_at timestamp(3) with time zone
+  deleted_at timestamp(3) with time zone,
+  event_types text[] NOT NULL DEFAULT '{}'::text[],
+  event_filter jsonb
 );
 
 CREATE TABLE signing_secret (
@@ -168,6 +176,8 @@ ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
 ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
+ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_pkey PRIMARY KEY (api_key_id, pattern, receiver_id);
+ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE event_type ADD CONSTRAINT event_type_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE event_type ADD CONSTRAINT event_type_pkey PRIMARY KEY (api_key_id, name);
 ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key_id, url);
@@ -209,6 +219,8 @@ CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX callback_receiver_open_idx ON public.callback USING btree (receiver_id, status, held) WHERE ((receiver_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
+CREATE UNIQUE INDEX event_subscription_pkey ON public.event_subscription USING btree (api_key_id, pattern, receiver_id);
+CREATE INDEX event_subscription_receiver_idx ON public.event_subscription USING btree (receiver_id);
 CREATE UNIQUE INDEX event_type_pkey ON public.event_type USING btree (api_key_id, name);
 CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
@@ -232,6 +244,7 @@ CREATE TRIGGER callback_attempts_delete AFTER DELETE ON public.callback REFERENC
 CREATE TRIGGER callback_host_in_flight_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_delete();
 CREATE TRIGGER callback_host_in_flight_update AFTER UPDATE ON public.callback REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_update();
 CREATE TRIGGER callback_host_rows AFTER INSERT ON public.callback REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION host_rows_for_new_callbacks();
+CREATE TRIGGER receiver_event_subscriptions AFTER INSERT OR UPDATE OF event_types ON public.receiver FOR EACH ROW EXECUTE FUNCTION receiver_event_subscriptions();
 
 CREATE OR REPLACE FUNCTION public.attempts_of_deleted_callbacks()
  RETURNS trigger
@@ -290,5 +303,20 @@ CREATE OR REPLACE FUNCTION public.host_rows_for_new_callbacks()
 AS $function$
 BEGIN
   INSERT INTO host (host) SELECT DISTINCT n.host FROM new_rows n ORDER BY 1 ON CONFLICT (host) DO NOTHING;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.receiver_event_subscriptions()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF TG_OP = 'UPDATE' AND NEW.event_types IS NOT DISTINCT FROM OLD.event_types THEN
+    RETURN NULL;
+  END IF;
+  DELETE FROM event_subscription WHERE receiver_id = NEW.id AND pattern <> ALL (NEW.event_types);
+  INSERT INTO event_subscription (api_key_id, pattern, receiver_id)
+    SELECT NEW.api_key_id, p, NEW.id FROM unnest(NEW.event_types) AS p
+    ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $function$;

@@ -1000,6 +1000,33 @@ export interface components {
             maxAttempts?: number;
             /** @description Delays before attempt 2, 3, … in ms; the last repeats */
             retryDelaysMs?: number[];
+            /**
+             * @description The event types it takes: names, and `prefix.*` for every type under a prefix. Empty or null: none (callbacks naming it still reach it)
+             * @example [
+             *       "order.paid",
+             *       "invoice.*"
+             *     ]
+             */
+            eventTypes?: string[] | null;
+            /**
+             * @description Only events whose payload passes it: dotted paths with $eq $ne $in $nin $gt $gte $lt $lte $exists, combined with $and $or $not (README, Events). null removes it
+             * @example {
+             *       "data.amount": {
+             *         "$gte": 100
+             *       },
+             *       "$or": [
+             *         {
+             *           "data.currency": "EUR"
+             *         },
+             *         {
+             *           "data.currency": "USD"
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
             /** @description true holds its callbacks (pending, not sent, no attempt used) until false */
             disabled?: boolean;
             /** @description The receiver's existing key, `whsec_` + base64 of at least 24 bytes; else one is made */
@@ -1025,6 +1052,12 @@ export interface components {
             failingSince: string | null;
             createdAt: string;
             updatedAt: string;
+            /** @description the event types it takes (names and prefix.* wildcards) */
+            eventTypes: string[];
+            /** @description its filter on event payloads; null: none */
+            filter: {
+                [key: string]: unknown;
+            } | null;
             secrets: components["schemas"]["SecretDto"][];
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
@@ -1113,6 +1146,12 @@ export interface components {
             failingSince: string | null;
             createdAt: string;
             updatedAt: string;
+            /** @description the event types it takes (names and prefix.* wildcards) */
+            eventTypes: string[];
+            /** @description its filter on event payloads; null: none */
+            filter: {
+                [key: string]: unknown;
+            } | null;
             secrets: components["schemas"]["SecretDto"][];
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;

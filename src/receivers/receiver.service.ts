@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
+import { filterProblem, type Filter } from '../events/event-filter.policy.js';
+import { MAX_SUBSCRIPTIONS, patternProblem } from '../events/event-type.policy.js';
 import { newSigningSecret } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { TaskRepository } from '../tasks/task.repository.js';
@@ -30,6 +32,24 @@ function checkSecret(secret: string | undefined): void {
   const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64');
   if (bytes.length < MIN_SECRET_BYTES)
     throw new AppError('validation_failed', `secret must hold at least ${MIN_SECRET_BYTES} bytes (base64 after whsec_); got ${bytes.length}`);
+}
+
+/** Its subscriptions, each checked (a 400 naming the bad one), without repeats. */
+function checkSubscriptions(patterns: unknown[]): string[] {
+  if (patterns.length > MAX_SUBSCRIPTIONS) throw new AppError('validation_failed', `eventTypes holds at most ${MAX_SUBSCRIPTIONS} patterns`);
+  for (const [i, p] of patterns.entries()) {
+    const problem = patternProblem(p);
+    if (problem) throw new AppError('validation_failed', `eventTypes[${i}] ${problem}`, { eventTypes: [p] });
+  }
+  return [...new Set(patterns as string[])];
+}
+
+/** The filter, or null to remove it; an invalid one is a 400 naming where it is wrong. */
+function checkFilter(filter: unknown): Filter | null {
+  if (filter === null) return null;
+  const problem = filterProblem(filter);
+  if (problem) throw new AppError('validation_failed', `invalid ${problem}`);
+  return filter as Filter;
 }
 
 export function toReceiverView(r: ReceiverRow) {
@@ -106,13 +126,15 @@ export class ReceiverService {
   async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
-    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, ...rest } = dto;
+    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, ...rest } = dto;
     const secret = givenSecret ?? undefined;
     const disabled = givenDisabled ?? undefined;
     const settings = {
       ...rest,
       ...(headers !== undefined && { headers: headers ?? {} }),
       ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
+      ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
+      ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
     };
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(
@@ -192,7 +214,7 @@ export class ReceiverService {
   /** Its view with its secrets and its running task (a disable or enable still holding or releasing callbacks). */
   private async withSecrets(row: ReceiverRow) {
     const [secrets, task] = await Promise.all([this.signing.secretsOfReceiver(row.id), this.tasks.runningTaskOfReceiver(row.id)]);
-    return { ...toReceiverView(row), secrets, task: task ? toTaskView(task) : null };
+    return { ...toReceiverView(row), eventTypes: row.eventTypes, filter: row.eventFilter as Filter | null, secrets, task: task ? toTaskView(task) : null };
   }
 
   private checkName(name: unknown): asserts name is string {

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
-import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { Allow, IsArray, IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 
@@ -35,6 +35,29 @@ export class PutReceiverDto {
 
   @RetryDelaysMsSetting()
   retryDelaysMs?: number[];
+
+  @ApiPropertyOptional({
+    type: [String],
+    nullable: true,
+    example: ['order.paid', 'invoice.*'],
+    description: 'The event types it takes: names, and `prefix.*` for every type under a prefix. Empty or null: none (callbacks naming it still reach it)',
+  })
+  @IsOptional()
+  @IsString({ each: true })
+  @IsArray()
+  eventTypes?: string[] | null;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    example: { 'data.amount': { $gte: 100 }, $or: [{ 'data.currency': 'EUR' }, { 'data.currency': 'USD' }] },
+    description:
+      'Only events whose payload passes it: dotted paths with $eq $ne $in $nin $gt $gte $lt $lte $exists, combined with $and $or $not (README, Events). null removes it',
+  })
+  @Allow()
+  @Verbatim()
+  filter?: Record<string, unknown> | null;
 
   @ApiPropertyOptional({ description: 'true holds its callbacks (pending, not sent, no attempt used) until false' })
   @IsOptional()

@@ -21,6 +21,9 @@ export class ReceiverDto {
 
 /** A receiver with its secrets (newest first): the answer of PUT and rotate. */
 export class ReceiverWithSecretsDto extends ReceiverDto {
+  @ApiProperty({ type: [String], description: 'the event types it takes (names and prefix.* wildcards)' }) eventTypes: string[];
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'its filter on event payloads; null: none' })
+  filter: Record<string, unknown> | null;
   @ApiProperty({ type: [SecretDto] }) secrets: SecretDto[];
   @ApiProperty({
     type: TaskDto,

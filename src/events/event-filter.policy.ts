@@ -1,0 +1,165 @@
+/**
+ * A receiver's filter on event payloads, in the shape Convoy and Outpost use (after
+ * MongoDB's query documents). A filter is an object whose entries must all hold:
+ *
+ * - `"a.b.c": value` compares the payload's value at that dotted path (a number part
+ *   indexes an array: `items.0.sku`) with `value` for equality;
+ * - `"a.b.c": {"$op": operand, …}` applies operators, all of which must hold:
+ *   `$eq`, `$ne` (any JSON value, compared deeply; `$ne` also holds where the path is
+ *   missing), `$in`, `$nin` (an array of values), `$gt`, `$gte`, `$lt`, `$lte` (a
+ *   number or a string, compared with values of the same type only: `{"$gt": 5}` never
+ *   holds for `"6"`), `$exists` (true or false);
+ * - `"$and": [filter, …]`, `"$or": [filter, …]` (at least one filter each) and
+ *   `"$not": filter` combine filters.
+ *
+ * An object whose keys all start with `$` is an operator object; a value object with
+ * no `$` keys is compared for equality; one that mixes them is an error. An empty
+ * filter `{}` takes every event.
+ */
+export type Filter = Record<string, unknown>;
+
+const COMPARISONS = ['$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$exists'] as const;
+const COMBINATORS = ['$and', '$or', '$not'] as const;
+/** Combinators nest this deep at most. */
+export const MAX_FILTER_DEPTH = 16;
+/** A filter is at most this many bytes as JSON. */
+export const MAX_FILTER_BYTES = 16_384;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
+  isObject(v) && Object.keys(v).length > 0 && Object.keys(v).every((k) => k.startsWith('$'));
+
+/** `filter.$or[1]['data.amount'].$gt`: where a problem is. */
+const at = (where: string, key: string | number) =>
+  typeof key === 'number' ? `${where}[${key}]` : key.startsWith('$') ? `${where}.${key}` : `${where}[${JSON.stringify(key)}]`;
+
+/** Where the filter is wrong and how (`filter.$or[1]["data.amount"].$gt: takes a number or a string`), or undefined. */
+export function filterProblem(filter: unknown, where = 'filter'): string | undefined {
+  if (filter !== null && isObject(filter) && Buffer.byteLength(JSON.stringify(filter)) > MAX_FILTER_BYTES) {
+    return `${where}: at most ${MAX_FILTER_BYTES} bytes as JSON`;
+  }
+  return problemIn(filter, where, 0);
+}
+
+function problemIn(filter: unknown, where: string, depth: number): string | undefined {
+  if (!isObject(filter)) return `${where}: a filter is an object of paths and combinators`;
+  if (depth > MAX_FILTER_DEPTH) return `${where}: filters nest at most ${MAX_FILTER_DEPTH} deep`;
+  for (const [key, value] of Object.entries(filter)) {
+    const here = at(where, key);
+    if (key === '$and' || key === '$or') {
+      if (!Array.isArray(value) || value.length === 0) return `${here}: takes a non-empty array of filters`;
+      for (const [i, f] of value.entries()) {
+        const p = problemIn(f, at(here, i), depth + 1);
+        if (p) return p;
+      }
+    } else if (key === '$not') {
+      const p = problemIn(value, here, depth + 1);
+      if (p) return p;
+    } else if (key.startsWith('$')) {
+      return `${here}: unknown combinator (${COMBINATORS.join(', ')}; comparisons go under a path)`;
+    } else {
+      const p = pathProblem(key) ?? conditionProblem(value);
+      if (p) return `${here}${p.startsWith('.') ? '' : ': '}${p}`;
+    }
+  }
+  return undefined;
+}
+
+function pathProblem(path: string): string | undefined {
+  if (path.length > 256 || path.split('.').some((part) => part === '')) return 'a path is dot-separated names, at most 256 characters';
+  return undefined;
+}
+
+function conditionProblem(condition: unknown): string | undefined {
+  if (!isOperatorObject(condition)) {
+    if (isObject(condition) && Object.keys(condition).some((k) => k.startsWith('$'))) {
+      return 'mixes operators ($…) with plain keys; compare an object with {"$eq": {…}}';
+    }
+    return undefined;
+  }
+  for (const [op, operand] of Object.entries(condition)) {
+    const problem = operandProblem(op, operand);
+    if (problem) return `.${op}: ${problem}`;
+  }
+  return undefined;
+}
+
+function operandProblem(op: string, operand: unknown): string | undefined {
+  switch (op) {
+    case '$eq':
+    case '$ne':
+      return undefined;
+    case '$in':
+    case '$nin':
+      return Array.isArray(operand) ? undefined : 'takes an array of values';
+    case '$gt':
+    case '$gte':
+    case '$lt':
+    case '$lte':
+      return typeof operand === 'number' || typeof operand === 'string' ? undefined : 'takes a number or a string';
+    case '$exists':
+      return typeof operand === 'boolean' ? undefined : 'takes true or false';
+    default:
+      return `unknown operator (${COMPARISONS.join(', ')})`;
+  }
+}
+
+/** Whether the payload passes the filter (a valid one: filterProblem said nothing). */
+export function matchesFilter(filter: Filter, payload: unknown): boolean {
+  for (const [key, value] of Object.entries(filter)) {
+    if (key === '$and') {
+      if (!(value as Filter[]).every((f) => matchesFilter(f, payload))) return false;
+    } else if (key === '$or') {
+      if (!(value as Filter[]).some((f) => matchesFilter(f, payload))) return false;
+    } else if (key === '$not') {
+      if (matchesFilter(value as Filter, payload)) return false;
+    } else {
+      const found = lookup(payload, key);
+      const ops = isOperatorObject(value) ? Object.entries(value) : [['$eq', value] as const];
+      if (!ops.every(([op, operand]) => holds(op, operand, found))) return false;
+    }
+  }
+  return true;
+}
+
+type Found = { exists: false } | { exists: true; value: unknown };
+
+function lookup(payload: unknown, path: string): Found {
+  let node = payload;
+  for (const part of path.split('.')) {
+    if (Array.isArray(node) && /^(0|[1-9]\d*)$/.test(part) && Number(part) < node.length) node = node[Number(part)];
+    else if (isObject(node) && Object.hasOwn(node, part)) node = node[part];
+    else return { exists: false };
+  }
+  return { exists: true, value: node };
+}
+
+function holds(op: string, operand: unknown, found: Found): boolean {
+  if (op === '$exists') return found.exists === operand;
+  if (op === '$ne') return !found.exists || !deepEqual(found.value, operand);
+  if (op === '$nin') return !found.exists || !(operand as unknown[]).some((o) => deepEqual(found.value, o));
+  if (!found.exists) return false;
+  const v = found.value;
+  switch (op) {
+    case '$eq':
+      return deepEqual(v, operand);
+    case '$in':
+      return (operand as unknown[]).some((o) => deepEqual(v, o));
+    default: {
+      if (typeof v !== typeof operand || (typeof v !== 'number' && typeof v !== 'string')) return false;
+      const a = v as number | string;
+      const b = operand as number | string;
+      return op === '$gt' ? a > b : op === '$gte' ? a >= b : op === '$lt' ? a < b : a <= b;
+    }
+  }
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
+  }
+  return false;
+}
