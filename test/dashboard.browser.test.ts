@@ -322,4 +322,90 @@ describe(DashboardController.name, () => {
     expect(receiver.byId(second)).toHaveLength(1);
     expect(errors).toEqual([]);
   });
+
+  it("should tell a batch's callbacks apart by the end of their ids (or their externalId), with the full id on hover and a copy button", async () => {
+    const { page, context, errors } = browser;
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
+    const { id: batchId } = await sendAndWait(
+      [
+        ...Array.from({ length: 6 }, () => ({ url: `${receiver.url}/ids?code=500`, maxAttempts: 1 })),
+        { url: `${receiver.url}/ids?code=500`, maxAttempts: 1, externalId: 'order-7' },
+      ],
+      'ids',
+    );
+    const failed = (await service.apiJson(`/v1/batches/${batchId}/callbacks?status=failed`)).items as Array<{ id: string; externalId: string | null }>;
+    expect(failed).toHaveLength(7);
+    await openLoggedIn(`#/batch/${batchId}`);
+    await page.waitForSelector('#failed tbody tr');
+    const shown = await page.$$eval('#failed tbody tr[data-callback] td:first-child a', (links: any[]) =>
+      links.map((a) => ({ id: a.dataset.id, text: a.textContent, title: a.title })),
+    );
+    expect(shown.map((s) => s.id).sort()).toEqual(failed.map((c) => c.id).sort());
+    expect(new Set(shown.map((s) => s.text)).size).toBe(7);
+    for (const s of shown) {
+      const c = failed.find((f) => f.id === s.id)!;
+      if (c.externalId) {
+        expect(s.text).toBe('order-7');
+        expect(s.title).toBe(`order-7 (id ${c.id})`);
+      } else {
+        expect(s.text, c.id).toMatch(/^…[0-9a-f]{6,}$/);
+        expect(c.id.replace(/-/g, '').endsWith(s.text!.slice(1)), c.id).toBe(true);
+        expect(s.title).toBe(c.id);
+      }
+    }
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-batch-ids.png`, fullPage: true });
+
+    // Copying an id puts the whole id on the clipboard, and does not open the row it is in.
+    const target = shown.find((s) => s.text !== 'order-7')!.id;
+    await page.click(`#failed button[data-copy="${target}"]`);
+    await page.waitForSelector(`#failed button[data-copy="${target}"]:text("copied")`);
+    expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(target);
+    await openLoggedIn('#/');
+    await page.waitForSelector(`tr[data-batch="${batchId}"]`);
+    await page.click(`tr[data-batch="${batchId}"] button[data-copy="${batchId}"]`);
+    await waitFor(async () => (await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())) === batchId, 3000);
+    expect(page.url()).not.toContain('#/batch/');
+    const batchLink = page.locator(`tr[data-batch="${batchId}"] td:first-child a`);
+    expect(await batchLink.getAttribute('title')).toBe(batchId);
+    expect(batchId.replace(/-/g, '').endsWith((await batchLink.textContent())!.slice(1))).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('should show a failing receiver as failing, with its success rate and pending and held counts, and sort it first by health', async () => {
+    const { page, errors } = browser;
+    const put = async (name: string, json: Record<string, unknown>) =>
+      expect((await service.api(`/v1/receivers/${name}`, { method: 'PUT', json })).status).toBe(201);
+    await put('a-steady', { url: `${receiver.url}/steady` });
+    await put('z-broken', { url: `${receiver.url}/broken-shop?code=500`, maxAttempts: 1 });
+    await put('m-paused', { url: `${receiver.url}/paused`, disabled: true });
+    // a-steady fails once, then succeeds four times (so it is not failing): two batches, one after the other.
+    await sendAndWait([{ receiver: 'a-steady', url: `${receiver.url}/steady?code=500`, maxAttempts: 1 }], 'health');
+    await sendAndWait([...Array.from({ length: 4 }, () => ({ receiver: 'a-steady' })), { receiver: 'z-broken' }, { receiver: 'z-broken' }], 'health');
+    await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ receiver: 'm-paused' }, { receiver: 'm-paused' }] } });
+
+    await openLoggedIn('#/receivers');
+    await page.waitForSelector('tr[data-receiver="z-broken"]');
+    const cells = async (name: string) => (await page.locator(`tr[data-receiver="${name}"] td`).allTextContents()).map((t) => t.trim());
+    const row = async (name: string) => {
+      const [, , state, failingSince, success, pending, held] = await cells(name);
+      return { state, failingSince, success, pending, held, data: await page.getAttribute(`tr[data-receiver="${name}"]`, 'data-state') };
+    };
+    const broken = await row('z-broken');
+    expect(broken).toMatchObject({ state: 'failing', data: 'failing', success: '0% of 2', pending: '0', held: '0' });
+    expect(broken.failingSince).not.toBe('–');
+    expect(await row('a-steady')).toMatchObject({ state: 'ok', failingSince: '–', success: '80% of 5', pending: '0', held: '0' });
+    expect(await row('m-paused')).toMatchObject({ state: 'disabled', success: '–', pending: '0', held: '2' });
+    const names = () => page.$$eval('#receivers tbody tr', (rows: any[]) => rows.map((r) => r.dataset.receiver));
+    expect((await names()).indexOf('z-broken')).toBeGreaterThan(0);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-receivers.png`, fullPage: true });
+
+    await page.selectOption('select[name=sort]', 'health');
+    await waitFor(async () => (await names())[0] === 'z-broken', 5000);
+    expect(page.url()).toContain('#/receivers?sort=health');
+    const byHealth = await names();
+    expect(byHealth.slice(1)).toEqual(byHealth.slice(1).sort());
+    expect(await page.inputValue('select[name=sort]')).toBe('health');
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-receivers-health.png`, fullPage: true });
+    expect(errors).toEqual([]);
+  });
 });

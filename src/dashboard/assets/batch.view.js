@@ -4,6 +4,8 @@ import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
 import { h, mount, when } from './dom.js';
 import { countBar } from './batches.view.js';
+import { copyButton, idLink } from './id-link.js';
+import { shortIds } from './ids.js';
 import { colourOf, formatMs, orderCalls, ORDERS, outcomeCounts, PHASE_COLOURS, phaseSummary } from './timeline.js';
 import { tooltip } from './tooltip.js';
 import { waterfall } from './waterfall.js';
@@ -29,7 +31,7 @@ export async function batchView(main, context) {
     main,
     h('p', h('a', { href: '#/' }, '← Batches')),
     flashMessage(),
-    h('h1', `Batch ${batch.label ? `“${batch.label}” ` : ''}`, h('span.muted', batch.id)),
+    h('h1', `Batch ${batch.label ? `“${batch.label}” ` : ''}`, h('span.muted', batch.id), copyButton(batch.id)),
     summary(batch, timeline),
     h('h2', `Waterfall (${timeline.calls.length} calls)`),
     timeline.calls.length === 0 ? h('p.empty', 'No attempts yet: the calls have not been sent.') : [legend(timeline.calls), orderedWaterfall(timeline, open)],
@@ -104,15 +106,17 @@ function phases(calls) {
 
 function failedTable(items) {
   if (items.length === 0) return h('p.empty', 'None.');
+  const labels = shortIds(items.map((c) => c.id));
   return h(
-    'table',
+    'table#failed',
     h('thead', h('tr', h('th', 'callback'), h('th', 'url'), h('th.num', 'attempts'), h('th.num', 'last code'), h('th', 'last error'))),
     h(
       'tbody',
       ...items.map((c) =>
         h(
           'tr',
-          h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
+          { 'data-callback': c.id },
+          h('td', idLink({ id: c.id, href: `#/callback/${c.id}`, label: labels.get(c.id), externalId: c.externalId })),
           h('td.url', c.url),
           h('td.num', c.attemptCount),
           h('td.num', c.lastStatusCode ?? '–'),

@@ -1,6 +1,8 @@
 // The batches list: status, counts as a stacked bar, makespan (fetched per row).
 import { get } from './api.js';
 import { h, mount, when } from './dom.js';
+import { idLink } from './id-link.js';
+import { shortIds } from './ids.js';
 import { formatMs } from './timeline.js';
 
 const COUNT_COLOURS = { succeeded: '#2f9e44', failed: '#e03131', cancelled: '#868e96', in_flight: '#1c7ed6', pending: '#ced4da' };
@@ -22,11 +24,15 @@ export async function batchesView(main, { current }) {
   const body = h('tbody');
   const more = h('button.secondary', { type: 'button', hidden: true }, 'More');
   let cursor;
+  const shown = [];
   const load = async () => {
     /** @type {import('./api.js').Schemas['BatchPageDto']} */
     const page = await get('/v1/batches', { limit: 50, cursor });
     if (!current()) return;
-    for (const b of page.items) body.append(batchRow(b));
+    // Tails that differ among every batch listed so far (the first 8 digits of ids made within a minute are alike).
+    shown.push(...page.items.map((b) => b.id));
+    const labels = shortIds(shown);
+    for (const b of page.items) body.append(batchRow(b, labels.get(b.id)));
     cursor = page.nextCursor;
     more.hidden = !cursor;
     if (body.children.length === 0)
@@ -52,7 +58,7 @@ export async function batchesView(main, { current }) {
   );
 }
 
-function batchRow(b) {
+function batchRow(b, label) {
   const makespan = h('td.num', '…');
   get(`/v1/batches/${b.id}`).then(
     (full) => {
@@ -72,7 +78,7 @@ function batchRow(b) {
         if (!event.target.closest('a')) location.hash = href;
       },
     },
-    h('td', h('a', { href }, b.id.slice(0, 8) + '…')),
+    h('td', idLink({ id: b.id, href, label })),
     h('td', b.label ?? ''),
     h('td', h('span', { class: `status ${b.status}` }, b.status)),
     h('td.num', b.total),

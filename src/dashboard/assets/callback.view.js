@@ -2,6 +2,7 @@
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
 import { h, mount, when } from './dom.js';
+import { copyButton } from './id-link.js';
 import { colourOf, formatMs, phaseSegments } from './timeline.js';
 
 export async function callbackView(main, context) {
@@ -15,7 +16,7 @@ export async function callbackView(main, context) {
     main,
     h('p', h('a', { href: `#/batch/${c.batchId}` }, '← Batch')),
     flashMessage(),
-    h('h1', 'Callback ', h('span.muted', c.id)),
+    h('h1', 'Callback ', h('span.muted', c.id), copyButton(c.id)),
     h('div.controls', ...actions(c, rerender)),
     h(
       'table',

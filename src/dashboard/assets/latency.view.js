@@ -1,6 +1,8 @@
 // Latency over time per host (p50/p90/p99 per bucket) from GET /v1/history/latency.
 import { ApiError, get } from './api.js';
 import { h, mount, svg } from './dom.js';
+import { idLink } from './id-link.js';
+import { shortIds } from './ids.js';
 import { formatMs, niceTicks } from './timeline.js';
 
 const RANGES = { '1h': 3_600_000, '6h': 21_600_000, '24h': 86_400_000, '7d': 604_800_000 };
@@ -14,7 +16,9 @@ export async function latencyView(main, { query, current }) {
   const batch = query.get('batch') ?? '';
   const [hosts, history] = await Promise.all([knownHosts(), latency(host, range, bucket, batch)]);
   if (!current()) return;
-  const title = batch ? ['Latency over time of batch ', h('a', { href: `#/batch/${batch}` }, `${batch.slice(0, 8)}…`)] : 'Latency over time';
+  const title = batch
+    ? ['Latency over time of batch ', idLink({ id: batch, href: `#/batch/${batch}`, label: shortIds([batch]).get(batch) })]
+    : 'Latency over time';
   mount(
     main,
     h('h1', title),

@@ -3,6 +3,8 @@
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
 import { h, mount, when } from './dom.js';
+import { idLink } from './id-link.js';
+import { shortIds } from './ids.js';
 import { latencyChart } from './latency.view.js';
 import { formatMs } from './timeline.js';
 
@@ -129,6 +131,7 @@ function figures(f) {
 
 function callbacksTable(items) {
   if (items.length === 0) return h('p.empty', 'None.');
+  const labels = shortIds(items.map((c) => c.id));
   return h(
     'table',
     h('thead', h('tr', h('th', 'callback'), h('th', 'url'), h('th', 'status'), h('th.num', 'attempts'), h('th', 'waiting / last error'))),
@@ -138,7 +141,7 @@ function callbacksTable(items) {
         h(
           'tr',
           { 'data-callback': c.id },
-          h('td', h('a', { href: `#/callback/${c.id}` }, c.externalId ?? `${c.id.slice(0, 8)}…`)),
+          h('td', idLink({ id: c.id, href: `#/callback/${c.id}`, label: labels.get(c.id), externalId: c.externalId })),
           h('td.url', c.url),
           h('td', h('span', { class: `status ${c.status}` }, c.waiting ? 'held' : c.status)),
           h('td.num', c.attemptCount),

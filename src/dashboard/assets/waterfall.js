@@ -3,6 +3,7 @@
 // inside a scroller as tall as all rows), so ten thousand calls cost as much as
 // forty. Hover shows code, timings and the phase breakdown; click opens the callback.
 import { h } from './dom.js';
+import { shortIds } from './ids.js';
 import { colourOf, formatMs, niceTicks, PHASE_COLOURS, phaseSegments, rowAt, rowHeight, visibleRows } from './timeline.js';
 
 const LABEL_WIDTH = 300;
@@ -11,6 +12,7 @@ const MAX_VIEW_HEIGHT = 560;
 
 export function waterfall(timeline, { tooltip, onOpen }) {
   const calls = timeline.calls;
+  const labels = shortIds(calls.map((c) => c.callbackId));
   const rowH = rowHeight(calls.length);
   const span = Math.max(timeline.spanMs, 1);
   const viewH = Math.min(calls.length * rowH, MAX_VIEW_HEIGHT);
@@ -70,7 +72,7 @@ export function waterfall(timeline, { tooltip, onOpen }) {
   const callAt = (event) => calls[rowAt(event.offsetY + scroller.scrollTop, rowH, calls.length)];
   canvas.addEventListener('mousemove', (event) => {
     const c = callAt(event);
-    if (c) tooltip.show(event, tooltipContent(c));
+    if (c) tooltip.show(event, tooltipContent(c, c.externalId ?? labels.get(c.callbackId)));
     else tooltip.hide();
     canvas.style.cursor = c ? 'pointer' : 'default';
   });
@@ -122,14 +124,15 @@ function ellipsis(ctx, text, max) {
   return `${text.slice(0, lo)}…`;
 }
 
-/** The hover card of one call: url, code, outcome, timings, phases. */
-export function tooltipContent(c) {
+/** The hover card of one call: url, which callback (its externalId or id tail), code, outcome, timings, phases. */
+export function tooltipContent(c, label) {
   const segments = phaseSegments(c);
   const bar = h('div.phasebar');
   for (const s of segments) {
     bar.append(h('span', { style: { width: `${(100 * (s.toMs - s.fromMs)) / Math.max(c.totalMs, 1)}%`, background: PHASE_COLOURS[s.name] } }));
   }
   const rows = [
+    ['callback', label],
     ['code', `${c.code} (${c.outcome})`],
     ['attempt', c.attempt],
     ['start', formatMs(c.startMs)],
