@@ -5,23 +5,41 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { AppModule } from './app.module.js';
 import { directTarget } from './database/database.target.js';
 import { loadConfig } from './config/app.config.js';
+import { METRICS_TOKEN } from './metrics/metrics.controller.js';
 import { newSecretsKey, SecretKeyring } from './signing/secret-keyring.js';
 
 /**
  * The API document served at /docs/openapi.json. Built from the controllers' and
  * DTOs' decorators; the client in src/client/ is generated from it
  * (`npm run client:generate`), and test/openapi.test.ts fails when they drift.
+ *
+ * OpenAPI 3.1, so a field that may be null says so in JSON Schema's own terms: Nest
+ * turns `nullable: true` into `type: [T, 'null']`, and on a DTO-typed field into
+ * `anyOf: [{$ref}, {type: 'null'}]`. (In 3.0, `nullable` beside `allOf: [{$ref}]`
+ * allows no null at all: the referenced object still has to match, which is how
+ * `waiting: null` came to contradict the document.) The one server is relative: the
+ * service is self-hosted, so the API is wherever this document was fetched from.
  */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
-  return SwaggerModule.createDocument(
+  const document = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
+      .setOpenAPIVersion('3.1.0')
       .setTitle('Callback dispatch service')
       .setDescription('Batches of HTTP callbacks, delivered concurrently with timeouts, retries and per-host limits.')
       .setVersion('1')
-      .addBearerAuth()
+      .addServer('/', 'the service that serves this document')
+      .addBearerAuth({
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'API key',
+        description: 'An API key (`cbk_…`): BOOTSTRAP_API_KEY, or one POST /v1/keys made',
+      })
+      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'METRICS_TOKEN', description: 'METRICS_TOKEN, when the service sets one' }, METRICS_TOKEN)
       .build(),
   );
+  document.info.license = { name: 'MIT', identifier: 'MIT' } as OpenAPIObject['info']['license'];
+  return document;
 }
 
 /**

@@ -5,6 +5,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientSchemaSource, documentSource } from '../src/client/schema.generator.js';
+import { OpenApiValidator, type OpenApiDocument } from './support/openapi-validator.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** @nestjs/swagger's metadata keys (its constants module is not exported). */
@@ -12,8 +13,13 @@ const EXCLUDE_CONTROLLER = 'swagger/apiExcludeController';
 const EXCLUDE_ENDPOINT = 'swagger/apiExcludeEndpoint';
 
 type Schema = { $ref?: string; type?: string; properties?: Record<string, unknown> };
-type Operation = { responses?: Record<string, { content?: Record<string, { schema?: Schema }> }> };
-type Doc = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } };
+type Operation = { summary?: string; security?: unknown[]; responses?: Record<string, { content?: Record<string, { schema?: Schema }> }> };
+type Doc = {
+  openapi: string;
+  servers?: Array<{ url: string }>;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema> };
+};
 
 /** Every operation as `METHOD /path` with its responses. */
 const operations = (doc: Doc) =>
@@ -133,5 +139,92 @@ describe('OpenAPI document', () => {
     expect(names('/v1/hosts')).toEqual(['cursor', 'limit', 'since']);
     expect(names('/v1/receivers')).toEqual(['cursor', 'limit', 'sort']);
     expect(names('/v1/batches/{id}/retry', 'post')).toEqual(['status']);
+  });
+
+  it('should give every operation a summary and its security, public ones `security: []`, and name a server', () => {
+    const ops = operations(doc);
+    expect(ops.filter(({ op }) => !op.summary).map((o) => o.name)).toEqual([]);
+    expect(ops.filter(({ op }) => op.security === undefined).map((o) => o.name)).toEqual([]);
+    expect(ops.filter(({ name, op }) => name.includes(' /v1/') && JSON.stringify(op.security) !== '[{"bearer":[]}]').map((o) => o.name)).toEqual([]);
+    expect(doc.paths['/health/live'].get.security).toEqual([]);
+    expect(doc.servers?.length).toBeGreaterThan(0);
+  });
+
+  /** The validator every answer of service.api and service.client goes through (test/support/openapi-validator.ts), shown its teeth. */
+  describe(OpenApiValidator.name, () => {
+    /** The served document, changed by `edit`, as a validator. */
+    const validatorOf = (edit: (d: Doc) => void) => {
+      const copy = structuredClone(doc);
+      edit(copy);
+      return new OpenApiValidator(copy as unknown as OpenApiDocument);
+    };
+    const problemsOf = async (validator: OpenApiValidator, method: string, path: string, init: Parameters<TestService['api']>[1] = {}) => {
+      const res = await service.api(path, { ...init, method });
+      return validator.problems(method, new URL(res.url), res.status, res.headers.get('content-type'), await res.text());
+    };
+
+    it("should reject `waiting: null` where the document says object (regression: OpenAPI 3.0's nullable beside allOf allowed no null)", async () => {
+      const res = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.1:9/never' }] } });
+      expect(res.status).toBe(202);
+      const was30 = validatorOf((d) => {
+        (d.components.schemas.CallbackDto.properties as Record<string, unknown>).waiting = {
+          type: 'object',
+          nullable: true,
+          allOf: [{ $ref: '#/components/schemas/WaitingDto' }],
+        };
+      });
+      const problems = await problemsOf(was30, 'GET', '/v1/callbacks?status=pending');
+      expect(problems.join('\n')).toMatch(/GET \/v1\/callbacks → 200 application\/json: body\/items\/0\/waiting must be object/);
+      expect(
+        await problemsOf(
+          validatorOf(() => undefined),
+          'GET',
+          '/v1/callbacks?status=pending',
+        ),
+      ).toEqual([]);
+    });
+
+    it('should reject a status the operation does not document, and an error body unlike the documented one', async () => {
+      const missing = `/v1/batches/${'0'.repeat(8)}-0000-7000-8000-${'0'.repeat(12)}`;
+      const no404 = validatorOf((d) => delete d.paths['/v1/batches/{id}'].get.responses!['404']);
+      expect((await problemsOf(no404, 'GET', missing)).join()).toMatch(/status 404 is not documented/);
+      const otherError = validatorOf((d) => (d.components.schemas.ErrorDto.properties!.code = { type: 'integer' }));
+      expect((await problemsOf(otherError, 'GET', missing)).join()).toMatch(/body\/code must be integer/);
+      expect(
+        await problemsOf(
+          validatorOf(() => undefined),
+          'GET',
+          missing,
+        ),
+      ).toEqual([]);
+    });
+
+    it('should reject a content type the answer does not document (the text/plain sequence diagram, the JSON error of /metrics)', async () => {
+      const { id } = await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.1:9/never' }] } });
+      const noText = validatorOf((d) => delete d.paths['/v1/batches/{id}/sequence'].get.responses!['200'].content!['text/plain']);
+      expect((await problemsOf(noText, 'GET', `/v1/batches/${id}/sequence`)).join()).toMatch(/content type "text\/plain; charset=utf-8" is not documented/);
+      expect(
+        await problemsOf(
+          validatorOf(() => undefined),
+          'GET',
+          `/v1/batches/${id}/sequence`,
+        ),
+      ).toEqual([]);
+      const textMetrics = validatorOf((d) => {
+        d.paths['/metrics'].get.responses!['200'].content = { 'application/json': { schema: { type: 'object' } } };
+      });
+      expect((await problemsOf(textMetrics, 'GET', '/metrics', { key: null })).join()).toMatch(/content type "text\/plain.*" is not documented/);
+    });
+
+    it('should reject a /v1 route the document does not have, but not a route that does not exist, nor pages outside the API', async () => {
+      const noHosts = validatorOf((d) => delete d.paths['/v1/hosts']);
+      expect((await problemsOf(noHosts, 'GET', '/v1/hosts')).join()).toMatch(/GET \/v1\/hosts is not in the document \(answered 200\)/);
+      const full = validatorOf(() => undefined);
+      expect(await problemsOf(full, 'GET', '/v1/no-such-route')).toEqual([]);
+      expect(full.problems('GET', new URL('http://127.0.0.1/v1/no-such-route'), 404, 'application/json', '{"error":"Not Found"}').join()).toMatch(
+        /no such route.*must have required property 'code'/,
+      );
+      expect(await problemsOf(full, 'GET', '/dashboard', { key: null })).toEqual([]);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { notFound } from '../common/app.error.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
@@ -18,6 +18,7 @@ export class KeyController {
   constructor(private readonly keys: ApiKeyService) {}
 
   @Post()
+  @ApiOperation({ summary: 'Create an API key' })
   @ApiCreatedResponse({ type: CreatedKeyDto })
   @ApiErrors(415)
   create(@Body() dto: CreateKeyDto): Promise<CreatedKeyDto> {
@@ -25,6 +26,7 @@ export class KeyController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List API keys' })
   @ApiOkResponse({ type: KeyListDto })
   async list(): Promise<KeyListDto> {
     const rows = await this.keys.listKeys();
@@ -35,6 +37,7 @@ export class KeyController {
 
   /** Sets a key's weight: its share of the workers while several keys have due callbacks. */
   @Patch(':id')
+  @ApiOperation({ summary: "Set an API key's weight" })
   @ApiOkResponse({ type: KeyDto })
   @ApiErrors(404, 415)
   async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto): Promise<KeyDto> {
@@ -44,6 +47,7 @@ export class KeyController {
   }
 
   @Delete(':id')
+  @ApiOperation({ summary: 'Revoke an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: RevokedKeyDto })
   @ApiErrors(404)

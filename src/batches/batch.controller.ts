@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
@@ -24,6 +24,7 @@ export class BatchController {
 
   /** Stores the batch durably (one transaction) and answers 202; sending starts at once. */
   @Post()
+  @ApiOperation({ summary: 'Submit a batch of callbacks' })
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A replay with the same key and body answers the batch stored first' })
   @ApiAcceptedResponse({ type: AcceptedBatchDto, headers: { 'idempotent-replayed': { description: '`true` on a replay', schema: { type: 'string' } } } })
@@ -41,12 +42,14 @@ export class BatchController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List batches' })
   @ApiOkResponse({ type: BatchPageDto })
   list(@CurrentKey() key: AuthenticatedKey, @Query() q: BatchListQueryDto): Promise<BatchPageDto> {
     return this.batches.listBatches(key.id, q.limit, q.cursor);
   }
 
   @Get(':id')
+  @ApiOperation({ summary: "Get a batch's status and counts" })
   @ApiOkResponse({ type: BatchDto })
   @ApiErrors(404)
   get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<BatchDto> {
@@ -54,6 +57,7 @@ export class BatchController {
   }
 
   @Get(':id/callbacks')
+  @ApiOperation({ summary: "List a batch's callbacks" })
   @ApiOkResponse({ type: CallbackPageDto })
   @ApiErrors(404)
   async listCallbacks(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string, @Query() q: BatchCallbacksQueryDto): Promise<CallbackPageDto> {
@@ -63,6 +67,7 @@ export class BatchController {
 
   /** Sends the batch's failed (or `?status=cancelled`) callbacks again. */
   @Post(':id/retry')
+  @ApiOperation({ summary: "Retry a batch's failed or cancelled callbacks" })
   @HttpCode(202)
   @ApiAcceptedResponse({ type: BatchRetryDto })
   @ApiErrors(404)

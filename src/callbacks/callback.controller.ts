@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
@@ -19,6 +19,7 @@ export class CallbackController {
   ) {}
 
   @Get()
+  @ApiOperation({ summary: 'List callbacks' })
   @ApiOkResponse({ type: CallbackPageDto })
   @ApiErrors(404)
   async list(@CurrentKey() key: AuthenticatedKey, @Query() q: CallbackListQueryDto): Promise<CallbackPageDto> {
@@ -27,6 +28,7 @@ export class CallbackController {
   }
 
   @Get(':id')
+  @ApiOperation({ summary: 'Get a callback with its attempts' })
   @ApiOkResponse({ type: CallbackDetailDto })
   @ApiErrors(404)
   get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<CallbackDetailDto> {
@@ -35,6 +37,7 @@ export class CallbackController {
 
   /** Sends a failed or cancelled callback again (409 in any other state). */
   @Post(':id/retry')
+  @ApiOperation({ summary: 'Retry a failed or cancelled callback' })
   @HttpCode(202)
   @ApiAcceptedResponse({ type: CallbackDetailDto })
   @ApiErrors(404, 409)
@@ -44,6 +47,7 @@ export class CallbackController {
 
   /** Cancels a pending or in-flight callback (409 in any other state). */
   @Post(':id/cancel')
+  @ApiOperation({ summary: 'Cancel a pending or in-flight callback' })
   @HttpCode(200)
   @ApiOkResponse({ type: CallbackDetailDto })
   @ApiErrors(404, 409)

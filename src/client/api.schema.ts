@@ -11,8 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List API keys */
         get: operations["KeyController_list"];
         put?: never;
+        /** Create an API key */
         post: operations["KeyController_create"];
         delete?: never;
         options?: never;
@@ -30,9 +32,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** Revoke an API key */
         delete: operations["KeyController_revoke"];
         options?: never;
         head?: never;
+        /** Set an API key's weight */
         patch: operations["KeyController_update"];
         trace?: never;
     };
@@ -43,8 +47,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List batches */
         get: operations["BatchController_list"];
         put?: never;
+        /** Submit a batch of callbacks */
         post: operations["BatchController_create"];
         delete?: never;
         options?: never;
@@ -59,6 +65,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a batch's status and counts */
         get: operations["BatchController_get"];
         put?: never;
         post?: never;
@@ -75,6 +82,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a batch's callbacks */
         get: operations["BatchController_listCallbacks"];
         put?: never;
         post?: never;
@@ -93,6 +101,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Retry a batch's failed or cancelled callbacks */
         post: operations["BatchController_retry"];
         delete?: never;
         options?: never;
@@ -107,6 +116,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List callbacks */
         get: operations["CallbackController_list"];
         put?: never;
         post?: never;
@@ -123,6 +133,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a callback with its attempts */
         get: operations["CallbackController_get"];
         put?: never;
         post?: never;
@@ -141,6 +152,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Retry a failed or cancelled callback */
         post: operations["CallbackController_retry"];
         delete?: never;
         options?: never;
@@ -157,6 +169,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Cancel a pending or in-flight callback */
         post: operations["CallbackController_cancel"];
         delete?: never;
         options?: never;
@@ -171,6 +184,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a batch's sequence diagram (text) or timeline (JSON) */
         get: operations["SequenceController_get"];
         put?: never;
         post?: never;
@@ -187,6 +201,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get latency history per time bucket */
         get: operations["LatencyController_get"];
         put?: never;
         post?: never;
@@ -203,6 +218,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List destination hosts */
         get: operations["HostController_list"];
         put?: never;
         post?: never;
@@ -219,6 +235,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a destination host's limits and figures */
         get: operations["HostController_get"];
         put?: never;
         post?: never;
@@ -236,6 +253,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
+        /** Set a destination host's limits */
         put: operations["HostController_setLimits"];
         post?: never;
         delete?: never;
@@ -254,6 +272,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** Clear a destination host's 410 Gone marks */
         delete: operations["HostController_clearGone"];
         options?: never;
         head?: never;
@@ -267,6 +286,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a destination's signing secrets */
         get: operations["SigningController_get"];
         put?: never;
         post?: never;
@@ -285,6 +305,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rotate a destination's signing secret */
         post: operations["SigningController_rotate"];
         delete?: never;
         options?: never;
@@ -299,6 +320,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Count the signing secrets each key seals */
         get: operations["SecretsKeyController_describe"];
         put?: never;
         post?: never;
@@ -317,6 +339,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Re-seal every signing secret under SECRETS_KEY */
         post: operations["SecretsKeyController_reencrypt"];
         delete?: never;
         options?: never;
@@ -331,9 +354,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a receiver with its secrets and figures */
         get: operations["ReceiverController_get"];
+        /** Create or update a receiver */
         put: operations["ReceiverController_put"];
         post?: never;
+        /** Delete a receiver and cancel its callbacks */
         delete: operations["ReceiverController_delete"];
         options?: never;
         head?: never;
@@ -347,6 +373,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List receivers */
         get: operations["ReceiverController_list"];
         put?: never;
         post?: never;
@@ -365,6 +392,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rotate a receiver's signing secret */
         post: operations["ReceiverController_rotate"];
         delete?: never;
         options?: never;
@@ -379,9 +407,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get an event type */
         get: operations["EventTypeController_get"];
+        /** Create or update an event type */
         put: operations["EventTypeController_put"];
         post?: never;
+        /** Delete an event type */
         delete: operations["EventTypeController_delete"];
         options?: never;
         head?: never;
@@ -395,6 +426,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List event types */
         get: operations["EventTypeController_list"];
         put?: never;
         post?: never;
@@ -411,6 +443,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Get a task's progress */
         get: operations["TaskController_get"];
         put?: never;
         post?: never;
@@ -427,6 +460,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Liveness */
         get: operations["HealthController_live"];
         put?: never;
         post?: never;
@@ -443,6 +477,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Readiness */
         get: operations["HealthController_ready"];
         put?: never;
         post?: never;
@@ -459,6 +494,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Prometheus metrics */
         get: operations["MetricsController_get"];
         put?: never;
         post?: never;
@@ -2430,6 +2466,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description rate_limited; `retry-after` says when to try again */
             429: {
                 headers: {
@@ -3936,7 +3981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": components["schemas"]["ErrorDto"];
+                    "application/json": components["schemas"]["ErrorDto"];
                 };
             };
             /** @description internal_error, logged with the request id */

@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiProperty, ApiPropertyOptional, ApiResponse } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { ERROR_STATUS, type ErrorCode } from './app.error.js';
 
 /** The one error body of the API (see ErrorFilter): clients branch on `code`, never on `message`. */
@@ -27,19 +27,29 @@ const WHEN = {
 
 export type ErrorStatus = keyof typeof WHEN;
 
+/**
+ * The error body as JSON, whatever the route's own answer is: `type: ErrorDto` would
+ * take the route's `@ApiProduces` (GET /metrics: text/plain), and the filter always
+ * answers errors in JSON.
+ */
+const ERROR_CONTENT = { 'application/json': { schema: { $ref: getSchemaPath(ErrorDto) } } };
+
 /** Documents the error answers of a route (or of every route of a controller) with the error body. */
 export function ApiErrors(...statuses: ErrorStatus[]): MethodDecorator & ClassDecorator {
-  return applyDecorators(...statuses.map((status) => ApiResponse({ status, description: WHEN[status], type: ErrorDto })));
+  return applyDecorators(ApiExtraModels(ErrorDto), ...statuses.map((status) => ApiResponse({ status, description: WHEN[status], content: ERROR_CONTENT })));
 }
 
 /** A batch's 429s: the rate limit's, and MAX_PENDING_PER_KEY's (PendingQuota). */
 export const ApiQuotaErrors = () =>
-  ApiResponse({
-    status: 429,
-    description:
-      'rate_limited (`retry-after` says when to try again), or quota_exceeded: the batch would take the key past MAX_PENDING_PER_KEY pending callbacks; `details` has `{pending, maxPending, batch}`, nothing was stored',
-    type: ErrorDto,
-  });
+  applyDecorators(
+    ApiExtraModels(ErrorDto),
+    ApiResponse({
+      status: 429,
+      description:
+        'rate_limited (`retry-after` says when to try again), or quota_exceeded: the batch would take the key past MAX_PENDING_PER_KEY pending callbacks; `details` has `{pending, maxPending, batch}`, nothing was stored',
+      content: ERROR_CONTENT,
+    }),
+  );
 
 /** The answers every route of the API can give: a repeated query parameter or a NUL (400), a failure (500). */
 export const ApiCommonErrors = () => ApiErrors(400, 500);

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
@@ -17,6 +17,7 @@ export class EventTypeController {
 
   /** Creates (201) or updates (200) the type `name`; a `schema` that is not valid JSON Schema (2020-12) is a 400. */
   @Put(':name')
+  @ApiOperation({ summary: 'Create or update an event type' })
   @ApiCreatedResponse({ type: EventTypeDto, description: 'created' })
   @ApiOkResponse({ type: EventTypeDto, description: 'updated' })
   @ApiErrors(413, 415)
@@ -33,6 +34,7 @@ export class EventTypeController {
 
   /** The key's event types in name order; `nextCursor` is the last name of the page. */
   @Get()
+  @ApiOperation({ summary: 'List event types' })
   @ApiQuery({ name: 'cursor', required: false })
   @ApiQuery({ name: 'limit', required: false })
   @ApiOkResponse({ type: EventTypePageDto })
@@ -41,6 +43,7 @@ export class EventTypeController {
   }
 
   @Get(':name')
+  @ApiOperation({ summary: 'Get an event type' })
   @ApiOkResponse({ type: EventTypeDto })
   @ApiErrors(404)
   get(@CurrentKey() key: AuthenticatedKey, @Param('name') name: string): Promise<EventTypeDto> {
@@ -49,6 +52,7 @@ export class EventTypeController {
 
   /** Deletes it: events of it can no longer be published; those published stay, with their type's name. */
   @Delete(':name')
+  @ApiOperation({ summary: 'Delete an event type' })
   @HttpCode(200)
   @ApiOkResponse({ type: DeletedEventTypeDto })
   @ApiErrors(404)

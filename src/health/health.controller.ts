@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode } from '@nestjs/common';
-import { ApiExtraModels, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/api-key.guard.js';
 import { AppError } from '../common/app.error.js';
 import { ApiCommonErrors, ApiErrors } from '../common/error.dto.js';
@@ -15,6 +15,7 @@ export class HealthController {
 
   /** The process is up. */
   @Get('live')
+  @ApiOperation({ summary: 'Liveness', security: [] })
   @HttpCode(200)
   @ApiOkResponse({ type: LiveDto })
   live(): LiveDto {
@@ -23,6 +24,7 @@ export class HealthController {
 
   /** Database reachable, migrations applied, worker loop alive: 200, else 503 with the failing checks. */
   @Get('ready')
+  @ApiOperation({ summary: 'Readiness', security: [] })
   @ApiExtraModels(CheckDto)
   @ApiOkResponse({ type: ReadyDto, description: 'every check `{ok: true}`' })
   @ApiErrors(503)

@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtraModels, ApiOkResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
@@ -17,6 +17,7 @@ export class SequenceController {
 
   /** The batch's timeline: text/plain ASCII diagram, or JSON with `?format=json` or `Accept: application/json`. */
   @Get(':id/sequence')
+  @ApiOperation({ summary: "Get a batch's sequence diagram (text) or timeline (JSON)" })
   @ApiExtraModels(SequenceDto)
   @ApiOkResponse({
     description: 'One line per call `(url :: code=200, start=…, end=…, total=…)` and a bar on the batch’s time axis; or its JSON',

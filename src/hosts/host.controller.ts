@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { AdminOnly, CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
@@ -19,12 +19,14 @@ export class HostController {
   constructor(private readonly hosts: HostService) {}
 
   @Get()
+  @ApiOperation({ summary: 'List destination hosts' })
   @ApiOkResponse({ type: HostPageDto })
   list(@CurrentKey() key: AuthenticatedKey, @Query() q: HostListQueryDto): Promise<HostPageDto> {
     return this.hosts.listHosts(key, { after: q.cursor, limit: q.limit }, q.since);
   }
 
   @Get(':host')
+  @ApiOperation({ summary: "Get a destination host's limits and figures" })
   @ApiParam(HOST_PARAM)
   @ApiOkResponse({ type: HostDto })
   @ApiErrors(404)
@@ -33,6 +35,7 @@ export class HostController {
   }
 
   @Put(':host/limits')
+  @ApiOperation({ summary: "Set a destination host's limits" })
   @AdminOnly()
   @ApiParam(HOST_PARAM)
   @ApiOkResponse({ type: HostDto })
@@ -43,6 +46,7 @@ export class HostController {
 
   /** A key forgets its own 410 marks on the host; an admin key, every key's. */
   @Delete(':host/gone')
+  @ApiOperation({ summary: "Clear a destination host's 410 Gone marks" })
   @HttpCode(200)
   @ApiParam(HOST_PARAM)
   @ApiOkResponse({ type: ClearedGoneDto })

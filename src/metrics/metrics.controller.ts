@@ -1,5 +1,5 @@
 import { Controller, Get, Header, Headers, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Public } from '../auth/api-key.guard.js';
 import { bearerToken, sameSecret } from '../auth/bearer.js';
@@ -8,6 +8,9 @@ import { ApiCommonErrors, ApiErrors } from '../common/error.dto.js';
 import { AppConfig } from '../config/app.config.js';
 import { MetricsCollector } from './metrics.collector.js';
 import { MetricsService } from './metrics.service.js';
+
+/** The security scheme of GET /metrics in the API document: no API key, but METRICS_TOKEN as a bearer token when one is set. */
+export const METRICS_TOKEN = 'metricsToken';
 
 @ApiTags('health')
 @Public()
@@ -22,6 +25,7 @@ export class MetricsController {
 
   /** Prometheus text exposition: attempts by outcome, latency histograms, backlog, window, claim and write-back timings, per-host state. */
   @Get()
+  @ApiOperation({ summary: 'Prometheus metrics', security: [{}, { [METRICS_TOKEN]: [] }] })
   @Header('cache-control', 'no-store')
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } })

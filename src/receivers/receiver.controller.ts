@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
@@ -19,6 +19,7 @@ export class ReceiverController {
 
   /** Creates (201) or updates (200) the receiver `name`; answers it with its secrets (newest first). */
   @Put(':name')
+  @ApiOperation({ summary: 'Create or update a receiver' })
   @ApiCreatedResponse({ type: ReceiverWithSecretsDto, description: 'created' })
   @ApiOkResponse({ type: ReceiverWithSecretsDto, description: 'updated' })
   @ApiErrors(415)
@@ -35,6 +36,7 @@ export class ReceiverController {
 
   /** The key's receivers, each with its health (last hour): by name, or `sort=health` (failing first, the longest failing first, then by name). */
   @Get()
+  @ApiOperation({ summary: 'List receivers' })
   @ApiQuery({ name: 'cursor', required: false })
   @ApiQuery({ name: 'limit', required: false })
   @ApiQuery({ name: 'sort', required: false, enum: RECEIVER_SORTS })
@@ -50,6 +52,7 @@ export class ReceiverController {
 
   /** Settings, secrets and figures: pending, in flight, held, outcomes and latency since `since` (default 15 minutes ago). */
   @Get(':name')
+  @ApiOperation({ summary: 'Get a receiver with its secrets and figures' })
   @ApiQuery({ name: 'since', required: false })
   @ApiOkResponse({ type: ReceiverDetailDto })
   @ApiErrors(404)
@@ -59,6 +62,7 @@ export class ReceiverController {
 
   /** Deletes it; its unfinished callbacks are cancelled (`cancelledCallbacks` says how many). */
   @Delete(':name')
+  @ApiOperation({ summary: 'Delete a receiver and cancel its callbacks' })
   @HttpCode(200)
   @ApiOkResponse({ type: DeletedReceiverDto })
   @ApiErrors(404)
@@ -68,6 +72,7 @@ export class ReceiverController {
 
   /** Starts signing with a new secret; the old one also signs for 24 h. */
   @Post(':name/secret/rotate')
+  @ApiOperation({ summary: "Rotate a receiver's signing secret" })
   @HttpCode(200)
   @ApiOkResponse({ type: ReceiverWithSecretsDto })
   @ApiErrors(404)

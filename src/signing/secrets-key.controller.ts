@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminOnly } from '../auth/api-key.guard.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { ReencryptedDto, SecretsKeyDto } from './dto/secrets-key.dto.js';
@@ -17,6 +17,7 @@ export class SecretsKeyController {
 
   /** How many signing secrets each key seals, and whether this process holds it. */
   @Get()
+  @ApiOperation({ summary: 'Count the signing secrets each key seals' })
   @ApiOkResponse({ type: SecretsKeyDto })
   describe(): Promise<SecretsKeyDto> {
     return this.keys.describe();
@@ -28,6 +29,7 @@ export class SecretsKeyController {
    * key as SECRETS_KEY and the old one in SECRETS_KEY_PREVIOUS first; answers when done.
    */
   @Post('reencrypt')
+  @ApiOperation({ summary: 'Re-seal every signing secret under SECRETS_KEY' })
   @HttpCode(200)
   @ApiOkResponse({ type: ReencryptedDto })
   reencrypt(): Promise<ReencryptedDto> {

@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { AppError } from '../common/app.error.js';
@@ -28,6 +28,7 @@ export class SigningController {
 
   /** The secrets a destination verifies `webhook-signature` of callbacks without a receiver with (newest first; made on first use). */
   @Get()
+  @ApiOperation({ summary: "Get a destination's signing secrets" })
   @ApiQuery({ name: 'destination', required: true, description: 'scheme://host:port' })
   @ApiOkResponse({ type: DestinationSecretsDto })
   get(@CurrentKey() key: AuthenticatedKey, @Query('destination') destination?: string): Promise<DestinationSecretsDto> {
@@ -36,6 +37,7 @@ export class SigningController {
 
   /** Starts signing that destination's callbacks with a new secret; the old one also signs for 24 h. */
   @Post('rotate')
+  @ApiOperation({ summary: "Rotate a destination's signing secret" })
   @HttpCode(200)
   @ApiQuery({ name: 'destination', required: true, description: 'scheme://host:port' })
   @ApiOkResponse({ type: DestinationSecretsDto })

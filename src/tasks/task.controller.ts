@@ -1,5 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { notFound } from '../common/app.error.js';
@@ -18,6 +18,7 @@ export class TaskController {
 
   /** Where a task stands: running (with the callbacks done so far), finished, or superseded. */
   @Get(':id')
+  @ApiOperation({ summary: "Get a task's progress" })
   @ApiOkResponse({ type: TaskDto })
   @ApiErrors(404)
   async get(@CurrentKey() key: AuthenticatedKey, @Param('id', UuidParam) id: string): Promise<TaskDto> {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { directUrlOf } from './database.js';
+import { checkedFetch } from './openapi-validator.js';
 import { TEST_KEY, TEST_SECRETS_KEY } from './service.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -67,9 +68,9 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 30_0
   return { proc, url, output: () => out, exited, kill: (signal) => proc.kill(signal), stop };
 }
 
-/** POST/GET against a spawned service with the test key. */
+/** POST/GET against a spawned service with the test key; the answer is checked against the document it serves (test/support/openapi-validator.ts). */
 export async function call(url: string, pathname: string, init: { method?: string; json?: unknown } = {}) {
-  const res = await fetch(`${url}${pathname}`, {
+  const res = await checkedFetch(url, `${url}${pathname}`, {
     method: init.method ?? 'GET',
     headers: { authorization: `Bearer ${TEST_KEY}`, ...(init.json !== undefined && { 'content-type': 'application/json' }) },
     body: init.json !== undefined ? JSON.stringify(init.json) : undefined,

@@ -2,15 +2,20 @@ import { startService, type RunningService } from '../../src/app.factory.js';
 import { createApiClient, type ApiClient } from '../../src/client/api.client.js';
 import { loadConfig, type AppConfig } from '../../src/config/app.config.js';
 import { createTestDatabase, directUrlOf } from './database.js';
+import { checkedFetch } from './openapi-validator.js';
 
 export interface TestService extends RunningService {
   /** The admin key created at start. */
   key: string;
-  /** The generated, typed API client (src/client/), with the admin key. */
+  /** The generated, typed API client (src/client/), with the admin key. Its answers are checked against the served OpenAPI document, as `api`'s are. */
   client: ApiClient;
   /** The same client with another key, or none (`null`). */
   clientWith: (key: string | null) => ApiClient;
-  /** fetch against the API with the admin key (or `key` in init). */
+  /**
+   * fetch against the API with the admin key (or `key` in init). Every answer is checked
+   * against the served OpenAPI document (test/support/openapi-validator.ts): one that
+   * contradicts it throws, failing the test.
+   */
   api: (path: string, init?: RequestInit & { json?: unknown; key?: string | null }) => Promise<Response>;
   /** `api` then the parsed JSON body, typed loosely: for the tests of hostile and malformed requests, which the typed client would not send. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests assert on the shape at run time
@@ -51,19 +56,20 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
     },
   );
   const service = await startService(config);
+  const checked = (input: Request | string | URL, init?: RequestInit) => checkedFetch(service.url, input, init);
   const api: TestService['api'] = (path, init = {}) => {
     const { json, key, ...rest } = init;
     const headers = new Headers(rest.headers);
     if (key !== null) headers.set('authorization', `Bearer ${key ?? TEST_KEY}`);
     if (json !== undefined) headers.set('content-type', 'application/json');
-    return fetch(`${service.url}${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+    return checked(`${service.url}${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
   };
   const apiJson: TestService['apiJson'] = async (path, init) => (await api(path, init)).json();
   const dispose = async () => {
     await service.close();
     await db.drop();
   };
-  const clientWith = (key: string | null) => createApiClient({ baseUrl: service.url, ...(key !== null && { key }) });
+  const clientWith = (key: string | null) => createApiClient({ baseUrl: service.url, fetch: checked, ...(key !== null && { key }) });
   return { ...service, key: TEST_KEY, client: clientWith(TEST_KEY), clientWith, api, apiJson, stop: service.close, dropDatabase: db.drop, dispose };
 }
 
