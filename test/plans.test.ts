@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeBatches, openBatchesWithNothingLeft } from '../src/batches/batch-completion.sql.js';
 import { COUNT_PLANNER, countPending } from '../src/batches/pending.sql.js';
-import { claimFront, claimPastBlocked, type ClaimArgs } from '../src/dispatch/sql/claim.sql.js';
+import { claimFront, claimPastBlocked, DUE_AHEAD_ROWS, dueAhead, type ClaimArgs } from '../src/dispatch/sql/claim.sql.js';
 import { notableHosts } from '../src/dispatch/sql/host-limits.sql.js';
 import { nextDueAt, reapExpiredLeases } from '../src/dispatch/sql/lease.sql.js';
 import { recordOutcomes, releaseClaims } from '../src/dispatch/sql/outcome.sql.js';
@@ -222,6 +222,17 @@ describe('hot-path plans', () => {
     const open = { ...claimArgs(), skipHosts: hosts.slice(FULL_HOSTS + 1) };
     const [custom] = await explain(claimFront(open), CLAIM_PLANNER);
     expect(nodes(custom.Plan).some((n) => n['Index Name'] === 'callback_key_due_idx' && (n['Actual Rows'] ?? 0) > 0)).toBe(true);
+  });
+
+  it("should find due rows of a higher priority for a worker's hosts through callback_key_due_idx, a bounded read", async () => {
+    const runs = await explain(dueAhead(keys, hosts.slice(0, 10), 2, nowSql()), CLAIM_PLANNER);
+    check('dueAhead', runs, { uses: ['callback_key_due_idx'], boundMs: BOUND_MS.small });
+    for (const run of runs) {
+      const read = nodes(run.Plan)
+        .filter((n) => n['Index Name'] === 'callback_key_due_idx')
+        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+      expect(read, `dueAhead (${run.mode}): rows read`).toBeLessThanOrEqual(KEYS * 2 * DUE_AHEAD_ROWS);
+    }
   });
 
   it('should write outcomes back by primary key', async () => {

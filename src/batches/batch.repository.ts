@@ -93,7 +93,7 @@ export class BatchRepository {
       if (!existing) throw new Error(`batch ${batch.id} was not inserted, and no batch holds its Idempotency-Key`);
       return { inserted: false, existing };
     }
-    if (dueNow) this.due.notifyDue();
+    if (dueNow) this.due.notifyDue(highestPriority(rows));
     return { inserted: true };
   }
 
@@ -207,4 +207,11 @@ export class BatchRepository {
   callbackIds(batchId: string): Promise<Array<{ id: string; externalId: string | null }>> {
     return this.prisma.callback.findMany({ where: { batchId }, select: { id: true, externalId: true }, orderBy: { id: 'asc' } });
   }
+}
+
+/** The highest priority (smallest number) of `rows`. */
+function highestPriority(rows: NewCallback[]): number {
+  let p = Number.POSITIVE_INFINITY;
+  for (const r of rows) if (r.priority < p) p = r.priority;
+  return p === Number.POSITIVE_INFINITY ? 0 : p;
 }

@@ -11,28 +11,33 @@ import { ApiDatabase } from './api-database.js';
  * queue on Postgres's global notify lock (one fsync after another: ~100 one-callback
  * batches/s measured with `npm run bench:ingest`). A lost NOTIFY (crash between
  * commit and send, database away) only delays work until the next heartbeat.
+ *
+ * The payload is the highest priority of what came due since the last NOTIFY went
+ * (DUE_CHANNEL): a worker holding claimed rows of a lower one in memory then looks
+ * for due rows that should pass them (ProducerService).
  */
 @Injectable()
 export class DueNotifier {
   private sending?: Promise<void>;
-  private again = false;
+  /** Highest priority (smallest number) asked for since the NOTIFY under way was sent; undefined: none asked. */
+  private again?: number;
 
   constructor(
     private readonly db: ApiDatabase,
     private readonly caught: CaughtErrors,
   ) {}
 
-  notifyDue(): void {
+  /** `priority`: the highest (smallest) of what came due; 0 when unknown. */
+  notifyDue(priority = 0): void {
     if (this.sending) {
-      this.again = true;
+      this.again = Math.min(this.again ?? priority, priority);
       return;
     }
-    this.sending = this.send().finally(() => {
+    this.sending = this.send(priority).finally(() => {
       this.sending = undefined;
-      if (this.again) {
-        this.again = false;
-        this.notifyDue();
-      }
+      const again = this.again;
+      this.again = undefined;
+      if (again !== undefined) this.notifyDue(again);
     });
   }
 
@@ -41,9 +46,9 @@ export class DueNotifier {
     while (this.sending) await this.sending;
   }
 
-  private async send(): Promise<void> {
+  private async send(priority: number): Promise<void> {
     try {
-      await this.db.execute(Prisma.sql`SELECT pg_notify(${DUE_CHANNEL}, '')`);
+      await this.db.execute(Prisma.sql`SELECT pg_notify(${DUE_CHANNEL}, ${String(priority)})`);
     } catch (error) {
       this.caught.record('due_notify', error, "the workers' heartbeat finds the work (within DISPATCH_POLL_MS)");
     }

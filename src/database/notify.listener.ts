@@ -2,8 +2,18 @@ import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import pg from 'pg';
 import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
 
-/** Channel notified (once per ingest transaction, never per row) when work is due. */
+/**
+ * Channel notified (once per ingest transaction, never per row) when work is due.
+ * Its payload is the highest priority (smallest number: 0 high, 1 normal, 2 low) of
+ * what came due, or empty when unknown (any priority).
+ */
 export const DUE_CHANNEL = 'callback_due';
+
+/** A notification's priority: what its payload names, or 0 (high: any priority) when it names none. */
+export function duePriority(payload: string | undefined): number {
+  const p = Number.parseInt(payload ?? '', 10);
+  return Number.isInteger(p) && p >= 0 ? p : 0;
+}
 
 /**
  * Holds one dedicated connection in LISTEN mode (Prisma cannot LISTEN), so the
@@ -14,7 +24,7 @@ export const DUE_CHANNEL = 'callback_due';
 export class NotifyListener implements OnModuleDestroy {
   private readonly logger = new Logger(NotifyListener.name);
   private client?: pg.Client;
-  private handlers: Array<() => void> = [];
+  private handlers: Array<(priority: number) => void> = [];
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
   private retryMs = 100;
@@ -26,8 +36,8 @@ export class NotifyListener implements OnModuleDestroy {
     this.databaseUrl = target.directUrl;
   }
 
-  /** Starts listening; `handler` runs on every notification. */
-  async listen(handler: () => void): Promise<void> {
+  /** Starts listening; `handler` runs on every notification, with the priority it names (duePriority). */
+  async listen(handler: (priority: number) => void): Promise<void> {
     this.handlers.push(handler);
     if (!this.client) await this.connect();
   }
@@ -39,7 +49,7 @@ export class NotifyListener implements OnModuleDestroy {
   private async connect(): Promise<void> {
     if (this.closed) return;
     const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 5000 });
-    client.on('notification', () => this.handlers.forEach((h) => h()));
+    client.on('notification', (message) => this.handlers.forEach((h) => h(duePriority(message.payload))));
     client.on('error', (error) => this.reconnectLater(client, error));
     client.on('end', () => this.reconnectLater(client));
     try {
@@ -48,7 +58,7 @@ export class NotifyListener implements OnModuleDestroy {
       this.client = client;
       this.retryMs = 100;
       // Anything committed while we were away was missed: wake up once to look.
-      this.handlers.forEach((h) => h());
+      this.handlers.forEach((h) => h(0));
     } catch (error) {
       this.reconnectLater(client, error as Error);
     }

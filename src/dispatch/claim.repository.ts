@@ -39,6 +39,8 @@ export interface ClaimOptions {
   onClaimed?: (rows: ClaimedCallback[]) => Promise<boolean | void> | boolean | void;
   /** The time the claim runs at (tests); default the database's now(). */
   now?: Date;
+  /** Also take free slots of hosts another worker claimed within HOST_AFFINITY_MS (ClaimArgs.takeKept). */
+  takeKept?: boolean;
 }
 
 /**
@@ -75,6 +77,7 @@ export class ClaimRepository {
       defaultCap: this.config.hostMaxInFlight,
       cooldownMs: this.config.hostBreakerCooldownMs,
       affinityMs: this.config.hostAffinityMs,
+      takeKept: options.takeKept ?? false,
     };
     const front = await this.run(claims.claimFront(args));
     const goOn = front.length > 0 ? await options.onClaimed?.(front) : undefined;
@@ -89,6 +92,16 @@ export class ClaimRepository {
     const rows: ClaimedCallback[] = [];
     for (let from = 0; from < n; from += 500) rows.push(...(await this.db.query<ClaimedCallback>(claims.claimShapedRows(Math.min(500, n - from)))));
     return rows;
+  }
+
+  /**
+   * The hosts, one entry per row, of due rows of `keys` with a priority above `below`
+   * (a smaller number) bound for `hosts` (dueAhead): what should pass the claimed rows
+   * of priority `below` or lower that this worker holds for those hosts.
+   */
+  async dueAhead(keys: string[], hosts: string[], below: number, now?: Date): Promise<Array<{ host: string; priority: number }>> {
+    if (keys.length === 0 || hosts.length === 0 || below <= 0) return [];
+    return this.claimDb.query<{ host: string; priority: number }>(claims.dueAhead(keys, hosts, below, nowSql(now)));
   }
 
   /** When the next pending callback falls due, to sleep exactly until then. */

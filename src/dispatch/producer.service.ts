@@ -29,6 +29,14 @@ export type QueuedCallback = ClaimedCallback & { secrets: readonly string[] };
  *
  * Rows wait in memory at most half a lease margin: the heartbeat hands older ones
  * back (completer.release), so a row never outlives its lease here.
+ *
+ * Rows waiting here hold their hosts' slots. When rows of a higher priority come due
+ * for those hosts (a NOTIFY names the highest priority an ingest made due; the
+ * heartbeat looks too), the claim first hands back as many of the lowest waiting
+ * rows of each such host, and takes the higher ones in their places
+ * (yieldToHigher), whatever room its window has: otherwise, with several workers
+ * whose waiting rows held every slot of the hosts, 20 high callbacks waited behind
+ * the thousands of low ones claimed before them (bench/README.md).
  */
 @Injectable()
 export class ProducerService {
@@ -52,6 +60,8 @@ export class ProducerService {
   private recheckMs: number;
   /** The claim about to run was woken by a recheck. */
   private wokenByRecheck = false;
+  /** Rows of this priority or higher (a smaller number) may have come due: the next claim looks (yieldToHigher). */
+  private lookAbove?: number;
   private lastError = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -109,7 +119,10 @@ export class ProducerService {
 
   async start(): Promise<void> {
     this.heartbeat = setInterval(() => this.beat(), this.config.dispatchPollMs);
-    await this.notify.listen(() => this.wake());
+    await this.notify.listen((priority) => {
+      this.lookAbove = Math.min(this.lookAbove ?? priority, priority);
+      this.wake();
+    });
     this.wake();
   }
 
@@ -162,6 +175,7 @@ export class ProducerService {
     if (this.status.state !== 'running') return;
     const stale = this.queues.removeWaiting(Date.now() - this.config.dispatchLeaseMarginMs / 2);
     if (stale.length > 0) void this.completer.release(stale);
+    this.lookAbove = 0; // rows of any priority may have come due by time (runAt, retries)
     this.wake();
   }
 
@@ -170,19 +184,23 @@ export class ProducerService {
     try {
       do {
         this.claimAgain = false;
-        const { limit, waitForRoom } = claimLimit({
+        const yielded = this.lookAbove === undefined ? 0 : await this.yieldToHigher(this.lookAbove);
+        const room = claimLimit({
           concurrency: this.config.dispatchConcurrency,
           claimBatch: this.config.dispatchClaimBatch,
           held: this.held,
           sending: this.queues.inFlightTotal,
         });
-        this.claimWhenRoom = waitForRoom;
+        this.claimWhenRoom = room.waitForRoom;
+        const limit = Math.max(room.limit, yielded);
         if (limit === 0) break;
         const byRecheck = this.wokenByRecheck;
         this.wokenByRecheck = false;
         // Rows of the front start sending while the claim looks past it.
         const claimed = await this.claims.claimDue(this.status.owner, limit, this.config.dispatchLeaseMarginMs, this.skipHosts(), {
           onClaimed: (rows) => this.enqueue(rows),
+          // The slots just handed back, of hosts another worker may have claimed last.
+          takeKept: yielded > 0,
         });
         this.status.markHealthy();
         if (byRecheck) this.recheckMs = nextRecheckMs(this.recheckMs, claimed.length > 0, this.config.hostRecheckMs);
@@ -194,6 +212,23 @@ export class ProducerService {
     } finally {
       this.claiming = false;
     }
+  }
+
+  /**
+   * Hands back waiting rows of a lower priority than `priority` whose hosts have due
+   * rows of a higher priority than theirs (ClaimRepository.dueAhead): per host, one
+   * waiting row, the lowest first, for each such due row. Returns how many it handed
+   * back, once they are pending again (their slots free for the claim that follows).
+   */
+  private async yieldToHigher(priority: number): Promise<number> {
+    this.lookAbove = undefined;
+    const { keys, hosts, lowest } = this.queues.waitingBelow(priority);
+    if (hosts.length === 0) return 0;
+    const ahead = await this.claims.dueAhead(keys, hosts, lowest);
+    const yielded: QueuedCallback[] = [];
+    for (const row of ahead) yielded.push(...this.queues.yieldTo(row.host, row.priority, 1));
+    await this.completer.release(yielded);
+    return yielded.length;
   }
 
   /** Hosts a claim passes over: those whose slots this worker fills, and those whose breaker it is about to open. */

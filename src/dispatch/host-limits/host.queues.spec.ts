@@ -47,4 +47,22 @@ describe(HostQueues.name, () => {
     expect(q.take()?.id).toBe('new-high');
     expect(q.take()).toBeUndefined();
   });
+
+  it('should name the keys and hosts holding items below a priority, and yield those of one host, the lowest first', () => {
+    const q = new HostQueues<Row>(() => 10);
+    for (const r of [row('n1', 'a', 1, 'A'), row('l1', 'a', 2, 'A'), row('l2', 'a', 2, 'B'), row('n2', 'b', 1, 'B'), row('h1', 'c', 0, 'C')]) q.push(r);
+    expect(q.waitingBelow(0)).toEqual({ keys: ['A', 'B'], hosts: ['a', 'b'], lowest: 2 });
+    expect(q.waitingBelow(1)).toEqual({ keys: ['A', 'B'], hosts: ['a'], lowest: 2 });
+    expect(q.waitingBelow(2)).toEqual({ keys: [], hosts: [], lowest: 2 });
+
+    expect(q.yieldTo('a', 0, 2).map((r) => r.id).sort()).toEqual(['l1', 'l2']); // not n1, of a higher priority
+    expect(q.queuedFor('a')).toBe(1);
+    expect(q.yieldTo('a', 1, 5)).toEqual([]); // n1 is not below normal
+    expect(q.yieldTo('b', 0, 5).map((r) => r.id)).toEqual(['n2']);
+    expect(q.queued).toBe(2);
+    expect(q.waitingBelow(0)).toEqual({ keys: ['A'], hosts: ['a'], lowest: 1 });
+    const left: string[] = [];
+    for (let r = q.take(); r; r = q.take()) left.push(r.id);
+    expect(left.sort()).toEqual(['h1', 'n1']);
+  });
 });

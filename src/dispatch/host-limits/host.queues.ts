@@ -124,6 +124,55 @@ export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: 
     return [...hosts];
   }
 
+  /**
+   * The keys and hosts of the waiting items of a lower priority than `priority` (a
+   * larger number), and the lowest priority among them (`priority` when none).
+   */
+  waitingBelow(priority: number): { keys: string[]; hosts: string[]; lowest: number } {
+    const keys = new Set<string>();
+    const hosts = new Set<string>();
+    let lowest = priority;
+    for (const [keyId, key] of this.keys) {
+      for (const [host, q] of key.hosts) {
+        // A host's queue is in priority order: its last item is its lowest.
+        const p = q[q.length - 1].item.priority ?? 0;
+        if (p <= priority) continue;
+        hosts.add(host);
+        if (keyId !== NO_KEY) keys.add(keyId);
+        lowest = Math.max(lowest, p);
+      }
+    }
+    return { keys: [...keys], hosts: [...hosts], lowest };
+  }
+
+  /**
+   * Removes and returns up to `n` waiting items of `host` of a lower priority than
+   * `priority` (a larger number), the lowest first, so that items of `priority` can
+   * take their places.
+   */
+  yieldTo(host: string, priority: number, n: number): T[] {
+    const out: T[] = [];
+    while (out.length < n) {
+      let from: KeyQueues<T> | undefined;
+      let lowest = priority;
+      for (const key of this.keys.values()) {
+        const q = key.hosts.get(host);
+        const p = q ? (q[q.length - 1].item.priority ?? 0) : -1;
+        if (p > lowest) [from, lowest] = [key, p];
+      }
+      if (!from) break;
+      const q = from.hosts.get(host)!;
+      out.push(q.pop()!.item);
+      if (q.length === 0) dropHost(from, host, from.ring.indexOf(host));
+    }
+    if (out.length > 0) {
+      this.addWaiting(host, -out.length);
+      this.queuedCount -= out.length;
+      for (const [keyId, key] of [...this.keys]) if (key.ring.length === 0) this.dropKey(keyId, this.keyRing.indexOf(keyId));
+    }
+    return out;
+  }
+
   /** Removes and returns waiting items queued before `before` (or all). */
   removeWaiting(before = Number.POSITIVE_INFINITY): T[] {
     const out: T[] = [];

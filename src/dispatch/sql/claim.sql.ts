@@ -69,6 +69,8 @@ export interface ClaimArgs {
   cooldownMs: number;
   /** HOST_AFFINITY_MS: how long after this claim other workers leave the slots of the hosts it took rows of to `owner`. */
   affinityMs: number;
+  /** Take free slots of hosts another worker claimed within HOST_AFFINITY_MS too (slots this worker just handed back for rows of a higher priority). */
+  takeKept?: boolean;
   now: Prisma.Sql;
 }
 
@@ -333,7 +335,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM host h WHERE ${LIMITED_HOST}
     ), ${probe(a)}, kept AS MATERIALIZED (
       SELECT h.host FROM probe p JOIN host h ON h.host = p.host
-      WHERE h.claimed_by <> ${a.owner} AND h.claimed_until > ${a.now} AND h.breaker_state = ${BREAKER.closed}
+      WHERE ${!a.takeKept}::boolean AND h.claimed_by <> ${a.owner} AND h.claimed_until > ${a.now} AND h.breaker_state = ${BREAKER.closed}
     ), blocked AS MATERIALIZED (
       SELECT host FROM limits WHERE slots < 1 OR tokens < 1
       UNION ALL
@@ -384,6 +386,30 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
            receiver_id AS "receiverId"
     FROM moved WHERE NOT gone`;
 }
+
+/** Most due rows of one key and priority `dueAhead` reads. */
+export const DUE_AHEAD_ROWS = 500;
+
+/**
+ * Due pending rows of `keys` with a priority above `below` (a smaller number) whose
+ * host is one of `hosts`: the rows that should pass claimed rows of a lower priority
+ * that a worker holds in memory for those hosts (ProducerService.yieldToHigher). Per
+ * key and priority, a range of `callback_key_due_idx`, its first DUE_AHEAD_ROWS rows
+ * read: a probe or two when nothing of a higher priority is due.
+ */
+export const dueAhead = (keys: string[], hosts: string[], below: number, now: Prisma.Sql) => Prisma.sql`
+  SELECT d.host, d.priority FROM unnest(${keys}::uuid[]) AS k(id)
+  CROSS JOIN generate_series(0, ${below}::int - 1) AS p(p)
+  CROSS JOIN LATERAL (
+    SELECT r.host, r.priority FROM (
+      SELECT c.host, c.priority FROM callback c
+      WHERE c.status = ${STATUS.pending} AND NOT c.held
+        AND (c.api_key_id, c.priority, c.next_attempt_at) > (k.id, p.p::smallint, '-infinity'::timestamptz)
+        AND (c.api_key_id, c.priority, c.next_attempt_at) <= (k.id, p.p::smallint, ${now})
+      ORDER BY c.api_key_id, c.priority, c.next_attempt_at LIMIT ${DUE_AHEAD_ROWS}
+    ) r
+    WHERE r.host = ANY(${hosts}::text[])
+  ) d`;
 
 /**
  * Rows shaped as a claim returns them (the same names and types), made up: nothing
