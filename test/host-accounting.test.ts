@@ -95,7 +95,12 @@ describe(ClaimRepository.name, () => {
     const first = await ofC(claims.claimDue('w1', 100, 1000, [], at(0)));
     expect(first).toHaveLength(5);
     expect(await owners()).toEqual({ claimed_by: 'w1', in_flight: 5 });
-    expect(await outcomes.releaseClaims('w1', first.slice(0, 2).map((r) => r.id))).toBe(2);
+    expect(
+      await outcomes.releaseClaims(
+        'w1',
+        first.slice(0, 2).map((r) => r.id),
+      ),
+    ).toBe(2);
 
     // Two slots free, 5 rows due: another worker leaves them to w1 while its mark lasts, w1 takes them.
     expect(await ofC(claims.claimDue('w2', 100, 1000, [], at(50)))).toEqual([]);
@@ -104,7 +109,12 @@ describe(ClaimRepository.name, () => {
     expect(await owners()).toEqual({ claimed_by: 'w1', in_flight: 5 });
 
     // w1 stops claiming: 100 ms after its last claim, another worker takes the slots it frees.
-    expect(await outcomes.releaseClaims('w1', again.map((r) => r.id))).toBe(2);
+    expect(
+      await outcomes.releaseClaims(
+        'w1',
+        again.map((r) => r.id),
+      ),
+    ).toBe(2);
     expect(await ofC(claims.claimDue('w2', 100, 1000, [], at(150)))).toEqual([]);
     const taken = await ofC(claims.claimDue('w2', 100, 1000, [], at(161)));
     expect(taken).toHaveLength(2);
