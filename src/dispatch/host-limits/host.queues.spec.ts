@@ -55,7 +55,12 @@ describe(HostQueues.name, () => {
     expect(q.waitingBelow(1)).toEqual({ keys: ['A', 'B'], hosts: ['a'], lowest: 2 });
     expect(q.waitingBelow(2)).toEqual({ keys: [], hosts: [], lowest: 2 });
 
-    expect(q.yieldTo('a', 0, 2).map((r) => r.id).sort()).toEqual(['l1', 'l2']); // not n1, of a higher priority
+    expect(
+      q
+        .yieldTo('a', 0, 2)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(['l1', 'l2']); // not n1, of a higher priority
     expect(q.queuedFor('a')).toBe(1);
     expect(q.yieldTo('a', 1, 5)).toEqual([]); // n1 is not below normal
     expect(q.yieldTo('b', 0, 5).map((r) => r.id)).toEqual(['n2']);
