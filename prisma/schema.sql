@@ -73,6 +73,18 @@ CREATE TABLE callback (
   held boolean NOT NULL DEFAULT false
 );
 
+CREATE TABLE event (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  event_id text NOT NULL,
+  type text NOT NULL,
+  payload jsonb NOT NULL,
+  request_hash text NOT NULL,
+  batch_id uuid NOT NULL,
+  deliveries integer NOT NULL,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
 CREATE TABLE event_subscription (
   api_key_id uuid NOT NULL,
   pattern text NOT NULL,
@@ -176,6 +188,9 @@ ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
 ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
+ALTER TABLE event ADD CONSTRAINT event_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE event ADD CONSTRAINT event_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE event ADD CONSTRAINT event_pkey PRIMARY KEY (id);
 ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_pkey PRIMARY KEY (api_key_id, pattern, receiver_id);
 ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE event_type ADD CONSTRAINT event_type_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
@@ -219,6 +234,11 @@ CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX callback_receiver_open_idx ON public.callback USING btree (receiver_id, status, held) WHERE ((receiver_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
+CREATE UNIQUE INDEX event_api_key_id_event_id_key ON public.event USING btree (api_key_id, event_id);
+CREATE INDEX event_api_key_id_id_idx ON public.event USING btree (api_key_id, id);
+CREATE INDEX event_api_key_id_type_id_idx ON public.event USING btree (api_key_id, type, id);
+CREATE INDEX event_batch_id_idx ON public.event USING btree (batch_id);
+CREATE UNIQUE INDEX event_pkey ON public.event USING btree (id);
 CREATE UNIQUE INDEX event_subscription_pkey ON public.event_subscription USING btree (api_key_id, pattern, receiver_id);
 CREATE INDEX event_subscription_receiver_idx ON public.event_subscription USING btree (receiver_id);
 CREATE UNIQUE INDEX event_type_pkey ON public.event_type USING btree (api_key_id, name);

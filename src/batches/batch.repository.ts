@@ -4,6 +4,7 @@ import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { pgArray } from '../database/pg-array.js';
+import type { SqlRunner } from '../database/pg.statements.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../receivers/receiver-hold.sql.js';
@@ -65,6 +66,69 @@ const INSERT_MAX_ROWS = 5_000;
 /** A receiver id no row has (uuidv7 ids are never all zero): what the ingest stores for a receiver being deleted, for the foreign key to refuse. */
 const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
 
+/**
+ * Stores batches and all their callbacks in one statement (so one implicit
+ * transaction) and one round trip, also for 10,000 rows: the batch rows in a CTE,
+ * the callbacks with `INSERT … SELECT FROM unnest(…)` joined to it by batch id, so
+ * a batch's callbacks are only inserted when the batch was. The callback columns go
+ * as array literals built here (`pgArray`), one text parameter each. (One JSON
+ * document through `json_to_recordset` was cheaper in Node but cost Postgres
+ * 9–20 ms per 1,000 rows against 1.5 ms for `unnest`.) The foreign key check runs
+ * at the end of the statement and sees the new batch rows. With an idempotency key
+ * the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a
+ * concurrent duplicate waits for the first to commit and inserts nothing (nor do
+ * two duplicates in one statement: the second is skipped). Takes no lock but the
+ * new rows' and, for a duplicate, that unique index entry's. Answers, per batch in
+ * order, whether it was inserted. Not an interactive transaction: that cost four
+ * round trips and most of the ingest CPU. Runs past Prisma (ApiDatabase), as a
+ * hot-path statement.
+ *
+ * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT
+ * later, see receiver-hold.sql.ts). Its row is read
+ * `FOR SHARE` (`r`), so a concurrent disable or enable (which locks it, then flips
+ * `held` on its unfinished callbacks) either waits for this statement to commit and
+ * then sees its rows, or commits first and is read here as it then is. A receiver
+ * being deleted (`deleted_at` set) fails the statement on the foreign key.
+ */
+function insertBatchesStatement(items: PendingBatch[]): Prisma.Sql {
+  const batches = items.map((i) => i.batch);
+  const b = <K extends keyof NewBatch>(k: K) => batches.map((r) => r[k]);
+  const rows = items.flatMap((i) => i.rows);
+  const batchIds = items.flatMap((i) => i.rows.map(() => i.batch.id));
+  const c = (k: Exclude<keyof NewCallback, 'runAt'>) => pgArray(rows.map((r) => r[k]));
+  const runAt = pgArray(rows.map((r) => r.runAt?.toISOString() ?? null));
+  const receiverIds = [...new Set(rows.map((r) => r.receiverId).filter((id) => id !== null))];
+  return Prisma.sql`
+    WITH b AS (
+      INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total)
+      SELECT * FROM unnest(${b('id')}::uuid[], ${b('apiKeyId')}::uuid[], ${b('label')}::text[], ${b('idempotencyKey')}::text[],
+                           ${b('requestHash')}::text[], ${b('total')}::int[])
+      ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
+      RETURNING id, api_key_id
+    ), r AS MATERIALIZED (
+      SELECT id, disabled, deleted_at IS NOT NULL AS deleted FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) FOR SHARE
+    ), c AS (
+      INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
+                            max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent, receiver_id, held)
+      SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
+             u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending},
+             ${dueAt(Prisma.sql`COALESCE(u.run_at, now())`, Prisma.sql`COALESCE(r.disabled, false)`)},
+             u.priority, u.ordering_key, u.traceparent,
+             -- a receiver deleted meanwhile (its row stays until its delete task ends): no such id, so the
+             -- foreign key refuses the statement, as it does once the row is gone (BatchService answers 400)
+             CASE WHEN r.deleted THEN ${NO_RECEIVER}::uuid ELSE u.receiver_id END, COALESCE(r.disabled, false)
+      FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
+                  ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
+                  ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[],
+                  ${c('priority')}::smallint[], ${c('orderingKey')}::text[], ${c('traceparent')}::text[], ${c('receiverId')}::uuid[])
+           AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at,
+                priority, ordering_key, traceparent, receiver_id)
+      JOIN b ON b.id = u.batch_id
+      LEFT JOIN r ON r.id = u.receiver_id
+    )
+    SELECT id FROM b`;
+}
+
 @Injectable()
 export class BatchRepository {
   private readonly inserts = new StatementCoalescer<PendingBatch, boolean>((items) => this.insertBatches(items), {
@@ -97,69 +161,20 @@ export class BatchRepository {
     return { inserted: true };
   }
 
-  /**
-   * Stores batches and all their callbacks in one statement (so one implicit
-   * transaction) and one round trip, also for 10,000 rows: the batch rows in a CTE,
-   * the callbacks with `INSERT … SELECT FROM unnest(…)` joined to it by batch id, so
-   * a batch's callbacks are only inserted when the batch was. The callback columns go
-   * as array literals built here (`pgArray`), one text parameter each. (One JSON
-   * document through `json_to_recordset` was cheaper in Node but cost Postgres
-   * 9–20 ms per 1,000 rows against 1.5 ms for `unnest`.) The foreign key check runs
-   * at the end of the statement and sees the new batch rows. With an idempotency key
-   * the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a
-   * concurrent duplicate waits for the first to commit and inserts nothing (nor do
-   * two duplicates in one statement: the second is skipped). Takes no lock but the
-   * new rows' and, for a duplicate, that unique index entry's. Answers, per batch in
-   * order, whether it was inserted. Not an interactive transaction: that cost four
-   * round trips and most of the ingest CPU. Runs past Prisma (ApiDatabase), as a
-   * hot-path statement.
-   *
-   * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT
-   * later, see receiver-hold.sql.ts). Its row is read
-   * `FOR SHARE` (`r`), so a concurrent disable or enable (which locks it, then flips
-   * `held` on its unfinished callbacks) either waits for this statement to commit and
-   * then sees its rows, or commits first and is read here as it then is. A receiver
-   * being deleted (`deleted_at` set) fails the statement on the foreign key.
-   */
   private async insertBatches(items: PendingBatch[]): Promise<boolean[]> {
-    const batches = items.map((i) => i.batch);
-    const b = <K extends keyof NewBatch>(k: K) => batches.map((r) => r[k]);
-    const rows = items.flatMap((i) => i.rows);
-    const batchIds = items.flatMap((i) => i.rows.map(() => i.batch.id));
-    const c = (k: Exclude<keyof NewCallback, 'runAt'>) => pgArray(rows.map((r) => r[k]));
-    const runAt = pgArray(rows.map((r) => r.runAt?.toISOString() ?? null));
-    const receiverIds = [...new Set(rows.map((r) => r.receiverId).filter((id) => id !== null))];
-    const created = await this.db.query<{ id: string }>(Prisma.sql`
-      WITH b AS (
-        INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total)
-        SELECT * FROM unnest(${b('id')}::uuid[], ${b('apiKeyId')}::uuid[], ${b('label')}::text[], ${b('idempotencyKey')}::text[],
-                             ${b('requestHash')}::text[], ${b('total')}::int[])
-        ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
-        RETURNING id, api_key_id
-      ), r AS MATERIALIZED (
-        SELECT id, disabled, deleted_at IS NOT NULL AS deleted FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) FOR SHARE
-      ), c AS (
-        INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
-                              max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent, receiver_id, held)
-        SELECT u.id, b.id, b.api_key_id, u.external_id, u.url, u.host, u.method, u.headers::jsonb,
-               u.body, u.timeout_ms, u.max_attempts, u.retry_delays_ms::int[], ${STATUS.pending},
-               ${dueAt(Prisma.sql`COALESCE(u.run_at, now())`, Prisma.sql`COALESCE(r.disabled, false)`)},
-               u.priority, u.ordering_key, u.traceparent,
-               -- a receiver deleted meanwhile (its row stays until its delete task ends): no such id, so the
-               -- foreign key refuses the statement, as it does once the row is gone (BatchService answers 400)
-               CASE WHEN r.deleted THEN ${NO_RECEIVER}::uuid ELSE u.receiver_id END, COALESCE(r.disabled, false)
-        FROM unnest(${pgArray(batchIds)}::uuid[], ${c('id')}::uuid[], ${c('externalId')}::text[], ${c('url')}::text[],
-                    ${c('host')}::text[], ${c('method')}::text[], ${c('headers')}::text[], ${c('body')}::text[],
-                    ${c('timeoutMs')}::int[], ${c('maxAttempts')}::int[], ${c('retryDelaysMs')}::text[], ${runAt}::timestamptz[],
-                    ${c('priority')}::smallint[], ${c('orderingKey')}::text[], ${c('traceparent')}::text[], ${c('receiverId')}::uuid[])
-             AS u(batch_id, id, external_id, url, host, method, headers, body, timeout_ms, max_attempts, retry_delays_ms, run_at,
-                  priority, ordering_key, traceparent, receiver_id)
-        JOIN b ON b.id = u.batch_id
-        LEFT JOIN r ON r.id = u.receiver_id
-      )
-      SELECT id FROM b`);
+    const created = await this.db.query<{ id: string }>(insertBatchesStatement(items));
     const ids = new Set(created.map((r) => r.id));
-    return batches.map((batch) => ids.has(batch.id));
+    return items.map((i) => ids.has(i.batch.id));
+  }
+
+  /**
+   * The same statement for one batch on a transaction's connection (`tx`), not
+   * coalesced: for a caller that stores rows of its own in the same transaction (an
+   * event and its deliveries: src/events). Answers whether the batch was inserted;
+   * the caller wakes the workers after its commit (DueNotifier).
+   */
+  async insertBatchIn(tx: SqlRunner, batch: NewBatch, rows: NewCallback[]): Promise<boolean> {
+    return (await tx.query<{ id: string }>(insertBatchesStatement([{ batch, rows }]))).length === 1;
   }
 
   /** The key's pending callbacks, counted up to `atMost` (countPending, in its own transaction: COUNT_PLANNER). */

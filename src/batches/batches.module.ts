@@ -11,6 +11,6 @@ import { PendingQuota } from './pending-quota.service.js';
   imports: [CallbacksModule, ReceiversModule, SigningModule],
   controllers: [BatchController],
   providers: [BatchRepository, BatchService, PendingQuota],
-  exports: [BatchService],
+  exports: [BatchService, BatchRepository, PendingQuota],
 })
 export class BatchesModule {}

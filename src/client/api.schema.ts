@@ -436,6 +436,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List events */
+        get: operations["EventController_list"];
+        put?: never;
+        /** Publish an event to the receivers subscribed to its type */
+        post: operations["EventController_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an event with its deliveries */
+        get: operations["EventController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{id}": {
         parameters: {
             query?: never;
@@ -1243,6 +1278,87 @@ export interface components {
         DeletedEventTypeDto: {
             name: string;
             deleted: boolean;
+        };
+        PublishEventDto: {
+            /**
+             * @description An event type of your key (PUT /v1/event-types/{name})
+             * @example order.paid
+             */
+            type: string;
+            /**
+             * @description Any JSON value: what every receiver gets as the body (application/json); it must pass the type's schema
+             * @example {
+             *       "orderId": "o-42",
+             *       "amount": 1500
+             *     }
+             */
+            payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
+            /**
+             * @description Your id for the event (1-255 of letters, digits and . _ ~ : @ -). The same id with the same body answers the first event; with another body, 409. Default: one is made
+             * @example evt_2f9c1e
+             */
+            id?: string;
+            /** @description Only these receivers (by name), of those subscribed; an unknown name is a 400 */
+            receivers?: string[];
+            /** @description Per receiver: its deliveries with the same ordering key go one at a time, in the order published (stored as `<receiver>/<orderingKey>`) */
+            orderingKey?: string;
+            /**
+             * @default normal
+             * @enum {string}
+             */
+            priority?: "high" | "normal" | "low";
+        };
+        AcceptedEventDto: {
+            /** @description yours, or the one made */
+            id: string;
+            type: string;
+            /** @description callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same) */
+            deliveries: number;
+            /** @description the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them) */
+            batchId: string;
+            createdAt: string;
+        };
+        EventDto: {
+            /** @description yours, or the one made */
+            id: string;
+            type: string;
+            /** @description callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same) */
+            deliveries: number;
+            /** @description the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them) */
+            batchId: string;
+            createdAt: string;
+            /** @description what was published */
+            payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
+        };
+        EventPageDto: {
+            items: components["schemas"]["EventDto"][];
+            /** @description the next page's `cursor`; null on the last page */
+            nextCursor: string | null;
+        };
+        EventDeliveryDto: {
+            callbackId: string;
+            /** @description null once the receiver is deleted */
+            receiver: string | null;
+            /** @enum {string} */
+            status: "pending" | "in_flight" | "succeeded" | "failed" | "cancelled";
+            /** @description pending but held: its receiver is disabled */
+            held: boolean;
+            attempts: number;
+            lastStatusCode: number | null;
+            lastError: string | null;
+        };
+        EventDetailDto: {
+            /** @description yours, or the one made */
+            id: string;
+            type: string;
+            /** @description callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same) */
+            deliveries: number;
+            /** @description the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them) */
+            batchId: string;
+            createdAt: string;
+            /** @description what was published */
+            payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
+            callbacks: components["schemas"]["EventDeliveryDto"][];
         };
         LiveDto: {
             /** @enum {string} */
@@ -3753,6 +3869,247 @@ export interface operations {
             };
             /** @description unauthorized: no key, or an unknown or revoked key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    EventController_list: {
+        parameters: {
+            query?: {
+                type?: string;
+                since?: string;
+                cursor?: string;
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPageDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    EventController_publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishEventDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    /** @description `true` on a replay */
+                    "idempotent-replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AcceptedEventDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description idempotency_conflict or conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description payload_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited (`retry-after` says when to try again), or quota_exceeded: the batch would take the key past MAX_PENDING_PER_KEY pending callbacks; `details` has `{pending, maxPending, batch}`, nothing was stored */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    EventController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDetailDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,168 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { BatchService } from '../batches/batch.service.js';
+import type { NewCallback } from '../batches/batch.repository.js';
+import type { CallbackInputDto } from '../batches/dto/create-batch.dto.js';
+import { PendingQuota } from '../batches/pending-quota.service.js';
+import { AppError, notFound } from '../common/app.error.js';
+import { uuidv7 } from '../common/uuid.js';
+import { AppConfig } from '../config/app.config.js';
+import { isForeignKeyViolation } from '../database/database.errors.js';
+import type { ReceiverRow } from '../receivers/receiver.repository.js';
+import { ReceiverService } from '../receivers/receiver.service.js';
+import type { AcceptedEventDto, EventDetailDto, EventDto, EventPageDto, PublishEventDto } from './dto/event.dto.js';
+import { matchesFilter } from './event-filter.policy.js';
+import { patternsOf, typeNameProblem } from './event-type.policy.js';
+import { EventTypeRepository } from './event-type.repository.js';
+import { EventRepository, type EventRow } from './event.repository.js';
+import { PayloadSchemaCache } from './payload-schema.cache.js';
+import type { SubscriberRow } from './subscriber.sql.js';
+
+/** Headers of every delivery besides the Standard Webhooks ones: the event's id and type (webhook-id stays the delivery's own). */
+export const EVENT_ID_HEADER = 'webhook-event-id';
+export const EVENT_TYPE_HEADER = 'webhook-event-type';
+/** `GET /v1/events/{id}` shows this many deliveries; the batch's callbacks page through all. */
+const DELIVERIES_SHOWN = 1000;
+
+export interface PublishedEvent extends AcceptedEventDto {
+  /** True when the id was published before with the same body: this is that event. */
+  replayed: boolean;
+}
+
+@Injectable()
+export class EventService {
+  private readonly logger = new Logger(EventService.name);
+
+  constructor(
+    private readonly events: EventRepository,
+    private readonly types: EventTypeRepository,
+    private readonly schemas: PayloadSchemaCache,
+    private readonly receivers: ReceiverService,
+    private readonly batches: BatchService,
+    private readonly quota: PendingQuota,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Stores the event and one callback per receiver that takes it: subscribed to its
+   * type (by name or `prefix.*`), its filter passing, named in `receivers` when that
+   * is given, not deleted. Each callback is made as a batch's would be (BatchService.
+   * callbackRows: the receiver's url, settings, headers and secret), all in one
+   * transaction with the event. Nothing is stored when the type is unknown or the
+   * payload fails its schema.
+   */
+  async publishEvent(apiKeyId: string, dto: PublishEventDto, traceparent: string | null): Promise<PublishedEvent> {
+    const typeProblem = typeNameProblem(dto.type);
+    if (typeProblem) throw new AppError('validation_failed', `type: ${typeProblem}`);
+    if (dto.payload === undefined) throw new AppError('validation_failed', 'payload is required (any JSON value)');
+    const requestHash = createHash('sha256').update(JSON.stringify(dto)).digest('hex');
+    if (dto.id !== undefined) {
+      const existing = await this.events.findEvent(apiKeyId, dto.id);
+      if (existing) return replay(existing, requestHash);
+    }
+    const body = this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
+    if (dto.receivers) await this.receivers.resolve(apiKeyId, dto.receivers);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store(apiKeyId, dto, body, requestHash, traceparent);
+      } catch (error) {
+        // a subscriber deleted between the lookup and the insert (which reads it FOR SHARE): look them up again
+        if (attempt === 2 || !isForeignKeyViolation(error, 'callback_receiver_id_fkey')) throw error;
+      }
+    }
+  }
+
+  private async store(apiKeyId: string, dto: PublishEventDto, body: string, requestHash: string, traceparent: string | null): Promise<PublishedEvent> {
+    const subscribers = (await this.events.findSubscribers(apiKeyId, patternsOf(dto.type), dto.receivers)).filter(
+      (r) => r.eventFilter === null || matchesFilter(r.eventFilter, dto.payload),
+    );
+    const id = uuidv7();
+    const eventId = dto.id ?? id;
+    const rows = this.deliveryRows(subscribers, dto, eventId, body, traceparent);
+    const batch = { id: uuidv7(), apiKeyId, label: `event ${dto.type}`, idempotencyKey: null, requestHash: null, total: rows.length };
+    const event = { id, apiKeyId, eventId, type: dto.type, payload: dto.payload, requestHash, batchId: batch.id, deliveries: rows.length };
+    await this.quota.admit(apiKeyId, rows.length);
+    let createdAt: Date | null;
+    try {
+      createdAt = await this.events.insertEvent(event, batch, rows);
+    } catch (error) {
+      this.quota.notStored(apiKeyId, rows.length);
+      throw error;
+    }
+    if (!createdAt) {
+      // the same id published at the same moment: the first one stands
+      this.quota.notStored(apiKeyId, rows.length);
+      const existing = await this.events.findEvent(apiKeyId, eventId);
+      if (!existing) throw new Error(`event ${eventId} was not inserted, and no event holds its id`);
+      return replay(existing, requestHash);
+    }
+    this.logger.log({
+      msg: `event ${eventId} (${dto.type}) published: ${rows.length} deliveries`,
+      event: 'event_published',
+      eventId,
+      type: dto.type,
+      deliveries: rows.length,
+    });
+    return { id: eventId, type: dto.type, deliveries: rows.length, batchId: batch.id, createdAt: createdAt.toISOString(), replayed: false };
+  }
+
+  /** One callback per subscriber: the payload as its JSON body, the event's id and type in headers of their own. */
+  private deliveryRows(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, body: string, traceparent: string | null): NewCallback[] {
+    const callbacks: CallbackInputDto[] = subscribers.map((r) => ({
+      receiver: r.name,
+      body,
+      headers: { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type },
+      ...(dto.priority !== undefined && { priority: dto.priority }),
+      // ordering holds per receiver: one receiver's slow endpoint never holds back another's deliveries
+      ...(dto.orderingKey !== undefined && { orderingKey: `${r.name}/${dto.orderingKey}` }),
+    }));
+    const byName = new Map(subscribers.map((r) => [r.name, r as unknown as ReceiverRow]));
+    return this.batches.callbackRows(callbacks, byName, traceparent);
+  }
+
+  /** The payload as the body every delivery sends; a 400 naming the JSON path when it fails the type's schema. */
+  private checkPayload(type: string, payload: unknown, eventType: { schema: unknown } | null): string {
+    if (!eventType) throw new AppError('validation_failed', `unknown event type ${type} (create it with PUT /v1/event-types/${type})`);
+    if (eventType.schema !== null) {
+      const problem = this.schemas.problemOf(eventType.schema, payload);
+      if (problem) {
+        throw new AppError('validation_failed', `payload${problem.path ? ` at ${problem.path}` : ''} ${problem.message} (schema of ${type})`, {
+          path: problem.path,
+        });
+      }
+    }
+    const body = JSON.stringify(payload);
+    if (Buffer.byteLength(body) > this.config.maxCallbackBodyBytes) {
+      throw new AppError('payload_too_large', `payload is larger than ${this.config.maxCallbackBodyBytes} bytes (MAX_CALLBACK_BODY_BYTES)`);
+    }
+    return body;
+  }
+
+  async listEvents(apiKeyId: string, q: { type?: string; since?: Date; cursor?: string; limit: number }): Promise<EventPageDto> {
+    if (q.type !== undefined) {
+      const problem = typeNameProblem(q.type);
+      if (problem) throw new AppError('validation_failed', `type: ${problem}`);
+    }
+    const rows = await this.events.listEvents(apiKeyId, { type: q.type, since: q.since, before: q.cursor, limit: q.limit });
+    return { items: rows.map(toEventView), nextCursor: rows.length === q.limit ? rows[rows.length - 1].id : null };
+  }
+
+  async getEvent(apiKeyId: string, eventId: string): Promise<EventDetailDto> {
+    const row = await this.events.findEvent(apiKeyId, eventId);
+    if (!row) throw notFound('event');
+    const deliveries = await this.events.deliveriesOf(row.batchId, DELIVERIES_SHOWN);
+    return { ...toEventView(row), callbacks: deliveries };
+  }
+}
+
+function toEventView(r: EventRow): EventDto {
+  return { id: r.eventId, type: r.type, payload: r.payload, deliveries: r.deliveries, batchId: r.batchId, createdAt: r.createdAt.toISOString() };
+}
+
+function replay(existing: EventRow, requestHash: string): PublishedEvent {
+  if (existing.requestHash !== requestHash) {
+    throw new AppError('idempotency_conflict', `event ${existing.eventId} was published before with a different body`, { id: existing.eventId });
+  }
+  const { payload: _payload, ...accepted } = toEventView(existing);
+  return { ...accepted, replayed: true };
+}

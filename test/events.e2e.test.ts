@@ -1,0 +1,238 @@
+import type pg from 'pg';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventService } from '../src/events/event.service.js';
+import { connect } from './support/database.js';
+import { Receiver, type ReceivedRequest } from './support/receiver.js';
+import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
+
+/** What the `standardwebhooks` package (an independent implementation) says about a received request. */
+function verifies(secret: string, r: ReceivedRequest): boolean {
+  try {
+    new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const ORDER_SCHEMA = {
+  type: 'object',
+  properties: { orderId: { type: 'string' }, amount: { type: 'integer', minimum: 0 }, currency: { enum: ['EUR', 'USD'] } },
+  required: ['orderId', 'amount'],
+};
+
+describe(EventService.name, () => {
+  let service: TestService;
+  let db: pg.Client;
+  let shop: Receiver;
+  const secrets = new Map<string, string>();
+
+  beforeAll(async () => {
+    service = await startTestService({ dispatchPollMs: 200 });
+    db = await connect(service.databaseUrl);
+    shop = await Receiver.start({ host: '127.0.0.4' });
+    await Promise.all([
+      putType('order.paid', { schema: ORDER_SCHEMA }),
+      putType('order.refund.failed', {}),
+      putType('invoice.paid', {}),
+      putType('nobody.listens', {}),
+    ]);
+    // each receiver on its own path of one receiver process, each with its own secret
+    await Promise.all([
+      putReceiver('exact', { eventTypes: ['order.paid'] }),
+      putReceiver('orders-big', { eventTypes: ['order.*'], filter: { amount: { $gte: 1000 } } }),
+      putReceiver('euro-or-invoices', { eventTypes: ['invoice.*', 'order.paid'], filter: { $or: [{ currency: 'EUR' }, { invoiceId: { $exists: true } }] } }),
+      putReceiver('no-events', {}),
+    ]);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.dispose();
+    await shop?.close();
+  });
+
+  async function putType(name: string, json: Record<string, unknown>) {
+    const res = await service.api(`/v1/event-types/${name}`, { method: 'PUT', json });
+    expect(res.status).toBe(201);
+  }
+  async function putReceiver(name: string, json: Record<string, unknown>) {
+    const res = await service.api(`/v1/receivers/${name}`, { method: 'PUT', json: { url: `${shop.url}/${name}`, ...json } });
+    expect([200, 201]).toContain(res.status);
+    const body = await jsonOf(res);
+    secrets.set(name, body.secrets[0].secret);
+  }
+  const publish = (json: Record<string, unknown>) => service.api('/v1/events', { method: 'POST', json });
+  async function published(json: Record<string, unknown>): Promise<{ id: string; deliveries: number; batchId: string }> {
+    const res = await publish(json);
+    const body = await jsonOf(res);
+    expect(res.status, JSON.stringify(body)).toBe(202);
+    return body;
+  }
+  /** The receivers (by path) that got the event, once its deliveries are done. */
+  async function receiversOf(eventId: string): Promise<string[]> {
+    const detail = await waitFor(async () => {
+      const d = await service.apiJson(`/v1/events/${eventId}`);
+      return d.callbacks.every((c: { status: string }) => c.status === 'succeeded') && d;
+    });
+    const got = shop.requests.filter((r) => r.headers['webhook-event-id'] === eventId);
+    expect(got).toHaveLength(detail.deliveries);
+    return got.map((r) => r.url.slice(1)).sort();
+  }
+
+  it('should deliver one callback per subscribed receiver, each signed with its own secret only, with the event id and type in headers', async () => {
+    const payload = { orderId: 'o-1', amount: 1500, currency: 'EUR' };
+    const event = await published({ type: 'order.paid', payload, id: 'evt-1' });
+    expect(event).toMatchObject({ id: 'evt-1', deliveries: 3 });
+    expect(await receiversOf('evt-1')).toEqual(['euro-or-invoices', 'exact', 'orders-big']);
+    const got = shop.requests.filter((r) => r.headers['webhook-event-id'] === 'evt-1');
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(3); // webhook-id is each delivery's own
+    for (const r of got) {
+      const name = r.url.slice(1);
+      expect(r.headers['webhook-event-type']).toBe('order.paid');
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(JSON.parse(r.body)).toEqual(payload);
+      expect(verifies(secrets.get(name)!, r), name).toBe(true);
+      for (const [other, secret] of secrets) if (other !== name) expect(verifies(secret, r), `${name} with ${other}'s secret`).toBe(false);
+    }
+  });
+
+  it.each<[string, string, Record<string, unknown>, string[]]>([
+    ['exact and wildcard, filter passes', 'order.paid', { orderId: 'o', amount: 5000, currency: 'USD' }, ['exact', 'orders-big']],
+    ['filter fails for the wildcard', 'order.paid', { orderId: 'o', amount: 10, currency: 'USD' }, ['exact']],
+    ['$or filter passes on the first branch', 'order.paid', { orderId: 'o', amount: 10, currency: 'EUR' }, ['euro-or-invoices', 'exact']],
+    ['wildcard at depth', 'order.refund.failed', { amount: 2000 }, ['orders-big']],
+    ['wildcard at depth, filter fails', 'order.refund.failed', { amount: 999 }, []],
+    ['invoice wildcard, $exists', 'invoice.paid', { invoiceId: 'i-1' }, ['euro-or-invoices']],
+    ['invoice wildcard, $or fails', 'invoice.paid', { currency: 'USD' }, []],
+    ['nobody subscribed', 'nobody.listens', { anything: true }, []],
+  ])('should route by type and filter: %s', async (_, type, payload, expected) => {
+    const event = await published({ type, payload });
+    expect(event.deliveries).toBe(expected.length);
+    expect(await receiversOf(event.id)).toEqual(expected);
+  });
+
+  it('should refuse an unknown type or a payload failing its schema with a 400 naming the path, and store nothing', async () => {
+    const count = async () => Number((await db.query(`SELECT (SELECT count(*) FROM event) + (SELECT count(*) FROM callback) AS n`)).rows[0].n);
+    const before = await count();
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ type: 'order.shipped', payload: {} }, /unknown event type order\.shipped/],
+      [{ type: 'order.paid', payload: { amount: 5 } }, /payload must have required property 'orderId'/],
+      [{ type: 'order.paid', payload: { orderId: 'o', amount: 'five' } }, /payload at \/amount must be integer/],
+      [{ type: 'order.paid', payload: { orderId: 'o', amount: 1, currency: 'GBP' } }, /payload at \/currency must be equal to one of the allowed values/],
+      [{ type: 'order.paid' }, /payload is required/],
+      [{ type: 'Order.Paid', payload: {} }, /type: an event type name/],
+      [{ type: 'order.paid', payload: { orderId: 'o', amount: 1 }, receivers: ['exact', 'ghost'] }, /unknown receiver: ghost/],
+      [{ type: 'order.paid', payload: { orderId: 'o', amount: 1 }, id: 'has space' }, /id must be/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await publish(body);
+      const error = await jsonOf(res);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(error.message, JSON.stringify(body)).toMatch(message);
+    }
+    expect((await jsonOf(await publish({ type: 'order.paid', payload: { orderId: 'o', amount: 'x' } }))).details).toEqual({ path: '/amount' });
+    const big = await publish({ type: 'nobody.listens', payload: 'x'.repeat(300_000) });
+    expect(big.status).toBe(413);
+    expect((await jsonOf(big)).message).toMatch(/MAX_CALLBACK_BODY_BYTES/);
+    expect(await count()).toBe(before);
+  });
+
+  it('should answer a replay of an id with the first event, and a 409 for another body', async () => {
+    const body = { type: 'order.paid', payload: { orderId: 'o-9', amount: 1 }, id: 'evt-replayed' };
+    const first = await published(body);
+    const again = await publish(body);
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await jsonOf(again)).toEqual(first);
+    // at the same moment: one event, one set of deliveries
+    const racing = await Promise.all([1, 2, 3].map(() => publish({ ...body, id: 'evt-raced' })));
+    const answers = await Promise.all(racing.map(jsonOf));
+    expect(new Set(answers.map((a) => a.batchId)).size).toBe(1);
+    const conflict = await publish({ ...body, payload: { orderId: 'o-9', amount: 2 } });
+    expect(conflict.status).toBe(409);
+    expect((await jsonOf(conflict)).code).toBe('idempotency_conflict');
+    const stored = await db.query(`SELECT event_id, deliveries FROM event WHERE event_id IN ('evt-replayed', 'evt-raced')`);
+    expect(stored.rows).toHaveLength(2);
+    const callbacks = await db.query(
+      `SELECT count(*)::int AS n FROM callback c JOIN event e ON e.batch_id = c.batch_id WHERE e.event_id IN ('evt-replayed', 'evt-raced')`,
+    );
+    expect(callbacks.rows[0].n).toBe(2); // "exact" only (amount 1, no currency), once per event
+  });
+
+  it('should send only to the receivers named, and keep ordering per receiver', async () => {
+    const event = await published({
+      type: 'order.paid',
+      payload: { orderId: 'o', amount: 5000, currency: 'EUR' },
+      receivers: ['exact', 'no-events'],
+      orderingKey: 'o-7',
+    });
+    expect(await receiversOf(event.id)).toEqual(['exact']);
+    const { rows } = await db.query(`SELECT ordering_key FROM callback WHERE batch_id = $1`, [event.batchId]);
+    expect(rows).toEqual([{ ordering_key: 'exact/o-7' }]);
+  });
+
+  it("should hold a receiver's deliveries when it is disabled during the fan-out, and send them once enabled", async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `fan-${i}`);
+    await Promise.all(names.map((n) => putReceiver(n, { eventTypes: ['invoice.*'] })));
+    const disabling = service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: true } });
+    const event = await published({ type: 'invoice.paid', payload: { total: 1 } });
+    expect((await disabling).status).toBe(200);
+    expect(event.deliveries).toBe(40);
+    // every other receiver gets it; fan-7's is held, whichever of the two committed first
+    await waitFor(
+      async () => (await service.apiJson(`/v1/events/${event.id}`)).callbacks.filter((c: { status: string }) => c.status === 'succeeded').length === 39,
+    );
+    const detail = await service.apiJson(`/v1/events/${event.id}`);
+    expect(detail.callbacks.find((c: { receiver: string }) => c.receiver === 'fan-7')).toMatchObject({ status: 'pending', held: true, attempts: 0 });
+    expect(shop.requests.filter((r) => r.url === '/fan-7')).toEqual([]);
+    expect((await service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: false } })).status).toBe(200);
+    await waitFor(() => shop.requests.some((r) => r.url === '/fan-7' && r.headers['webhook-event-id'] === event.id));
+  });
+
+  it('should publish without a subscriber deleted while the deliveries were being stored (looked up again)', async () => {
+    await putType('victim.test', {});
+    await Promise.all([putReceiver('victim', { eventTypes: ['victim.test'] }), putReceiver('survivor', { eventTypes: ['victim.test'] })]);
+    // a delete under way: the receiver row locked and marked deleted, not committed yet
+    const deleting = await connect(service.databaseUrl);
+    try {
+      await deleting.query('BEGIN');
+      await deleting.query(`UPDATE receiver SET deleted_at = now(), name = '/deleted/' || id WHERE name = 'victim'`);
+      const publishing = publish({ type: 'victim.test', payload: { n: 1 } });
+      // the insert of the deliveries waits for the receiver's row (FOR SHARE), after the lookup found it
+      await waitFor(async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'`)).rowCount);
+      await deleting.query('COMMIT');
+      const res = await publishing;
+      const body = await jsonOf(res);
+      expect(res.status, JSON.stringify(body)).toBe(202);
+      expect(body.deliveries).toBe(1);
+      expect(await receiversOf(body.id)).toEqual(['survivor']);
+    } finally {
+      await deleting.end();
+    }
+  });
+
+  it('should list events newest first by type and since, paged, and show one with its deliveries and their last errors', async () => {
+    await putReceiver('broken', { eventTypes: ['nobody.listens'], maxAttempts: 1 });
+    await service.api('/v1/receivers/broken', { method: 'PUT', json: { url: `${shop.url}/broken?code=500` } });
+    const since = new Date().toISOString();
+    const a = await published({ type: 'nobody.listens', payload: 1 });
+    const b = await published({ type: 'nobody.listens', payload: [2] });
+    await published({ type: 'invoice.paid', payload: { n: 3 } });
+    const page = await service.apiJson(`/v1/events?type=nobody.listens&since=${encodeURIComponent(since)}&limit=1`);
+    expect(page.items.map((e: { id: string }) => e.id)).toEqual([b.id]);
+    expect(page.items[0]).toMatchObject({ type: 'nobody.listens', payload: [2], deliveries: 1 });
+    const next = await service.apiJson(`/v1/events?type=nobody.listens&since=${encodeURIComponent(since)}&limit=1&cursor=${page.nextCursor}`);
+    expect(next.items.map((e: { id: string }) => e.id)).toEqual([a.id]);
+    expect((await service.apiJson(`/v1/events?since=${encodeURIComponent(since)}`)).items).toHaveLength(3);
+
+    const failed = await waitFor(async () => {
+      const d = await service.apiJson(`/v1/events/${a.id}`);
+      return d.callbacks[0]?.status === 'failed' && d;
+    });
+    expect(failed).toMatchObject({ id: a.id, payload: 1, deliveries: 1 });
+    expect(failed.callbacks[0]).toMatchObject({ receiver: 'broken', attempts: 1, lastStatusCode: 500, held: false });
+    expect((await service.api('/v1/events/no-such-event')).status).toBe(404);
+    expect((await service.api('/v1/events?type=Bad.Type')).status).toBe(400);
+  });
+});
