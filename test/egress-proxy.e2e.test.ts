@@ -11,6 +11,7 @@ import { buildProxiedConnector } from '../src/dispatch/transport/proxy.connector
 import { createTestDatabase } from './support/database.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
 import { waitFor } from './support/service.js';
+import { checkedFetch } from './support/openapi-validator.js';
 
 const PROXY_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support/forward-proxy.mjs');
 const KEY = 'cbk_egress_proxy_test_key_0123456789';
@@ -72,7 +73,7 @@ describe(buildProxiedConnector.name, () => {
   const cleanups: Array<() => Promise<unknown>> = [];
 
   const api = (svc: ServiceProcess, p: string, json?: unknown) =>
-    fetch(`${svc.url}${p}`, {
+    checkedFetch(svc.url, `${svc.url}${p}`, {
       method: json === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: json === undefined ? undefined : JSON.stringify(json),

@@ -4,6 +4,7 @@ import { createTestDatabase } from './support/database.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
 import { waitFor } from './support/service.js';
+import { checkedFetch } from './support/openapi-validator.js';
 
 const KEY = 'cbk_logging_test_bootstrap_key_987654321';
 type Line = Record<string, unknown> & { msg?: string; requestId?: string; level?: string };
@@ -21,7 +22,7 @@ describe(`${AppLogger.name} in the running service`, () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Line);
   const api = (path: string, init: RequestInit = {}) =>
-    fetch(`${url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers } });
+    checkedFetch(url, `${url}${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers } });
 
   beforeAll(async () => {
     db = await createTestDatabase();

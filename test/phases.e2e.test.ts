@@ -10,6 +10,7 @@ import { spawnService, type ServiceProcess } from './support/process.js';
 import { createTestDatabase } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
+import { checkedFetch } from './support/openapi-validator.js';
 
 type Phases = { dnsMs: number | null; connectMs: number | null; tlsMs: number | null; firstByteMs: number | null };
 type Attempt = { durationMs: number; statusCode: number | null; outcome: string; phases: Phases };
@@ -84,7 +85,7 @@ describe(`${HttpTransport.name} TLS phase`, () => {
   let url = '';
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   const api = (p: string, init: RequestInit & { json?: unknown } = {}) =>
-    fetch(`${url}${p}`, {
+    checkedFetch(url, `${url}${p}`, {
       ...init,
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: init.json === undefined ? undefined : JSON.stringify(init.json),

@@ -7,6 +7,7 @@ import { connect, createTestDatabase } from './support/database.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor } from './support/service.js';
+import { checkedFetch } from './support/openapi-validator.js';
 
 const KEY = 'cbk_tracing_test_key_0123456789abcd';
 const SERVER = 2;
@@ -73,7 +74,7 @@ describe(traceAttempt.name, () => {
   });
 
   const api = (svc: ServiceProcess, p: string, init: { json?: unknown; headers?: Record<string, string> } = {}) =>
-    fetch(`${svc.url}${p}`, {
+    checkedFetch(svc.url, `${svc.url}${p}`, {
       method: init.json === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers },
       body: init.json === undefined ? undefined : JSON.stringify(init.json),
