@@ -83,7 +83,7 @@ describe(ClaimRepository.name, () => {
     expect(await claims.claimDue('w', 100, 1000, [])).toEqual([]);
   });
 
-  it("should leave a host's freed slots to the worker that claimed its rows last for HOST_AFFINITY_MS (100 ms), then to any worker", async () => {
+  it("should leave a host's freed slots to the worker whose claim took its last free slots for HOST_AFFINITY_MS (100 ms), then to any worker", async () => {
     const C = 'http://127.0.0.3:9';
     await batch(Array(8).fill(`${C}/affinity`));
     const t0 = new Date(Date.now() + 1000); // the rows are due; every claim's time is set, none waits
@@ -120,5 +120,14 @@ describe(ClaimRepository.name, () => {
     expect(taken).toHaveLength(2);
     expect(await owners()).toEqual({ claimed_by: 'w2', in_flight: 5 });
     expect(await counts()).toMatchObject({ [C]: [5, 5] });
+
+    // A claim that leaves a host room marks nothing: another worker claims there at once.
+    const D = 'http://127.0.0.4:9';
+    await batch(Array(2).fill(`${D}/room`));
+    const ofD = async (claimed: Promise<Array<{ id: string; host: string }>>) => (await claimed).filter((r) => r.host === D);
+    expect(await ofD(claims.claimDue('w1', 100, 1000, [], at(200)))).toHaveLength(2);
+    await batch(Array(2).fill(`${D}/room`));
+    expect(await ofD(claims.claimDue('w2', 100, 1000, [], at(210)))).toHaveLength(2);
+    expect((await db.query('SELECT claimed_by FROM host WHERE host = $1', [D])).rows[0].claimed_by).toBeNull();
   });
 });

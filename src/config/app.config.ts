@@ -42,7 +42,7 @@ export class AppConfig {
   @IsInt() @Min(10) hostBreakerCooldownMs = 30_000;
   /** HOST_RECHECK_MS: when due callbacks wait only for busy, paused or rate-limited hosts, look again after this (50 ms), backing off while looks take nothing (nextRecheckMs). */
   @IsInt() @Min(1) @Max(10000) hostRecheckMs = 50;
-  /** HOST_AFFINITY_MS: after a worker claims a host's rows, how long the other workers leave that host's freed slots to it (100 ms; 0: never), so workers at one host's cap do not hand its slots back and forth. */
+  /** HOST_AFFINITY_MS: after a worker's claim took a host's last free slots, how long the other workers leave that host's freed slots to it (100 ms; 0: never), so workers at one host's cap do not hand its slots back and forth. */
   @IsInt() @Min(0) @Max(10000) hostAffinityMs = 100;
   /** DISPATCH_CLAIM_BATCH: most rows one claim statement takes (500); claims ramp up to it (claim.policy.ts). */
   @IsInt() @Min(1) @Max(10000) dispatchClaimBatch = 500;

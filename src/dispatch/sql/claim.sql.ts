@@ -312,15 +312,18 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  * - `moved`: leases them. Rows whose URL answered 410 Gone to their key are failed
  *   here instead, without a call (`endpoint_gone`); other keys' rows to it go out.
  * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe,
- *   and marks the hosts as claimed by `owner` for HOST_AFFINITY_MS: until then the
- *   other workers' claims count them blocked while they have calls in flight, so the
- *   slots the owner's write-backs free go back to the owner, which claims again after
+ *   and marks the hosts whose every free slot this claim took as claimed by `owner`
+ *   for HOST_AFFINITY_MS: until then the other workers' claims count them blocked, so
+ *   the slots the owner's write-backs free go back to the owner, which claims again after
  *   each write-back (every WRITEBACK_INTERVAL_MS at most) and so keeps the mark while
  *   it has work for the host. Without it, three workers at one host's cap handed its
  *   slots back and forth (one run: 3,260 / 1,520 / 5,220 rows claimed), each claim a
- *   few rows, and moved 0.82–0.87x what one worker did (bench/README.md). The mark
- *   holds while nothing is in flight too (a write-back of all the owner's calls
- *   leaves none, and its next claim follows), but not for a breaker's probe. A worker
+ *   few rows, and moved 0.82–0.87x what one worker did (bench/README.md). Only a host
+ *   whose slots are the scarce part is marked: a claim that leaves a host room (its
+ *   rows spread over many hosts, each below its cap) leaves the others free to claim
+ *   there, so workers sharing many hosts do not wait on each other. The mark holds
+ *   while nothing is in flight too (a write-back of all the owner's calls leaves
+ *   none, and its next claim follows), but not for a breaker's probe. A worker
  *   that stops claiming the host (gone, or its window full of other hosts' calls)
  *   leaves it to the others HOST_AFFINITY_MS later. A preference, not a lock: a
  *   claim already past `blocked` takes the slots it finds under the host lock, and
@@ -375,8 +378,9 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
           breaker_state = CASE WHEN hs.breaker_state = ${BREAKER.closed} THEN ${BREAKER.closed} ELSE ${BREAKER.half_open} END,
           open_until = CASE WHEN hs.breaker_state = ${BREAKER.closed} THEN h.open_until
                             ELSE ${a.now} + ${a.cooldownMs}::int * interval '1 millisecond' END,
-          claimed_by = ${a.owner},
-          claimed_until = ${a.now} + ${a.affinityMs}::int * interval '1 millisecond'
+          -- the mark only when this claim took every free slot: see the comment above
+          claimed_by = CASE WHEN m.n >= hs.slots THEN ${a.owner} ELSE h.claimed_by END,
+          claimed_until = CASE WHEN m.n >= hs.slots THEN ${a.now} + ${a.affinityMs}::int * interval '1 millisecond' ELSE h.claimed_until END
       FROM (SELECT host, count(*) AS n FROM moved WHERE NOT gone GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
