@@ -81,7 +81,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
     bodyLimit: config.maxRequestBytes,
     // Receiver and event type names are up to 128 characters (fastify's default, 100, answered 414 to longer ones),
     // percent-encoded up to three times as long.
-    maxParamLength: 400,
+    routerOptions: { maxParamLength: 400 },
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();

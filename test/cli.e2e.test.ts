@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver } from './support/receiver.js';
-import { startTestService, TEST_KEY, type TestService } from './support/service.js';
+import { startTestService, TEST_KEY, waitFor, type TestService } from './support/service.js';
 
 /** The `callbacks` bin as package.json declares it (built by `npm run build`, which `npm test` runs first). */
 const BIN = (JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> }).bin.callbacks;
@@ -212,5 +212,30 @@ describe('callbacks CLI', () => {
     expect(gone.stderr).toMatch(/receiver not found/);
     expect((await cli(['receivers', 'put'])).code).toBe(2);
     expect((await cli(['receivers', 'put', 'x', '--disable', '--enable'])).code).toBe(2);
+  });
+
+  it('should put and list event types, and send an event to the receivers subscribed', async () => {
+    const schema = await batchFile('schema.json', { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] });
+    const put = await cli(['event-types', 'put', 'order.paid', '--schema', schema, '--description', 'an order was paid']);
+    expect(put.stderr).toBe('');
+    expect(put.stdout.trim()).toBe('order.paid: payloads checked against its schema');
+    expect((await cli(['event-types', 'put', 'order.old', '--deprecated'])).stdout.trim()).toBe('order.old (deprecated): any payload');
+    const list = await cli(['event-types', 'list']);
+    expect(list.stdout).toMatch(/order\.old\s+no\s+yes/);
+    expect(list.stdout).toMatch(/order\.paid\s+yes\s+an order was paid/);
+
+    const subscribed = await batchFile('subscribed.json', { eventTypes: ['order.*'] });
+    expect((await cli(['receivers', 'put', 'shop-7', '--endpoint', `${receiver.url}/shop-7`, '--file', subscribed])).code).toBe(0);
+    const sent = await cli(['events', 'send', 'order.paid', await batchFile('payload.json', { amount: 42 }), '--id', 'evt-cli-1']);
+    expect(sent.code).toBe(0);
+    expect(sent.stdout.trim()).toBe('evt-cli-1');
+    expect(sent.stderr).toMatch(/^order\.paid: 1 delivery \(batch [0-9a-f-]{36}\)$/m);
+    await waitFor(() => receiver.requests.some((r) => r.url === '/shop-7' && r.headers['webhook-event-id'] === 'evt-cli-1'));
+
+    const refused = await cli(['events', 'send', 'order.paid', await batchFile('bad-payload.json', { amount: 'x' })]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/payload at \/amount must be integer/);
+    expect((await cli(['events', 'send', 'order.paid'])).code).toBe(2);
+    expect((await cli(['event-types', 'put'])).code).toBe(2);
   });
 });

@@ -22,6 +22,12 @@ commands:
                                     settings, secrets, figures (pending, held, outcomes, latency)
   receivers rotate <name>           a new secret; the old one keeps signing for 24 h
   receivers delete <name>           delete it; its pending callbacks are cancelled
+  events send <type> <payload.json|-> [--id ID]
+                                    publish an event to the receivers subscribed to its type;
+                                    prints its id (and its deliveries on stderr)
+  event-types put <name> [--description TEXT] [--schema schema.json] [--deprecated]
+                                    create or update an event type (--schema: its JSON Schema)
+  event-types list                  the key's event types
   secrets new-key                   print a new SECRETS_KEY (made here; changes nothing)
   secrets keys                      which keys the stored signing secrets are sealed under (admin)
   secrets rotate-key                re-encrypt every signing secret under the service's SECRETS_KEY,
@@ -51,6 +57,12 @@ export interface CliArgs {
   /** --since was given (else each command's own default). */
   sinceSet: boolean;
   help: boolean;
+  /** events send --id: the event's own id. */
+  eventId?: string;
+  /** event-types put --schema: the file holding the type's JSON Schema. */
+  schemaFile?: string;
+  /** event-types put --deprecated. */
+  deprecated: boolean;
   /** receivers put: the settings flags given. */
   receiver: {
     url?: string;
@@ -101,6 +113,9 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         disable: { type: 'boolean' },
         enable: { type: 'boolean' },
         file: { type: 'string' },
+        id: { type: 'string' },
+        schema: { type: 'string' },
+        deprecated: { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -143,5 +158,8 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     bucket: v.bucket,
     sinceMs: parseDuration(v.since ?? '1h'),
     help: v.help ?? false,
+    eventId: v.id,
+    schemaFile: v.schema,
+    deprecated: v.deprecated ?? false,
   };
 }
