@@ -6,6 +6,7 @@ import { backlogScenario } from './backlog.bench.mjs';
 import { claimScenario } from './claim.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
 import { fairnessScenario } from './fairness.bench.mjs';
+import { fanoutScenario } from './fanout.bench.mjs';
 import { flatScenario } from './flat.bench.mjs';
 import { hostCapScenario } from './host-cap.bench.mjs';
 import { ingestScenario } from './ingest.bench.mjs';
@@ -25,6 +26,7 @@ await main(async (server) => [
   ...(await fairnessScenario(server)),
   ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
   ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),
+  ...(await fanoutScenario(await freshDatabase(server, 'bench_fanout'))),
   ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),
   ...(await statusScenario(server)),
   ...(await flatScenario(server)),
