@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventService } from '../src/events/event.service.js';
+import { RetentionService } from '../src/retention/retention.service.js';
 import { connect } from './support/database.js';
 import { Receiver, type ReceivedRequest } from './support/receiver.js';
 import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
@@ -210,6 +211,19 @@ describe(EventService.name, () => {
     } finally {
       await deleting.end();
     }
+  });
+
+  it('should purge an event with its batch when retention purges the batch, and keep the others', async () => {
+    const old = await published({ type: 'order.paid', payload: { orderId: 'o-old', amount: 1 } });
+    const kept = await published({ type: 'order.paid', payload: { orderId: 'o-new', amount: 1 } });
+    await receiversOf(old.id);
+    await receiversOf(kept.id);
+    // finished long before RETENTION_HOURS
+    await db.query(`UPDATE callback SET completed_at = now() - interval '1000 days' WHERE batch_id = $1`, [old.batchId]);
+    await db.query(`UPDATE batch SET completed_at = now() - interval '1000 days' WHERE id = $1`, [old.batchId]);
+    await service.app.get(RetentionService).purge();
+    expect((await service.api(`/v1/events/${old.id}`)).status).toBe(404);
+    expect((await service.apiJson(`/v1/events/${kept.id}`)).callbacks).toHaveLength(1);
   });
 
   it('should list events newest first by type and since, paged, and show one with its deliveries and their last errors', async () => {
