@@ -157,7 +157,11 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
         'callbacks/s',
         { baseline: m(worst.runs, 'best'), target: 2.5 * m(worst.runs, 'best') },
       ),
-      ...shapeRows(whole, 'whole job: first POST of 10,000 (peers: first insert of 1,000) to the last stored result, worker running and warm', size),
+      ...shapeRows(
+        whole,
+        'whole job: first POST (10,000 a batch; peers: first insert, 1,000 a statement) to the last stored result, worker running and warm',
+        size,
+      ),
       ...shapeRows(drains, 'drain only: rows stored first, worker started after, first request to the last stored result', size),
       row('  drain only: graphile-worker 0.17 + axios (its rate; baseline: bare undici window, no database)', m(drains, 'graphile'), 'callbacks/s', {
         baseline: median(bare),
