@@ -70,7 +70,8 @@ CREATE TABLE callback (
   ordering_key text,
   traceparent text,
   receiver_id uuid,
-  held boolean NOT NULL DEFAULT false
+  held boolean NOT NULL DEFAULT false,
+  recovery_id uuid
 );
 
 CREATE TABLE event (
@@ -150,6 +151,19 @@ CREATE TABLE receiver (
   event_filter jsonb
 );
 
+CREATE TABLE recovery (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  receiver_id uuid,
+  host text,
+  batch_id uuid,
+  statuses text[] NOT NULL,
+  since timestamp(3) with time zone,
+  until timestamp(3) with time zone NOT NULL,
+  priority smallint NOT NULL,
+  matched integer NOT NULL
+);
+
 CREATE TABLE signing_secret (
   id uuid NOT NULL,
   api_key_id uuid NOT NULL,
@@ -202,14 +216,19 @@ ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
 ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_check CHECK ((disabled = (disabled_at IS NOT NULL)));
 ALTER TABLE receiver ADD CONSTRAINT receiver_pkey PRIMARY KEY (id);
+ALTER TABLE recovery ADD CONSTRAINT recovery_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE recovery ADD CONSTRAINT recovery_id_fkey FOREIGN KEY (id) REFERENCES task(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE recovery ADD CONSTRAINT recovery_pkey PRIMARY KEY (id);
+ALTER TABLE recovery ADD CONSTRAINT recovery_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
+ALTER TABLE recovery ADD CONSTRAINT recovery_statuses_check CHECK (((cardinality(statuses) >= 1) AND (statuses <@ ARRAY['failed'::text, 'cancelled'::text])));
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_owner_check CHECK ((num_nonnulls(receiver_id, destination) = 1));
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_pkey PRIMARY KEY (id);
 ALTER TABLE signing_secret ADD CONSTRAINT signing_secret_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE task ADD CONSTRAINT task_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
-ALTER TABLE task ADD CONSTRAINT task_kind_check CHECK ((kind = ANY (ARRAY['receiver.disable'::text, 'receiver.enable'::text, 'receiver.delete'::text, 'batch.retry'::text])));
+ALTER TABLE task ADD CONSTRAINT task_kind_check CHECK ((kind = ANY (ARRAY['receiver.disable'::text, 'receiver.enable'::text, 'receiver.delete'::text, 'batch.retry'::text, 'recovery'::text])));
 ALTER TABLE task ADD CONSTRAINT task_pkey PRIMARY KEY (id);
-ALTER TABLE task ADD CONSTRAINT task_status_check CHECK ((status = ANY (ARRAY['running'::text, 'finished'::text, 'superseded'::text])));
+ALTER TABLE task ADD CONSTRAINT task_status_check CHECK ((status = ANY (ARRAY['running'::text, 'finished'::text, 'superseded'::text, 'cancelled'::text])));
 
 CREATE UNIQUE INDEX api_key_hash_key ON public.api_key USING btree (hash);
 CREATE UNIQUE INDEX api_key_pkey ON public.api_key USING btree (id);
@@ -233,6 +252,7 @@ CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, nex
 CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
 CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX callback_receiver_open_idx ON public.callback USING btree (receiver_id, status, held) WHERE ((receiver_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
+CREATE INDEX callback_recovery_idx ON public.callback USING btree (recovery_id, status) WHERE (recovery_id IS NOT NULL);
 CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
 CREATE UNIQUE INDEX event_api_key_id_event_id_key ON public.event USING btree (api_key_id, event_id);
 CREATE INDEX event_api_key_id_id_idx ON public.event USING btree (api_key_id, id);
@@ -249,6 +269,7 @@ CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
 CREATE UNIQUE INDEX receiver_api_key_id_name_key ON public.receiver USING btree (api_key_id, name);
 CREATE INDEX receiver_failing_idx ON public.receiver USING btree (failing_since) WHERE ((failing_since IS NOT NULL) AND (NOT disabled));
 CREATE UNIQUE INDEX receiver_pkey ON public.receiver USING btree (id);
+CREATE UNIQUE INDEX recovery_pkey ON public.recovery USING btree (id);
 CREATE UNIQUE INDEX signing_secret_destination_current_key ON public.signing_secret USING btree (api_key_id, destination) WHERE ((expires_at IS NULL) AND (destination IS NOT NULL));
 CREATE INDEX signing_secret_destination_idx ON public.signing_secret USING btree (api_key_id, destination) WHERE (destination IS NOT NULL);
 CREATE INDEX signing_secret_expires_idx ON public.signing_secret USING btree (expires_at) WHERE (expires_at IS NOT NULL);

@@ -17,6 +17,7 @@ import { HostsModule } from './hosts/hosts.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { ReceiversModule } from './receivers/receivers.module.js';
+import { RecoveriesModule } from './recoveries/recoveries.module.js';
 import { KeyringModule } from './signing/keyring.module.js';
 import type { SecretKeyring } from './signing/secret-keyring.js';
 import { SigningModule } from './signing/signing.module.js';
@@ -42,6 +43,7 @@ export class AppModule {
         ReceiversModule,
         EventsModule,
         TasksModule,
+        RecoveriesModule,
         DispatchModule,
         HealthModule,
         MetricsModule,

@@ -37,6 +37,7 @@ export const openBatchesWithNothingLeft = (limit: number) => Prisma.sql`
   ORDER BY b.created_at
   LIMIT ${limit}`;
 
-/** Clears the stamp of batches that got work again (a retry). */
-export const reopenBatches = (batchIds: string[]) => Prisma.sql`
-  UPDATE batch SET completed_at = NULL WHERE id = ANY(${batchIds}::uuid[]) AND completed_at IS NOT NULL`;
+/** Clears the stamp of batches that got work again (a retry, a recovery): their ids, or an SQL uuid[] of them. */
+export const reopenBatches = (batchIds: string[] | Prisma.Sql) => Prisma.sql`
+  UPDATE batch SET completed_at = NULL
+  WHERE id = ANY(${Array.isArray(batchIds) ? Prisma.sql`${batchIds}::uuid[]` : batchIds}) AND completed_at IS NOT NULL`;

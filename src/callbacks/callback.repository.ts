@@ -8,7 +8,7 @@ import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { hostRoom } from '../hosts/host-room.sql.js';
-import { dueAt, receiverDisabled } from '../receivers/receiver-hold.sql.js';
+import { REQUEUE_COLUMNS } from './requeue.sql.js';
 
 /** Whether the callback's receiver (if any) is disabled, inside an UPDATE of callback. */
 
@@ -236,10 +236,7 @@ export class CallbackRepository {
     const retried = await this.db.transaction(async (tx) => {
       const rows = await tx.query<{ batch_id: string }>(Prisma.sql`
         UPDATE callback
-        SET status = ${STATUS.pending}, next_attempt_at = ${dueAt(Prisma.sql`now()`, receiverDisabled)}, completed_at = NULL,
-            max_attempts = GREATEST(max_attempts, attempts + 1),
-            -- pending again: held while its receiver is disabled
-            held = ${receiverDisabled}
+        SET ${REQUEUE_COLUMNS}
         WHERE api_key_id = ${apiKeyId}::uuid AND status = ANY(${statuses}::text[]) AND id = ANY(${ids}::uuid[])
         RETURNING batch_id`);
       if (rows.length > 0) await tx.execute(reopenBatches([...new Set(rows.map((r) => r.batch_id))]));

@@ -488,6 +488,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/recoveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a recovery: send failed callbacks again */
+        post: operations["RecoveryController_start"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/recoveries/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Count what a recovery would send again */
+        post: operations["RecoveryController_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/recoveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a recovery's progress */
+        get: operations["RecoveryController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/recoveries/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a running recovery */
+        post: operations["RecoveryController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -797,12 +865,12 @@ export interface components {
             /** Format: uuid */
             id: string;
             /** @enum {string} */
-            kind: "receiver.disable" | "receiver.enable" | "receiver.delete" | "batch.retry";
+            kind: "receiver.disable" | "receiver.enable" | "receiver.delete" | "batch.retry" | "recovery";
             /**
-             * @description superseded: a later disable, enable or delete of the same receiver took over
+             * @description superseded: a later disable, enable or delete of the same receiver took over; cancelled: a recovery stopped
              * @enum {string}
              */
-            status: "running" | "finished" | "superseded";
+            status: "running" | "finished" | "superseded" | "cancelled";
             /** @description the receiver it works on (null once deleted) */
             receiver: string | null;
             /** Format: uuid */
@@ -1359,6 +1427,100 @@ export interface components {
             /** @description what was published */
             payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
             callbacks: components["schemas"]["EventDeliveryDto"][];
+        };
+        CreateRecoveryDto: {
+            /**
+             * @description Only callbacks of this receiver of your key (400 when there is none)
+             * @example merchant-42
+             */
+            receiver?: string;
+            /**
+             * @description Only callbacks to this destination, scheme://host[:port]
+             * @example https://shop.example:443
+             */
+            host?: string;
+            /**
+             * Format: uuid
+             * @description Only callbacks of this batch of your key (400 when there is none)
+             */
+            batch?: string;
+            /**
+             * @description Only the deliveries of this event of your key: its id, or the id you gave it (400 when there is none)
+             * @example evt_123
+             */
+            event?: string;
+            /**
+             * @description Which finished callbacks to send again
+             * @default [
+             *       "failed"
+             *     ]
+             */
+            status?: ("failed" | "cancelled")[];
+            /**
+             * Format: date-time
+             * @description Only callbacks accepted at or after this time; required (with at most 31 days to until) when no receiver, host, batch or event is given
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description Only callbacks accepted before this time (default: now)
+             */
+            until?: string;
+            /**
+             * @description The priority the recovered callbacks go at, so a large replay does not push live traffic aside
+             * @default low
+             * @enum {string}
+             */
+            priority?: "high" | "normal" | "low";
+        };
+        RecoveryDto: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description running: still requeueing; done: all matching callbacks requeued; cancelled: stopped before that
+             * @enum {string}
+             */
+            state: "running" | "done" | "cancelled";
+            /** @description the receiver it is limited to (null: any, or deleted since) */
+            receiver: string | null;
+            host: string | null;
+            /** Format: uuid */
+            batchId: string | null;
+            status: ("failed" | "cancelled")[];
+            /** Format: date-time */
+            since: string | null;
+            /** Format: date-time */
+            until: string;
+            /** @enum {string} */
+            priority: "high" | "normal" | "low";
+            /** @description callbacks that matched when it was made */
+            matched: number;
+            /** @description callbacks it has sent again so far */
+            requeued: number;
+            /** @description of those it sent again (and last), how many are pending or in flight now (held ones included) */
+            pending: number;
+            /** @description … have succeeded since */
+            delivered: number;
+            /** @description … have failed again */
+            failed: number;
+            /** @description … were cancelled since */
+            cancelled: number;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description when its last chunk committed
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @description when it was done or cancelled
+             */
+            finishedAt: string | null;
+        };
+        RecoveryPreviewDto: {
+            /** @description callbacks a recovery with this body would send again now */
+            matched: number;
         };
         LiveDto: {
             /** @enum {string} */
@@ -4185,6 +4347,301 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    RecoveryController_start: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRecoveryDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    RecoveryController_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRecoveryDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryPreviewDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    RecoveryController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    RecoveryController_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description idempotency_conflict or conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

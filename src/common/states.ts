@@ -30,10 +30,18 @@ export type Priority = (typeof PRIORITIES)[number];
 export const priorityRank = (p: Priority): number => PRIORITIES.indexOf(p);
 
 /** Work on many callbacks at once (src/tasks), and where a task stands. */
-export const TASK_KINDS = ['receiver.disable', 'receiver.enable', 'receiver.delete', 'batch.retry'] as const;
+export const TASK_KINDS = ['receiver.disable', 'receiver.enable', 'receiver.delete', 'batch.retry', 'recovery'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
-export const TASK_STATUSES = ['running', 'finished', 'superseded'] as const;
+/** cancelled: a recovery stopped by POST /v1/recoveries/{id}/cancel. */
+export const TASK_STATUSES = ['running', 'finished', 'superseded', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** What a recovery can send again. */
+export const RECOVERABLE = ['failed', 'cancelled'] as const satisfies readonly CallbackStatus[];
+export type Recoverable = (typeof RECOVERABLE)[number];
+/** Where a recovery stands (its task's status, as users see it). */
+export const RECOVERY_STATES = ['running', 'done', 'cancelled'] as const;
+export type RecoveryState = (typeof RECOVERY_STATES)[number];
 
 type Literals<T extends string> = { readonly [K in T]: Prisma.Sql };
 

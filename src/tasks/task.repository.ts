@@ -3,6 +3,7 @@ import { TASK_STATUS, type TaskKind, type TaskStatus } from '../common/states.js
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { TaskDatabase } from './task-database.js';
+import { recoveryChunk, type RecoveryFilter } from '../recoveries/recovery.sql.js';
 import { detachReceiverChunk, reconcileHeldChunk, retryBatchChunk, type ChunkSize } from './task.sql.js';
 
 export interface TaskRow {
@@ -54,8 +55,17 @@ export const supersedeReceiverTasks = (receiverId: string) => Prisma.sql`
   UPDATE task SET status = ${TASK_STATUS.superseded}, finished_at = now(), updated_at = now()
   WHERE receiver_id = ${receiverId}::uuid AND status = ${TASK_STATUS.running}`;
 
+/** What a chunk needs to know of its task (read once, unlocked: it never changes), with its recovery's filter for a recovery. */
+interface TaskTarget {
+  kind: TaskKind;
+  receiverId: string | null;
+  batchId: string | null;
+  statuses: string[] | null;
+  recovery: RecoveryFilter | null;
+}
+
 /** The chunk statement of a task of this kind. */
-function chunkOf(id: string, t: { kind: TaskKind; receiverId: string | null; batchId: string | null; statuses: string[] | null }, size: ChunkSize): Prisma.Sql {
+function chunkOf(id: string, t: TaskTarget, size: ChunkSize): Prisma.Sql {
   switch (t.kind) {
     case 'receiver.disable':
     case 'receiver.enable':
@@ -64,6 +74,8 @@ function chunkOf(id: string, t: { kind: TaskKind; receiverId: string | null; bat
       return detachReceiverChunk(id, t.receiverId!, size);
     case 'batch.retry':
       return retryBatchChunk(id, t.batchId!, t.statuses ?? [], size);
+    case 'recovery':
+      return recoveryChunk(id, t.recovery!, size);
   }
 }
 
@@ -113,9 +125,12 @@ export class TaskRepository {
    * kind, receiver or batch) never changes, so it is read first, without a lock.
    */
   async runChunk(id: string, size: ChunkSize): Promise<ChunkResult> {
-    const [task] = await this.db.query<{ kind: TaskKind; receiverId: string | null; batchId: string | null; statuses: string[] | null }>(
-      Prisma.sql`SELECT kind, receiver_id AS "receiverId", batch_id AS "batchId", statuses FROM task WHERE id = ${id}::uuid`,
-    );
+    const [task] = await this.db.query<TaskTarget>(Prisma.sql`
+      SELECT t.kind, t.receiver_id AS "receiverId", t.batch_id AS "batchId", t.statuses,
+             CASE WHEN r.id IS NOT NULL THEN json_build_object(
+               'apiKeyId', r.api_key_id, 'receiverId', r.receiver_id, 'host', r.host, 'batchId', r.batch_id, 'priority', r.priority,
+               'since', r.since, 'until', r.until) END AS recovery
+      FROM task t LEFT JOIN recovery r ON r.id = t.id WHERE t.id = ${id}::uuid`);
     if (!task) return { ran: false, finished: true, changed: 0, ms: 0 };
     const started = performance.now();
     const [r] = await this.chunks.query<{ ran: boolean; finished: boolean; changed: number }>(chunkOf(id, task, size));

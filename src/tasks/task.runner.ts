@@ -135,8 +135,8 @@ export class TaskRunner implements OnModuleDestroy {
     }
   }
 
-  /** Callbacks released or retried are due now: the workers are woken. */
+  /** Callbacks released, retried or recovered are due now: the workers are woken. */
   private afterChunk(r: { changed: number; kind?: string }): void {
-    if (r.changed > 0 && (r.kind === 'receiver.enable' || r.kind === 'batch.retry')) this.due.notifyDue();
+    if (r.changed > 0 && (r.kind === 'receiver.enable' || r.kind === 'batch.retry' || r.kind === 'recovery')) this.due.notifyDue();
   }
 }

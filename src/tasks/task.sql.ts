@@ -1,6 +1,8 @@
 import { STATUS, TASK_STATUS, UNFINISHED } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { dueAt, HELD_SHIFT, receiverDisabled } from '../receivers/receiver-hold.sql.js';
+import { reopenBatches } from '../batches/batch-completion.sql.js';
+import { REQUEUE_COLUMNS } from '../callbacks/requeue.sql.js';
+import { HELD_SHIFT } from '../receivers/receiver-hold.sql.js';
 
 /**
  * The statements of a task's chunks. A chunk is one statement (TaskRepository.runChunk),
@@ -28,12 +30,12 @@ import { dueAt, HELD_SHIFT, receiverDisabled } from '../receivers/receiver-hold.
 export const CHUNK_SIZES = [25, 50, 100, 200, 400, 800] as const;
 export type ChunkSize = (typeof CHUNK_SIZES)[number];
 
-const limitOf = (size: ChunkSize) => {
+export const limitOf = (size: ChunkSize) => {
   if (!CHUNK_SIZES.includes(size)) throw new Error(`not a chunk size: ${size}`);
   return Prisma.raw(String(size));
 };
 
-const NO_ID = Prisma.raw(`'00000000-0000-0000-0000-000000000000'::uuid`);
+export const NO_ID = Prisma.raw(`'00000000-0000-0000-0000-000000000000'::uuid`);
 const LAST_ID = Prisma.raw(`'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid`);
 
 /**
@@ -49,9 +51,9 @@ const ofReceiverAfter = (receiverId: string, after: Prisma.Sql) => Prisma.sql`
   AND (receiver_id, id) > (${receiverId}::uuid, ${after}) AND (receiver_id, id) <= (${receiverId}::uuid, ${LAST_ID})`;
 
 /** The task's row, locked for this chunk (`t`), once `after` (a CTE) has run: none when it ended or another runner holds it now. */
-const lockedTask = (id: string, after?: Prisma.Sql) => Prisma.sql`
+export const lockedTask = (id: string, after?: Prisma.Sql) => Prisma.sql`
   t AS MATERIALIZED (
-    SELECT id, cursor, created_at FROM task
+    SELECT id, cursor, created_at, statuses FROM task
     WHERE id = ${id}::uuid AND status = ${TASK_STATUS.running} ${after ? Prisma.sql`AND (SELECT count(*) FROM ${after}) >= 0` : Prisma.empty}
     FOR UPDATE SKIP LOCKED
   )`;
@@ -69,7 +71,7 @@ const advance = (changed: Prisma.Sql, cursor: Prisma.Sql, finished: Prisma.Sql) 
     RETURNING task.status
   )`;
 
-const answer = (changed: Prisma.Sql) => Prisma.sql`
+export const answer = (changed: Prisma.Sql) => Prisma.sql`
   SELECT EXISTS (SELECT 1 FROM t) AS ran, coalesce((SELECT status = ${TASK_STATUS.finished} FROM adv), false) AS finished,
          (${changed})::int AS changed`;
 
@@ -154,11 +156,10 @@ export const retryBatchChunk = (taskId: string, batchId: string, statuses: strin
     FOR UPDATE
   ), u AS (
     UPDATE callback
-    SET status = ${STATUS.pending}, next_attempt_at = ${dueAt(Prisma.sql`now()`, receiverDisabled)}, completed_at = NULL,
-        max_attempts = GREATEST(max_attempts, attempts + 1), held = ${receiverDisabled}
+    SET ${REQUEUE_COLUMNS}
     WHERE callback.id = ANY(ARRAY(SELECT id FROM c))
     RETURNING 1
   ), reopened AS (
-    UPDATE batch SET completed_at = NULL WHERE id = ${batchId}::uuid AND completed_at IS NOT NULL AND EXISTS (SELECT 1 FROM c)
+    ${reopenBatches(Prisma.sql`ARRAY(SELECT ${batchId}::uuid WHERE EXISTS (SELECT 1 FROM c))`)}
   ), ${advance(Prisma.sql`(SELECT count(*) FROM u)::int`, Prisma.sql`NULL::uuid`, Prisma.sql`NOT EXISTS (SELECT 1 FROM c)`)}
   ${answer(Prisma.sql`SELECT count(*) FROM u`)}`;

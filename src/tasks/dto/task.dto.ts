@@ -3,12 +3,15 @@ import { TASK_KINDS, TASK_STATUSES, type TaskKind, type TaskStatus } from '../..
 
 /**
  * Work on many callbacks at once (a receiver disabled, enabled or deleted, a batch
- * retried), done in chunks in the background: `GET /v1/tasks/{id}` follows it.
+ * retried, a recovery), done in chunks in the background: `GET /v1/tasks/{id}` follows it.
  */
 export class TaskDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ enum: TASK_KINDS }) kind: TaskKind;
-  @ApiProperty({ enum: TASK_STATUSES, description: 'superseded: a later disable, enable or delete of the same receiver took over' })
+  @ApiProperty({
+    enum: TASK_STATUSES,
+    description: 'superseded: a later disable, enable or delete of the same receiver took over; cancelled: a recovery stopped',
+  })
   status: TaskStatus;
   @ApiProperty({ type: String, nullable: true, description: 'the receiver it works on (null once deleted)' }) receiver: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'uuid' }) batchId: string | null;
