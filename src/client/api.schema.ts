@@ -724,8 +724,10 @@ export interface components {
              * @example https://example.com/hooks/order
              */
             url?: string;
-            /** @description A string is sent as is; any other JSON value is sent as application/json */
-            body?: Record<string, never>;
+            /** @description A string is sent as is; any other JSON value is sent as application/json; null or none: no body */
+            body?: ({
+                [key: string]: unknown;
+            } | unknown[] | string | number | boolean) | null;
             /** @description Not before this time (ISO-8601) */
             runAt?: string;
             /** @description Your own id for this callback, echoed back */
@@ -1068,9 +1070,9 @@ export interface components {
         };
         HostLimitsDto: {
             /** @description calls in flight at once, all workers together; null: HOST_MAX_IN_FLIGHT */
-            maxInFlight?: Record<string, never> | null;
+            maxInFlight?: number | null;
             /** @description calls started per second; null: no rate limit */
-            ratePerSec?: Record<string, never> | null;
+            ratePerSec?: number | null;
         };
         ClearedGoneDto: {
             host: string;

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
 import { Type } from 'class-transformer';
 import {
@@ -20,6 +20,12 @@ import { Verbatim } from '../../common/verbatim.js';
 import { PRIORITIES, type Priority } from '../../common/states.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+
+/** A callback's body, any JSON value, as the OpenAPI document says it (reflection alone says `object`). */
+const ANY_JSON: ApiPropertyOptions = {
+  nullable: true,
+  anyOf: [{ type: 'object', additionalProperties: true }, { type: 'array', items: {} }, { type: 'string' }, { type: 'number' }, { type: 'boolean' }],
+};
 
 // class-validator checks a property's decorators from the one nearest its name
 // outwards, and the API reports the first failure: so the type check is written
@@ -71,7 +77,7 @@ export class CallbackInputDto extends CallbackDefaultsDto {
   @IsHttpUrl()
   url?: string;
 
-  @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json' })
+  @ApiPropertyOptional({ description: 'A string is sent as is; any other JSON value is sent as application/json; null or none: no body', ...ANY_JSON })
   @Allow()
   @Verbatim()
   body?: unknown;
