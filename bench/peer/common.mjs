@@ -30,11 +30,16 @@ export async function send(id, data) {
 
 export const ok = (outcome) => outcome.status >= 200 && outcome.status < 300;
 
-/** Stores `outcomes` in `delivery` with one `unnest` statement; `idType` is the queue's job id type. */
+/**
+ * Stores `outcomes` in `delivery` with one `unnest` statement, a retried job's latest
+ * attempt over its earlier one (a job keeps its id across retries in both queues);
+ * `idType` is the queue's job id type.
+ */
 export function storeOutcomes(pool, outcomes, idType) {
   return pool.query(
     `INSERT INTO delivery (job_id, status, duration_ms, attempted_at)
-     SELECT * FROM unnest($1::${idType}[], $2::int[], $3::real[], $4::timestamptz[])`,
+     SELECT * FROM unnest($1::${idType}[], $2::int[], $3::real[], $4::timestamptz[])
+     ON CONFLICT (job_id) DO UPDATE SET status = EXCLUDED.status, duration_ms = EXCLUDED.duration_ms, attempted_at = EXCLUDED.attempted_at`,
     [outcomes.map((d) => d.id), outcomes.map((d) => d.status), outcomes.map((d) => d.ms), outcomes.map((d) => d.attemptedAt)],
   );
 }
