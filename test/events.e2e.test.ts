@@ -98,6 +98,14 @@ describe(EventService.name, () => {
     }
   });
 
+  it("should list an event's deliveries as callbacks (GET /v1/callbacks?event=), with the other filters", async () => {
+    const all = await service.apiJson('/v1/callbacks?event=evt-1');
+    expect(all.items.map((c: { receiver: string }) => c.receiver).sort()).toEqual(['euro-or-invoices', 'exact', 'orders-big']);
+    const one = await service.apiJson('/v1/callbacks?event=evt-1&receiver=exact&status=succeeded');
+    expect(one.items.map((c: { receiver: string }) => c.receiver)).toEqual(['exact']);
+    expect((await service.api('/v1/callbacks?event=no-such-event')).status).toBe(404);
+  });
+
   it.each<[string, string, Record<string, unknown>, string[]]>([
     ['exact and wildcard, filter passes', 'order.paid', { orderId: 'o', amount: 5000, currency: 'USD' }, ['exact', 'orders-big']],
     ['filter fails for the wildcard', 'order.paid', { orderId: 'o', amount: 10, currency: 'USD' }, ['exact']],

@@ -134,7 +134,9 @@ describe('OpenAPI document', () => {
         .filter((p) => p.in === 'query')
         .map((p) => p.name)
         .sort();
-    expect(names('/v1/callbacks')).toEqual(['cursor', 'host', 'limit', 'receiver', 'since', 'status']);
+    expect(names('/v1/callbacks')).toEqual(['cursor', 'event', 'host', 'limit', 'receiver', 'since', 'status']);
+    expect(names('/v1/events')).toEqual(['cursor', 'limit', 'since', 'type']);
+    expect(names('/v1/event-types')).toEqual(['cursor', 'limit']);
     expect(names('/v1/batches/{id}/callbacks')).toEqual(['cursor', 'limit', 'status']);
     expect(names('/v1/hosts')).toEqual(['cursor', 'limit', 'since']);
     expect(names('/v1/receivers')).toEqual(['cursor', 'limit', 'sort']);

@@ -24,7 +24,17 @@ export class CallbackController {
   @ApiErrors(404)
   async list(@CurrentKey() key: AuthenticatedKey, @Query() q: CallbackListQueryDto): Promise<CallbackPageDto> {
     const receiver = q.receiver ? await this.receivers.require(key.id, q.receiver) : undefined;
-    return this.callbacks.listCallbacks(key.id, { status: q.status, host: q.host, since: q.since, receiverId: receiver?.id, after: q.cursor, limit: q.limit });
+    // an event's deliveries are the callbacks of its own batch
+    const batchId = q.event !== undefined ? await this.callbacks.batchOfEvent(key.id, q.event) : undefined;
+    return this.callbacks.listCallbacks(key.id, {
+      status: q.status,
+      host: q.host,
+      since: q.since,
+      receiverId: receiver?.id,
+      batchId,
+      after: q.cursor,
+      limit: q.limit,
+    });
   }
 
   @Get(':id')

@@ -203,6 +203,12 @@ export class CallbackRepository {
     });
   }
 
+  /** The batch of the key's event `eventId` (event_api_key_id_event_id_key), or null. */
+  async eventBatchId(apiKeyId: string, eventId: string): Promise<string | null> {
+    const event = await this.prisma.event.findUnique({ where: { apiKeyId_eventId: { apiKeyId, eventId } }, select: { batchId: true } });
+    return event?.batchId ?? null;
+  }
+
   /** Every attempt of a batch, for its timeline. */
   batchAttempts(batchId: string) {
     return this.db.query<BatchAttemptRow>(Prisma.sql`

@@ -38,6 +38,13 @@ export class CallbackService {
     };
   }
 
+  /** The batch holding the deliveries of the key's event `eventId`, else 404. */
+  async batchOfEvent(apiKeyId: string, eventId: string): Promise<string> {
+    const batchId = await this.callbacks.eventBatchId(apiKeyId, eventId);
+    if (!batchId) throw notFound('event');
+    return batchId;
+  }
+
   async cancelCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
     const done = await this.callbacks.cancelCallbacks(apiKeyId, [id]);
     if (done.length === 0) await this.explainNoChange(apiKeyId, id, 'cancelled', ['pending', 'in_flight']);

@@ -2303,6 +2303,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Only the callbacks of this receiver of your key (404 when there is none) */
                 receiver?: string;
+                /** @description Only the deliveries of this event of your key (its id: POST /v1/events' `id`; 404 when there is none) */
+                event?: string;
                 limit?: number;
             };
             header?: never;

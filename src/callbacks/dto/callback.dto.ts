@@ -99,6 +99,12 @@ export class CallbackListQueryDto {
   @IsString()
   receiver?: string;
 
+  @ApiPropertyOptional({ description: "Only the deliveries of this event of your key (its id: POST /v1/events' `id`; 404 when there is none)" })
+  @IsOptional()
+  @MaxLength(255)
+  @IsString()
+  event?: string;
+
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1000, default: 100 })
   @Allow()
   @Transform(({ value }) => pageLimit(value))
