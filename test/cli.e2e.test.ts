@@ -238,4 +238,29 @@ describe('callbacks CLI', () => {
     expect((await cli(['events', 'send', 'order.paid'])).code).toBe(2);
     expect((await cli(['event-types', 'put'])).code).toBe(2);
   });
+
+  it("should count, start, show and refuse to cancel a finished recovery of a receiver's failed callbacks", async () => {
+    // answers 503 to each webhook-id's first request: with one attempt allowed, both fail; sent again, they arrive
+    expect((await cli(['receivers', 'put', 'shop-9', '--endpoint', `${receiver.url}/shop-9?failTimes=1`, '--max-attempts', '1'])).code).toBe(0);
+    const sent = await cli(['send', await batchFile('shop-9.json', [{ receiver: 'shop-9' }, { receiver: 'shop-9' }]), '--wait']);
+    expect(sent.code).toBe(0);
+    const dry = await cli(['recover', '--receiver', 'shop-9', '--since', '1h', '--dry-run']);
+    expect(dry.stdout.trim()).toBe('2 callbacks would be sent again');
+    const started = await cli(['recover', '--receiver', 'shop-9', '--since', '1h', '--wait']);
+    expect(started.code).toBe(0);
+    const id = started.stdout.trim();
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(started.stderr.trim().split('\n').at(-1)).toMatch(/^requeued 2\/2, delivered \d, failed 0, pending \d \(done\)$/);
+    // each once more: 2 refused, then 2 answered
+    await waitFor(() => receiver.requests.filter((r) => r.url.startsWith('/shop-9')).length === 4 || undefined);
+    const shown = await cli(['recover', 'show', id]);
+    expect(shown.stdout).toMatch(/matches {3}failed callbacks of receiver shop-9/);
+    const cancel = await cli(['recover', 'cancel', id]);
+    expect(cancel.code).toBe(1);
+    expect(cancel.stderr).toMatch(/a done recovery cannot be cancelled .*\(409 conflict\)/);
+    const unscoped = await cli(['recover']);
+    expect(unscoped.code).toBe(1);
+    expect(unscoped.stderr).toMatch(/give a receiver, host, batch or event, or a window/);
+    expect((await cli(['recover', 'nonsense'])).code).toBe(2);
+  });
 });

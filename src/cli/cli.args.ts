@@ -28,6 +28,12 @@ commands:
   event-types put <name> [--description TEXT] [--schema schema.json] [--deprecated]
                                     create or update an event type (--schema: its JSON Schema)
   event-types list                  the key's event types
+  recover [--receiver NAME] [--host URL] [--batch ID] [--event ID] [--since 6h]
+          [--status failed,cancelled] [--priority low|normal|high] [--dry-run] [--wait]
+                                    send failed callbacks of the last --since again (a recovery);
+                                    --dry-run only counts them; --wait follows it to the end
+  recover show <id> | recover cancel <id>
+                                    a recovery's progress; stop it
   secrets new-key                   print a new SECRETS_KEY (made here; changes nothing)
   secrets keys                      which keys the stored signing secrets are sealed under (admin)
   secrets rotate-key                re-encrypt every signing secret under the service's SECRETS_KEY,
@@ -63,6 +69,15 @@ export interface CliArgs {
   schemaFile?: string;
   /** event-types put --deprecated. */
   deprecated: boolean;
+  /** recover: its filters and flags. */
+  recovery: {
+    receiver?: string;
+    batch?: string;
+    event?: string;
+    status?: string[];
+    priority?: string;
+    dryRun: boolean;
+  };
   /** receivers put: the settings flags given. */
   receiver: {
     url?: string;
@@ -116,6 +131,12 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         id: { type: 'string' },
         schema: { type: 'string' },
         deprecated: { type: 'boolean' },
+        receiver: { type: 'string' },
+        batch: { type: 'string' },
+        event: { type: 'string' },
+        status: { type: 'string' },
+        priority: { type: 'string' },
+        'dry-run': { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -143,8 +164,17 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     disabled: v.disable ? true : v.enable ? false : undefined,
     file: v.file,
   };
+  const recovery = {
+    receiver: v.receiver,
+    batch: v.batch,
+    event: v.event,
+    status: v.status?.split(','),
+    priority: v.priority,
+    dryRun: v['dry-run'] ?? false,
+  };
   return {
     receiver,
+    recovery,
     sinceSet: v.since !== undefined,
     command,
     positionals: rest,

@@ -5,9 +5,10 @@ import { parseCliArgs, USAGE, UsageError } from './cli.args.js';
 import { history, keys, send, status, type Output } from './cli.commands.js';
 import { events, eventTypes } from './events.command.js';
 import { receivers } from './receivers.command.js';
+import { recover } from './recover.command.js';
 import { secrets } from './secrets.command.js';
 
-const COMMANDS = { send, status, history, keys, receivers, secrets, events, 'event-types': eventTypes };
+const COMMANDS = { send, status, history, keys, receivers, secrets, events, 'event-types': eventTypes, recover };
 
 /** Runs one command; resolves to the exit code (0 ok, 1 API error, 2 usage, 3 --wait timed out). */
 export async function run(argv: string[], env: Record<string, string | undefined>, io: Output): Promise<number> {
