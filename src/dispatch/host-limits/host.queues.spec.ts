@@ -13,6 +13,15 @@ describe(HostQueues.name, () => {
     expect(order).toEqual(['h1', 'h2', 'n1', 'n2', 'l1', 'l2']);
   });
 
+  it("should take a key's high items first across its hosts, then go on round-robin", () => {
+    const q = new HostQueues<Row>((host) => (host === 'd' ? 0 : 10));
+    for (const r of [row('a1', 'a'), row('b1', 'b'), row('c1', 'c'), row('d-high', 'd', 0), row('c-high', 'c', 0), row('a2', 'a')]) q.push(r);
+    // d's high item waits for its host (no room); c's goes at once, ahead of a1 and b1.
+    expect([q.take()?.id, q.take()?.id, q.take()?.id, q.take()?.id, q.take()?.id]).toEqual(['c-high', 'a1', 'b1', 'c1', 'a2']);
+    expect(q.take()).toBeUndefined();
+    expect(q.queuedFor('d')).toBe(1);
+  });
+
   it('should go round-robin over hosts below their cap', () => {
     const q = new HostQueues<Row>((host) => (host === 'a' ? 1 : 10));
     for (const r of [row('a1', 'a'), row('a2', 'a'), row('b1', 'b'), row('b2', 'b')]) q.push(r);

@@ -8,7 +8,12 @@ interface KeyQueues<T> {
   hosts: Map<string, Array<Waiting<T>>>;
   ring: string[];
   cursor: number;
+  /** Its waiting items of a priority above normal (0: high): while there are any, `take` looks for them first. */
+  urgent: number;
 }
+
+/** Priorities counted in KeyQueues.urgent: above normal (1). */
+const isUrgent = (priority: number | undefined) => (priority ?? 0) < 1;
 
 /** An item with no key of its own waits as this one. */
 const NO_KEY = '';
@@ -17,7 +22,8 @@ const NO_KEY = '';
  * Claimed callbacks waiting in memory for a free slot: per key, one queue per
  * destination (higher priority first, then first come first served), with the count
  * in flight per destination. `take` goes round-robin over keys, and within a key
- * round-robin over its destinations below their cap: a key with a few callbacks is
+ * round-robin over its destinations below their cap (those whose first item is high
+ * priority first, while the key has any): a key with a few callbacks is
  * not queued behind another key's hundreds (each key gets its turn of the sending),
  * and one busy or slow host cannot fill the window.
  */
@@ -55,7 +61,7 @@ export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: 
     const keyId = item.apiKeyId ?? NO_KEY;
     let key = this.keys.get(keyId);
     if (!key) {
-      key = { hosts: new Map(), ring: [], cursor: 0 };
+      key = { hosts: new Map(), ring: [], cursor: 0, urgent: 0 };
       this.keys.set(keyId, key);
       this.keyRing.push(keyId);
     }
@@ -71,6 +77,7 @@ export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: 
     const rank = item.priority ?? 0;
     while (at > 0 && (q[at - 1].item.priority ?? 0) > rank) at--;
     q.splice(at, 0, { item, since: now });
+    if (isUrgent(item.priority)) key.urgent++;
     this.addWaiting(item.host, 1);
     this.queuedCount++;
   }
@@ -90,13 +97,28 @@ export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: 
     return undefined;
   }
 
+  /**
+   * The key's next item: round-robin over its hosts below their cap, a host whose
+   * first item is urgent (high) first while the key has any (so a high callback goes
+   * at the next free place in the window, not after a turn of every host).
+   */
   private takeFrom(key: KeyQueues<T>): T | undefined {
+    if (key.urgent > 0) {
+      const item = this.takeAt(key, (q) => isUrgent(q[0].item.priority));
+      if (item) return item;
+    }
+    return this.takeAt(key, () => true);
+  }
+
+  private takeAt(key: KeyQueues<T>, wanted: (q: Array<Waiting<T>>) => boolean): T | undefined {
     for (let i = 0; i < key.ring.length; i++) {
       const idx = (key.cursor + i) % key.ring.length;
       const host = key.ring[idx];
       if (this.inFlight(host) >= this.capFor(host)) continue;
       const q = key.hosts.get(host)!;
+      if (!wanted(q)) continue;
       const { item } = q.shift()!;
+      if (isUrgent(item.priority)) key.urgent--;
       this.queuedCount--;
       this.inFlightCount++;
       this.addWaiting(host, -1);
@@ -162,7 +184,9 @@ export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: 
       }
       if (!from) break;
       const q = from.hosts.get(host)!;
-      out.push(q.pop()!.item);
+      const { item } = q.pop()!;
+      if (isUrgent(item.priority)) from.urgent--;
+      out.push(item);
       if (q.length === 0) dropHost(from, host, from.ring.indexOf(host));
     }
     if (out.length > 0) {
@@ -180,7 +204,12 @@ export class HostQueues<T extends { host: string; priority?: number; apiKeyId?: 
       const key = this.keys.get(keyId)!;
       for (const host of [...key.ring]) {
         const q = key.hosts.get(host)!;
-        const kept = q.filter((w) => (w.since < before ? (out.push(w.item), false) : true));
+        const kept = q.filter((w) => {
+          if (w.since >= before) return true;
+          out.push(w.item);
+          if (isUrgent(w.item.priority)) key.urgent--;
+          return false;
+        });
         if (kept.length === q.length) continue;
         this.addWaiting(host, kept.length - q.length);
         if (kept.length === 0) dropHost(key, host, key.ring.indexOf(host));
