@@ -243,7 +243,8 @@ describe(EventService.name, () => {
     await published({ type: 'invoice.paid', payload: { n: 3 } });
     const page = await service.apiJson(`/v1/events?type=nobody.listens&since=${encodeURIComponent(since)}&limit=1`);
     expect(page.items.map((e: { id: string }) => e.id)).toEqual([b.id]);
-    expect(page.items[0]).toMatchObject({ type: 'nobody.listens', payload: [2], deliveries: 1 });
+    expect(page.items[0]).toEqual({ id: b.id, type: 'nobody.listens', deliveries: 1, batchId: b.batchId, createdAt: expect.any(String) });
+    expect((await service.apiJson(`/v1/events/${b.id}`)).payload).toEqual([2]);
     const next = await service.apiJson(`/v1/events?type=nobody.listens&since=${encodeURIComponent(since)}&limit=1&cursor=${page.nextCursor}`);
     expect(next.items.map((e: { id: string }) => e.id)).toEqual([a.id]);
     expect((await service.apiJson(`/v1/events?since=${encodeURIComponent(since)}`)).items).toHaveLength(3);

@@ -1384,24 +1384,22 @@ export interface components {
             type: string;
             /** @description callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same) */
             deliveries: number;
-            /** @description the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them) */
+            /** @description the batch holding its deliveries (GET /v1/callbacks?event= or GET /v1/batches/{id}/callbacks pages through them) */
             batchId: string;
             createdAt: string;
         };
-        EventDto: {
+        EventSummaryDto: {
             /** @description yours, or the one made */
             id: string;
             type: string;
             /** @description callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same) */
             deliveries: number;
-            /** @description the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them) */
+            /** @description the batch holding its deliveries (GET /v1/callbacks?event= or GET /v1/batches/{id}/callbacks pages through them) */
             batchId: string;
             createdAt: string;
-            /** @description what was published */
-            payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
         };
         EventPageDto: {
-            items: components["schemas"]["EventDto"][];
+            items: components["schemas"]["EventSummaryDto"][];
             /** @description the next page's `cursor`; null on the last page */
             nextCursor: string | null;
         };
@@ -1423,7 +1421,7 @@ export interface components {
             type: string;
             /** @description callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same) */
             deliveries: number;
-            /** @description the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them) */
+            /** @description the batch holding its deliveries (GET /v1/callbacks?event= or GET /v1/batches/{id}/callbacks pages through them) */
             batchId: string;
             createdAt: string;
             /** @description what was published */

@@ -7,6 +7,8 @@ import { Prisma, type Event } from '../generated/prisma/client.js';
 import { subscribersOf, type SubscriberRow } from './subscriber.sql.js';
 
 export type EventRow = Event;
+/** An event without its payload, as listings read it. */
+export type EventSummaryRow = Pick<Event, 'id' | 'eventId' | 'type' | 'deliveries' | 'batchId' | 'createdAt'>;
 
 export interface NewEvent {
   id: string;
@@ -82,8 +84,10 @@ export class EventRepository {
   }
 
   /** A page, newest first, after `before` (the last id of the previous page): event_api_key_id_type_id_idx or event_api_key_id_id_idx. */
-  listEvents(apiKeyId: string, q: { type?: string; since?: Date; before?: string; limit: number }): Promise<EventRow[]> {
+  listEvents(apiKeyId: string, q: { type?: string; since?: Date; before?: string; limit: number }): Promise<EventSummaryRow[]> {
     return this.prisma.event.findMany({
+      // payloads may be 256 KiB each: a page leaves them out
+      select: { id: true, eventId: true, type: true, deliveries: true, batchId: true, createdAt: true },
       where: {
         apiKeyId,
         ...(q.type !== undefined && { type: q.type }),

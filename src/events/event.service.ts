@@ -10,11 +10,11 @@ import { AppConfig } from '../config/app.config.js';
 import { isForeignKeyViolation } from '../database/database.errors.js';
 import type { ReceiverRow } from '../receivers/receiver.repository.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
-import type { AcceptedEventDto, EventDetailDto, EventDto, EventPageDto, PublishEventDto } from './dto/event.dto.js';
+import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
 import { matchesFilter } from './event-filter.policy.js';
 import { patternsOf, typeNameProblem } from './event-type.policy.js';
 import { EventTypeRepository } from './event-type.repository.js';
-import { EventRepository, type EventRow } from './event.repository.js';
+import { EventRepository, type EventSummaryRow } from './event.repository.js';
 import { PayloadSchemaCache } from './payload-schema.cache.js';
 import type { SubscriberRow } from './subscriber.sql.js';
 
@@ -144,25 +144,24 @@ export class EventService {
       if (problem) throw new AppError('validation_failed', `type: ${problem}`);
     }
     const rows = await this.events.listEvents(apiKeyId, { type: q.type, since: q.since, before: q.cursor, limit: q.limit });
-    return { items: rows.map(toEventView), nextCursor: rows.length === q.limit ? rows[rows.length - 1].id : null };
+    return { items: rows.map(toEventSummary), nextCursor: rows.length === q.limit ? rows[rows.length - 1].id : null };
   }
 
   async getEvent(apiKeyId: string, eventId: string): Promise<EventDetailDto> {
     const row = await this.events.findEvent(apiKeyId, eventId);
     if (!row) throw notFound('event');
     const deliveries = await this.events.deliveriesOf(row.batchId, DELIVERIES_SHOWN);
-    return { ...toEventView(row), callbacks: deliveries };
+    return { ...toEventSummary(row), payload: row.payload, callbacks: deliveries };
   }
 }
 
-function toEventView(r: EventRow): EventDto {
-  return { id: r.eventId, type: r.type, payload: r.payload, deliveries: r.deliveries, batchId: r.batchId, createdAt: r.createdAt.toISOString() };
+function toEventSummary(r: EventSummaryRow): EventSummaryDto {
+  return { id: r.eventId, type: r.type, deliveries: r.deliveries, batchId: r.batchId, createdAt: r.createdAt.toISOString() };
 }
 
-function replay(existing: EventRow, requestHash: string): PublishedEvent {
+function replay(existing: EventSummaryRow & { requestHash: string }, requestHash: string): PublishedEvent {
   if (existing.requestHash !== requestHash) {
     throw new AppError('idempotency_conflict', `event ${existing.eventId} was published before with a different body`, { id: existing.eventId });
   }
-  const { payload: _payload, ...accepted } = toEventView(existing);
-  return { ...accepted, replayed: true };
+  return { ...toEventSummary(existing), replayed: true };
 }

@@ -62,19 +62,19 @@ export class PublishEventDto {
   priority?: Priority;
 }
 
-/** `POST /v1/events` answers it (202), and a replay of the same id and body answers the first one. */
-export class AcceptedEventDto {
+/** An event as listings show it (without its payload: GET /v1/events/{id} has it). */
+export class EventSummaryDto {
   @ApiProperty({ description: 'yours, or the one made' }) id: string;
   @ApiProperty() type: string;
   @ApiProperty({ description: 'callbacks made: one per receiver that matched (0: none subscribed; the event is stored all the same)' })
   deliveries: number;
-  @ApiProperty({ description: 'the batch holding its deliveries (GET /v1/batches/{id}/callbacks pages through them)' }) batchId: string;
+  @ApiProperty({ description: 'the batch holding its deliveries (GET /v1/callbacks?event= or GET /v1/batches/{id}/callbacks pages through them)' })
+  batchId: string;
   @ApiProperty() createdAt: string;
 }
 
-export class EventDto extends AcceptedEventDto {
-  @ApiProperty({ ...ANY_JSON, description: 'what was published' }) payload: unknown;
-}
+/** `POST /v1/events` answers it (202), and a replay of the same id and body answers the first one. */
+export class AcceptedEventDto extends EventSummaryDto {}
 
 export class EventDeliveryDto {
   @ApiProperty() callbackId: string;
@@ -86,12 +86,13 @@ export class EventDeliveryDto {
   @ApiProperty({ type: String, nullable: true }) lastError: string | null;
 }
 
-/** `GET /v1/events/{id}`: the event with its deliveries (the first 1,000; the batch's callbacks page through all). */
-export class EventDetailDto extends EventDto {
+/** `GET /v1/events/{id}`: the event with its payload and its deliveries (the first 1,000; GET /v1/callbacks?event= pages through all). */
+export class EventDetailDto extends EventSummaryDto {
+  @ApiProperty({ ...ANY_JSON, description: 'what was published' }) payload: unknown;
   @ApiProperty({ type: [EventDeliveryDto] }) callbacks: EventDeliveryDto[];
 }
 
 export class EventPageDto {
-  @ApiProperty({ type: [EventDto] }) items: EventDto[];
+  @ApiProperty({ type: [EventSummaryDto] }) items: EventSummaryDto[];
   @ApiProperty({ type: String, nullable: true, description: "the next page's `cursor`; null on the last page" }) nextCursor: string | null;
 }
