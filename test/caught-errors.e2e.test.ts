@@ -27,7 +27,7 @@ describe(CaughtErrors.name, () => {
     await waitFor(async () => (await service.apiJson(`/v1/batches/${batch.id}`)).counts.succeeded === 1, 10_000);
   };
   const errorsTotal = async (): Promise<Map<string, number>> => {
-    const text = await (await fetch(`${service.url}/metrics`)).text();
+    const text = await (await service.api('/metrics', { key: null })).text();
     return new Map([...text.matchAll(/^errors_total\{where="([^"]+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
   };
 

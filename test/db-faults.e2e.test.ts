@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_IDLE_TIMEOUT_MS } from '../src/dispatch/leader.lock.js';
 import { connect, useTestDatabase } from './support/database.js';
 import { FaultProxy } from './support/fault-proxy.js';
+import { checkedFetch } from './support/openapi-validator.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
 import { jsonOf, startTestService, waitFor } from './support/service.js';
@@ -17,7 +18,7 @@ function events(p: ServiceProcess, event: string): Date[] {
     .map((l) => new Date(l.time));
 }
 
-const ready = async (p: ServiceProcess) => (await fetch(`${p.url}/health/ready`)).status;
+const ready = async (p: ServiceProcess) => (await checkedFetch(p.url, `${p.url}/health/ready`)).status;
 
 /**
  * Faults between the workers and Postgres, through a TCP proxy of the test's own
