@@ -1362,7 +1362,7 @@ export interface components {
              *       "amount": 1500
              *     }
              */
-            payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
+            payload: (Record<string, unknown> | unknown[] | string | number | boolean) | null;
             /**
              * @description Your id for the event (1-255 of letters, digits and . _ ~ : @ -). The same id with the same body answers the first event; with another body, 409. Default: one is made
              * @example evt_2f9c1e
@@ -1425,7 +1425,7 @@ export interface components {
             batchId: string;
             createdAt: string;
             /** @description what was published */
-            payload: (Record<string, never> | unknown[] | string | number | boolean) | null;
+            payload: (Record<string, unknown> | unknown[] | string | number | boolean) | null;
             callbacks: components["schemas"]["EventDeliveryDto"][];
         };
         CreateRecoveryDto: {
