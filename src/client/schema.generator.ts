@@ -9,7 +9,11 @@ const HEADER = `/**
 
 /** The TypeScript types (`paths`, `components`, `operations`) of an OpenAPI document, as src/client/api.schema.ts holds them. */
 export async function clientSchemaSource(document: object): Promise<string> {
-  const nodes = await openapiTS(structuredClone(document) as Parameters<typeof openapiTS>[0], { alphabetize: false, defaultNonNullable: false, emptyObjectsUnknown: true });
+  const nodes = await openapiTS(structuredClone(document) as Parameters<typeof openapiTS>[0], {
+    alphabetize: false,
+    defaultNonNullable: false,
+    emptyObjectsUnknown: true,
+  });
   return HEADER + astToString(nodes);
 }
 
