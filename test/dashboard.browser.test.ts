@@ -408,4 +408,44 @@ describe(DashboardController.name, () => {
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-receivers-health.png`, fullPage: true });
     expect(errors).toEqual([]);
   });
+
+  it("should replay a receiver's failed callbacks from its page: the count asked first, then the progress to the end", async () => {
+    const { page, errors } = browser;
+    // answers 503 to each webhook-id's first request: with one attempt allowed, all three fail; sent again, they arrive
+    expect((await service.api('/v1/receivers/replay-ui', { method: 'PUT', json: { url: `${receiver.url}/replay?failTimes=1`, maxAttempts: 1 } })).status).toBe(
+      201,
+    );
+    await sendAndWait(
+      Array.from({ length: 3 }, (_, i) => ({ receiver: 'replay-ui', body: { i } })),
+      'replay',
+    );
+    const arrivals = () => receiver.requests.filter((r) => r.url.startsWith('/replay')).length;
+    expect(arrivals()).toBe(3);
+
+    await openLoggedIn('#/receiver/replay-ui');
+    await page.waitForSelector('[data-action=replay]');
+    const replay = async (answer: 'yes' | 'no') => {
+      await page.click('[data-action=replay]');
+      await page.waitForSelector('dialog.confirm[open]');
+      expect(await page.textContent('dialog.confirm p')).toMatch(/^Send 3 failed callback\(s\) of replay-ui accepted since .+ again\?/);
+      await page.click(`dialog.confirm [data-confirm=${answer}]`);
+      await page.waitForSelector('dialog.confirm', { state: 'detached' });
+    };
+    // "Cancel" starts nothing
+    await replay('no');
+    expect((await service.apiJson('/v1/callbacks?receiver=replay-ui&status=failed')).items).toHaveLength(3);
+    await replay('yes');
+    // the progress, then the page drawn again: the list without them, the last progress on top
+    await page.waitForSelector('p.flash', { timeout: 20_000 });
+    expect(await page.textContent('p.flash')).toBe('Replay of replay-ui: requeued 3/3, delivered 3, failed 0, pending 0 (done)');
+    expect(await page.locator('tr[data-callback]').count()).toBe(0);
+    expect(arrivals()).toBe(6);
+    expect((await service.apiJson('/v1/callbacks?receiver=replay-ui&status=succeeded')).items).toHaveLength(3);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-receiver-replay.png`, fullPage: true });
+
+    // nothing left in the window: said so, no question asked
+    await page.click('[data-action=replay]');
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('#replay-progress')?.textContent === 'No failed callbacks in that window.');
+    expect(errors).toEqual([]);
+  });
 });

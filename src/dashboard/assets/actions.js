@@ -29,6 +29,11 @@ export function confirmAction(question, confirmLabel = 'Confirm') {
 /** What the last action answered, shown once by the page it re-rendered (flashMessage). */
 let flash = null;
 
+/** Shows `text` at the top of the page the next render draws (flashMessage). */
+export function flashNext(text) {
+  flash = text;
+}
+
 /** The answer of the action that just re-rendered this page, once; else nothing. */
 export function flashMessage() {
   const text = flash;

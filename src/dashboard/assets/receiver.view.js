@@ -1,11 +1,13 @@
 // One receiver: settings, secrets (masked, with a reveal button), figures, latency
-// over the last hour, its held and failed callbacks, and disable / enable.
+// over the last hour, its held and failed callbacks (with "Replay failed since…":
+// recovery.panel.js), and disable / enable.
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
 import { h, mount, when } from './dom.js';
 import { idLink } from './id-link.js';
 import { shortIds } from './ids.js';
 import { latencyChart } from './latency.view.js';
+import { recoveryPanel } from './recovery.panel.js';
 import { formatMs } from './timeline.js';
 
 export async function receiverView(main, context) {
@@ -58,6 +60,7 @@ export async function receiverView(main, context) {
     h('h2', `Waiting callbacks (${waiting.items.length}${waiting.nextCursor ? '+' : ''})`),
     callbacksTable(waiting.items),
     h('h2', `Failed callbacks (${failed.items.length}${failed.nextCursor ? '+' : ''})`),
+    recoveryPanel(r.name, current, rerender),
     callbacksTable(failed.items),
   );
 }
