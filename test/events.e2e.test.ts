@@ -181,6 +181,13 @@ describe(EventService.name, () => {
     expect(rows).toEqual([{ ordering_key: 'exact/o-7' }]);
   });
 
+  it('should read null optional fields as left out (regression: id null was a 500, orderingKey null became "<receiver>/null")', async () => {
+    const event = await published({ type: 'order.paid', payload: { orderId: 'o', amount: 1 }, id: null, orderingKey: null, receivers: null, priority: null });
+    expect(event.deliveries).toBe(1);
+    const { rows } = await db.query(`SELECT ordering_key, priority FROM callback WHERE batch_id = $1`, [event.batchId]);
+    expect(rows).toEqual([{ ordering_key: null, priority: 1 }]);
+  });
+
   it("should hold a receiver's deliveries when it is disabled during the fan-out, and send them once enabled", async () => {
     const names = Array.from({ length: 40 }, (_, i) => `fan-${i}`);
     await Promise.all(names.map((n) => putReceiver(n, { eventTypes: ['invoice.*'] })));

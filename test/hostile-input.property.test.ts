@@ -263,6 +263,71 @@ describe(BatchController.name, () => {
     expect(created.size).toBeGreaterThan(0);
   }, 60_000);
 
+  it('should answer hostile event publishes with 2xx or 4xx only, and store exactly the events answered 202 (filters of any shape on the receivers)', async () => {
+    const put = (path: string, body: unknown) => service.api(path, { method: 'PUT', json: body });
+    expect((await put('/v1/event-types/order.paid', { schema: { type: 'object', properties: { amount: { type: 'integer' } } } })).status).toBe(201);
+    expect((await put('/v1/event-types/order.open', {})).status).toBe(201);
+    // receivers with filters built from random JSON: those the service accepts take part in every publish
+    const path = fc.oneof(
+      fc.constantFrom('amount', 'a.b', 'items.0', 'x.y.z'),
+      printable.filter((t) => t.length > 0 && !t.startsWith('$')),
+    );
+    const operand = fc.jsonValue({ maxDepth: 2 });
+    const condition = fc.oneof(
+      operand,
+      fc.dictionary(fc.constantFrom('$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$exists', '$regex'), operand, { minKeys: 1, maxKeys: 3 }),
+    );
+    const leaf = fc.dictionary(path, condition, { maxKeys: 3 });
+    const filter = fc.oneof(leaf, fc.record({ $or: fc.array(leaf, { maxLength: 3 }) }), fc.record({ $not: leaf }), fc.jsonValue({ maxDepth: 3 }));
+    let accepted = 0;
+    await fc.assert(
+      fc.asyncProperty(filter, fc.nat(), async (f, i) => {
+        const res = await put(`/v1/receivers/sub-${i}`, { url: 'http://127.0.0.1:9/x', eventTypes: ['order.*'], filter: f });
+        expect(res.status < 300 || (res.status >= 400 && res.status < 500), `${res.status} ${await res.text()}`).toBe(true);
+        if (res.status < 300) accepted++;
+      }),
+      { numRuns: 60, interruptAfterTimeLimit: 10_000 },
+    );
+    expect(accepted).toBeGreaterThan(0);
+
+    const event = fc
+      .record(
+        {
+          type: fc.oneof(fc.constantFrom('order.paid', 'order.open', 'order.none', 'Order.Paid', ''), hostileText, fc.integer()),
+          payload: fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.record({ amount: fc.oneof(fc.integer(), printable) })),
+          id: fc.oneof(fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,8}$/), hostileText, fc.constant(null)),
+          receivers: fc.oneof(fc.array(fc.constantFrom('sub-1', 'sub-2', 'nobody'), { maxLength: 3 }), hostileText),
+          orderingKey: fc.oneof(printable, hostileText),
+          priority: fc.oneof(fc.constantFrom('high', 'low'), printable),
+          extra: unknownField,
+        },
+        { requiredKeys: [] },
+      )
+      .map(({ extra, ...e }) => ({ ...e, ...extra }));
+    const body = fc.oneof(
+      { weight: 5, arbitrary: event.map((x) => JSON.stringify(x)) },
+      { weight: 1, arbitrary: fc.oneof(fc.json(), fc.string({ maxLength: 50 })) },
+    );
+    const stored = new Map<string, number>();
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => {
+        const res = await service.api('/v1/events', { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
+        const text = await res.text();
+        expect(res.status < 300 || (res.status >= 400 && res.status < 500), `${res.status} ${text}`).toBe(true);
+        if (res.status === 202 && res.headers.get('idempotent-replayed') === null) {
+          const answer = JSON.parse(text);
+          stored.set(answer.id, answer.deliveries);
+        }
+      }),
+      { numRuns: 400, interruptAfterTimeLimit: 20_000, examples: [[JSON.stringify({ type: 'order.open', payload: { amount: 1 } })]] },
+    );
+    expect(stored.size).toBeGreaterThan(0);
+    const { rows } = await db.query(
+      'SELECT e.event_id, count(c.id)::int AS n FROM event e LEFT JOIN callback c ON c.batch_id = e.batch_id GROUP BY e.event_id',
+    );
+    expect(new Map(rows.map((r) => [r.event_id as string, r.n as number]))).toEqual(stored);
+  });
+
   it('should answer hostile ids and query strings on the read routes with 2xx or 4xx only', async () => {
     const segment = fc.oneof(hostileText, fc.uuid(), fc.constantFrom('..', '%00', '%2e%2e', '00000000-0000-0000-0000-000000000000'));
     // Pairs, not a dictionary: repeated keys (?status=a&status=b) arrive as arrays.

@@ -51,7 +51,16 @@ export class EventService {
    * transaction with the event. Nothing is stored when the type is unknown or the
    * payload fails its schema.
    */
-  async publishEvent(apiKeyId: string, dto: PublishEventDto, traceparent: string | null): Promise<PublishedEvent> {
+  async publishEvent(apiKeyId: string, given: PublishEventDto, traceparent: string | null): Promise<PublishedEvent> {
+    // null stands for left out (the DTO's optional fields let it through)
+    const dto: PublishEventDto = {
+      type: given.type,
+      payload: given.payload,
+      id: given.id ?? undefined,
+      receivers: given.receivers ?? undefined,
+      orderingKey: given.orderingKey ?? undefined,
+      priority: given.priority ?? undefined,
+    };
     const typeProblem = typeNameProblem(dto.type);
     if (typeProblem) throw new AppError('validation_failed', `type: ${typeProblem}`);
     if (dto.payload === undefined) throw new AppError('validation_failed', 'payload is required (any JSON value)');
