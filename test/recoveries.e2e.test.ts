@@ -117,6 +117,40 @@ describe(RecoveryService.name, () => {
     expect(await jsonOf(await recover({ receiver: 'shop', since }))).toMatchObject({ matched: 0, requeued: 0, state: 'done' });
   });
 
+  it('should send again only the failed deliveries of the event named, and nothing that finished after it began', async () => {
+    expect((await service.api('/v1/event-types/order.paid', { method: 'PUT', json: {} })).status).toBe(201);
+    for (const name of ['subscriber-a', 'subscriber-b']) {
+      const json = { url: `${shop.url}/${name}?failTimes=1`, maxAttempts: 1, eventTypes: ['order.*'] };
+      expect((await put(name, json)).status).toBe(201);
+    }
+    const publish = async (id: string) => {
+      const res = await service.api('/v1/events', { method: 'POST', json: { type: 'order.paid', id, payload: { id } } });
+      expect(res.status).toBe(202);
+      const event = await jsonOf(res);
+      await completed(event.batchId);
+      return event;
+    };
+    const [first, second] = [await publish('evt-r-1'), await publish('evt-r-2')];
+    const deliveries = async (batchId: string) => (await service.apiJson(`/v1/batches/${batchId}/callbacks`)).items as Array<{ id: string; status: string }>;
+    expect((await deliveries(first.batchId)).map((c) => c.status)).toEqual(['failed', 'failed']);
+
+    // a delivery of the event that fails only after the recovery began (as if it failed again meanwhile) is not sent
+    const [late] = await deliveries(first.batchId);
+    await db.query(`UPDATE callback SET completed_at = now() + interval '1 hour' WHERE id = $1`, [late.id]);
+    const recovery = await jsonOf(await recover({ event: 'evt-r-1' }));
+    const done = await waitFor(async () => {
+      const r = await service.apiJson(`/v1/recoveries/${recovery.id}`);
+      return r.state === 'done' && r.pending === 0 ? r : undefined;
+    }, 20_000);
+    expect(done).toMatchObject({ batchId: first.batchId, requeued: 1, delivered: 1 });
+    const statuses = new Map((await deliveries(first.batchId)).map((c) => [c.id, c.status]));
+    expect(statuses.get(late.id)).toBe('failed');
+    expect([...statuses.values()].sort()).toEqual(['failed', 'succeeded']);
+    // the other event's deliveries: untouched
+    expect((await deliveries(second.batchId)).map((c) => c.status)).toEqual(['failed', 'failed']);
+    expect((await recover({ event: 'evt-r-1', batch: second.batchId })).status).toBe(400);
+  });
+
   it('should refuse a recovery it cannot run with a 400 that says why, and store nothing', async () => {
     const tasks = async () => Number((await db.query(`SELECT count(*) AS n FROM task WHERE kind = 'recovery'`)).rows[0].n);
     const before = await tasks();
