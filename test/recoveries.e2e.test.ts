@@ -62,7 +62,7 @@ describe(RecoveryService.name, () => {
   }
   const completed = (batchId: string) => waitFor(async () => (await service.apiJson(`/v1/batches/${batchId}`)).status === 'completed', 20_000);
 
-  it('should send a disabled-then-fixed receiver its failed callbacks of the window once more each, same webhook-id, at low priority', async () => {
+  it('should send a receiver that failed, was auto-disabled and enabled again its failed callbacks of the window once more each, same webhook-id, at low priority', async () => {
     // A receiver that is broken: it answers 503 to the first two requests of each webhook-id, so its callbacks fail for
     // good after their 2 attempts (and after 1.8 s of failures it is disabled); a third request of the same id is answered 200.
     expect((await put('shop', { url: `${shop.url}/hooks?failTimes=2`, maxAttempts: 2, retryDelaysMs: [50] })).status).toBe(201);
@@ -179,6 +179,26 @@ describe(RecoveryService.name, () => {
     expect(await tasks()).toBe(before);
     expect((await service.api('/v1/recoveries/0190aaaa-0000-7000-8000-000000000000')).status).toBe(404);
     expect((await service.api('/v1/recoveries/0190aaaa-0000-7000-8000-000000000000/cancel', { method: 'POST' })).status).toBe(404);
+  });
+
+  it('should walk failed, then cancelled, when asked for both, and each only when asked', async () => {
+    expect((await put('both', { url: 'http://127.0.0.72:9/both', disabled: true })).status).toBe(201);
+    const { receiverId } = await seedFailed(db, 'both', 900);
+    // a third of them cancelled instead
+    await db.query(`UPDATE callback SET status = 'cancelled' WHERE receiver_id = $1 AND id IN (SELECT id FROM callback WHERE receiver_id = $1 LIMIT 300)`, [
+      receiverId,
+    ]);
+    const only = await jsonOf(await recover({ receiver: 'both', status: ['cancelled'] }));
+    expect(only).toMatchObject({ matched: 300, requeued: 300, state: 'done', status: ['cancelled'] });
+    await db.query(`UPDATE callback SET status = 'cancelled', held = false, completed_at = now() - interval '1 minute' WHERE recovery_id = $1`, [only.id]);
+    const both = await jsonOf(await recover({ receiver: 'both', status: ['failed', 'cancelled'] }));
+    const done = await waitFor(async () => {
+      const r = await service.apiJson(`/v1/recoveries/${both.id}`);
+      return r.state === 'done' ? r : undefined;
+    }, 20_000);
+    expect(done).toMatchObject({ matched: 900, requeued: 900, pending: 900 });
+    const { rows } = await db.query(`SELECT status, held, count(*)::int AS n FROM callback WHERE receiver_id = $1 GROUP BY 1, 2`, [receiverId]);
+    expect(rows).toEqual([{ status: 'pending', held: true, n: 900 }]);
   });
 
   it("should requeue a disabled receiver's callbacks as held, and stop when cancelled, what it requeued staying requeued", async () => {
