@@ -4,6 +4,7 @@
 // `flock /tmp/cpu.lock`): the figures are only as quiet as the two cores.
 import { backlogScenario } from './backlog.bench.mjs';
 import { claimScenario } from './claim.bench.mjs';
+import { costScenario } from './cost.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
 import { fairnessScenario } from './fairness.bench.mjs';
 import { fanoutScenario } from './fanout.bench.mjs';
@@ -31,4 +32,5 @@ await main(async (server) => [
   ...(await statusScenario(server)),
   ...(await flatScenario(server)),
   ...(await claimScenario(server)),
+  ...(await costScenario(server)),
 ]);

@@ -9,7 +9,7 @@ const WORKERS = 2;
 const CAP = 8;
 /** Each worker sends 2 at once and holds 2 more claimed, waiting in memory: the two hold the host's 8 slots. */
 const WINDOW = 2;
-const CALL_MS = 400;
+const CALL_MS = 600;
 
 /**
  * High callbacks pass low ones that several workers already claimed and hold in
@@ -61,6 +61,8 @@ describe(ProducerService.name, () => {
     console.log(`low callbacks sent before the last high one: ${lowBefore} (order: ${order.slice(0, lastHigh + 1).join(' ')})`);
     // The 4 at the receiver when the high ones came due go first; the 4 waiting in
     // memory are handed back for the high ones (without that, all 8 go first, and more).
+    // Seen: 4, or 6 when the worker that did not take the high ones claimed its 2 back
+    // and sent them beside them (through PgBouncer).
     expect(lowBefore).toBeLessThan(CAP);
     expect(receiver.maxActive).toBeLessThanOrEqual(CAP);
 
