@@ -181,6 +181,26 @@ describe(RecoveryService.name, () => {
     expect((await service.api('/v1/recoveries/0190aaaa-0000-7000-8000-000000000000/cancel', { method: 'POST' })).status).toBe(404);
   });
 
+  it('should not hold what it requeues for a receiver being enabled meanwhile (regression: held for good, the enable done)', async () => {
+    expect((await put('flip', { url: 'http://127.0.0.72:9/flip', disabled: true })).status).toBe(201);
+    const { receiverId } = await seedFailed(db, 'flip', 3);
+    // an enable under way: the receiver's row changed, not yet committed (a PUT's transaction)
+    const enabling = await connect(service.databaseUrl);
+    try {
+      await enabling.query('BEGIN');
+      await enabling.query(`UPDATE receiver SET disabled = false, disabled_at = NULL WHERE id = $1`, [receiverId]);
+      const started = recover({ receiver: 'flip' });
+      await sleep(300);
+      await enabling.query('COMMIT');
+      expect((await started).status).toBe(202);
+    } finally {
+      await enabling.end();
+    }
+    // read as the enable left it: not held (the enable's own task had nothing to release yet)
+    const { rows } = await db.query(`SELECT count(*) FILTER (WHERE held)::int AS held, count(*)::int AS n FROM callback WHERE receiver_id = $1`, [receiverId]);
+    expect(rows[0]).toEqual({ held: 0, n: 3 });
+  });
+
   it('should walk failed, then cancelled, when asked for both, and each only when asked', async () => {
     expect((await put('both', { url: 'http://127.0.0.72:9/both', disabled: true })).status).toBe(201);
     const { receiverId } = await seedFailed(db, 'both', 900);
