@@ -2,8 +2,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patternsOf } from '../src/events/event-type.policy.js';
 import { subscribersOf } from '../src/events/subscriber.sql.js';
-import { connect, createTestDatabase } from './support/database.js';
-import { checkPlan, explainStatement, planNodes, type PlanNode } from './support/plans.js';
+import { checkPlan, explainStatement, planDatabase, planNodes, type PlanNode } from './support/plans.js';
 
 /**
  * The publish's subscriber lookup on a key with 20,000 receivers, 1,000 of them
@@ -26,17 +25,9 @@ describe('event subscriber plans', () => {
   let server = '';
 
   beforeAll(async () => {
-    const database = await createTestDatabase();
-    url = database.url;
-    drop = database.drop;
-    db = await connect(url);
-    server = (await db.query<{ s: string }>(`SELECT current_setting('server_version') || ' jit=' || current_setting('jit') AS s`)).rows[0].s;
-    const [a, b] = (
-      await db.query<{ id: string }>(
-        `INSERT INTO api_key (id, name, prefix, hash) SELECT gen_random_uuid(), 'k' || i, 'p' || i, md5(i::text || random()::text)
-         FROM generate_series(1, 2) i RETURNING id`,
-      )
-    ).rows.map((r) => r.id);
+    let keys: string[];
+    ({ url, drop, db, server, keys } = await planDatabase());
+    const [a, b] = keys;
     key = a;
     // the trigger fills event_subscription from event_types, as a PUT does
     await db.query(

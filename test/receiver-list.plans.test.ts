@@ -1,8 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listReceiversWithHealth, type ReceiverListArgs } from '../src/receivers/receiver-list.sql.js';
-import { createTestDatabase, connect } from './support/database.js';
-import { checkPlan, explainStatement } from './support/plans.js';
+import { checkPlan, explainStatement, planDatabase } from './support/plans.js';
 
 /**
  * The receivers list's one statement (a page of receivers with each one's health) on a
@@ -40,17 +39,9 @@ describe('receiver list plans', () => {
   let server = '';
 
   beforeAll(async () => {
-    const database = await createTestDatabase();
-    url = database.url;
-    drop = database.drop;
-    db = await connect(url);
-    server = (await db.query<{ s: string }>(`SELECT current_setting('server_version') || ' jit=' || current_setting('jit') AS s`)).rows[0].s;
-    const [a, b] = (
-      await db.query<{ id: string }>(
-        `INSERT INTO api_key (id, name, prefix, hash) SELECT gen_random_uuid(), 'k' || i, 'p' || i, md5(i::text || random()::text)
-         FROM generate_series(1, 2) i RETURNING id`,
-      )
-    ).rows.map((r) => r.id);
+    let keys: string[];
+    ({ url, drop, db, server, keys } = await planDatabase());
+    const [a, b] = keys;
     key = a;
     await db.query(`ALTER TABLE callback SET (autovacuum_enabled = off)`);
     await db.query(`ALTER TABLE attempt SET (autovacuum_enabled = off)`);

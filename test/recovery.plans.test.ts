@@ -3,8 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../src/config/app.config.js';
 import { countRecoverable, recoveryChunk, type RecoveryFilter } from '../src/recoveries/recovery.sql.js';
 import { chunkSettings } from '../src/tasks/task-database.js';
-import { connect, createTestDatabase } from './support/database.js';
-import { checkPlan, explainStatement } from './support/plans.js';
+import { checkPlan, explainStatement, planDatabase } from './support/plans.js';
 
 /**
  * A recovery's statements (its count and its chunk, as the tasks' connections run it)
@@ -34,17 +33,9 @@ describe('recovery plans', () => {
   const taskId = '01900000-0000-7000-8000-000000000001';
 
   beforeAll(async () => {
-    const database = await createTestDatabase();
-    url = database.url;
-    drop = database.drop;
-    db = await connect(url);
-    server = (await db.query<{ s: string }>(`SELECT current_setting('server_version') || ' jit=' || current_setting('jit') AS s`)).rows[0].s;
-    const [a, b] = (
-      await db.query<{ id: string }>(
-        `INSERT INTO api_key (id, name, prefix, hash) SELECT gen_random_uuid(), 'k' || i, 'p' || i, md5(i::text || random()::text)
-         FROM generate_series(1, 2) i RETURNING id`,
-      )
-    ).rows.map((r) => r.id);
+    let keys: string[];
+    ({ url, drop, db, server, keys } = await planDatabase());
+    const [a, b] = keys;
     const receivers = (
       await db.query<{ id: string }>(
         `INSERT INTO receiver (id, api_key_id, name, url) VALUES (gen_random_uuid(), $1, 'shop', 'http://127.0.0.1:9/shop'),

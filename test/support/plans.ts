@@ -1,7 +1,8 @@
 import { expect } from 'vitest';
 import type { Prisma } from '../../src/generated/prisma/client.js';
 import { beginWith, type LocalSettings } from '../../src/database/pg.statements.js';
-import { connect } from './database.js';
+import type pg from 'pg';
+import { connect, createTestDatabase } from './database.js';
 
 /**
  * EXPLAIN ANALYZE of one statement as the service runs it, for plan tests of statements
@@ -87,4 +88,18 @@ function asText(v: unknown): string {
   if (Array.isArray(v)) return `{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/(["\\])/g, '\\$1')}"`)).join(',')}}`;
   if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
+}
+
+/** A fresh test database for a plan test: a client on it, its server (version and JIT setting) and two API keys. */
+export async function planDatabase(): Promise<{ url: string; drop: () => Promise<void>; db: pg.Client; server: string; keys: string[] }> {
+  const { url, drop } = await createTestDatabase();
+  const db = await connect(url);
+  const server = (await db.query<{ s: string }>(`SELECT current_setting('server_version') || ' jit=' || current_setting('jit') AS s`)).rows[0].s;
+  const keys = (
+    await db.query<{ id: string }>(
+      `INSERT INTO api_key (id, name, prefix, hash) SELECT gen_random_uuid(), 'k' || i, 'p' || i, md5(i::text || random()::text)
+       FROM generate_series(1, 2) i RETURNING id`,
+    )
+  ).rows.map((r) => r.id);
+  return { url, drop, db, server, keys };
 }
