@@ -129,5 +129,13 @@ describe(ClaimRepository.name, () => {
     await batch(Array(2).fill(`${D}/room`));
     expect(await ofD(claims.claimDue('w2', 100, 1000, [], at(210)))).toHaveLength(2);
     expect((await db.query('SELECT claimed_by FROM host WHERE host = $1', [D])).rows[0].claimed_by).toBeNull();
+
+    // Nor does a claim that takes a host's last slots but more than its worker can send at
+    // once: its rows would wait in that worker's memory, and another worker may send.
+    const E = 'http://127.0.0.5:9';
+    await batch(Array(5).fill(`${E}/waits`));
+    const ofE = async (claimed: Promise<Array<{ id: string; host: string }>>) => (await claimed).filter((r) => r.host === E);
+    expect(await ofE(claims.claimDue('w1', 100, 1000, [], { ...at(300), sendRoom: 2 }))).toHaveLength(5);
+    expect((await db.query('SELECT claimed_by FROM host WHERE host = $1', [E])).rows[0].claimed_by).toBeNull();
   });
 });

@@ -135,6 +135,7 @@ describe('hot-path plans', () => {
     defaultCap: CAP,
     cooldownMs: 30_000,
     affinityMs: 100,
+    sendRoom: limit,
     now: nowSql(),
   });
 

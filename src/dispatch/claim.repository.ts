@@ -41,6 +41,8 @@ export interface ClaimOptions {
   now?: Date;
   /** Also take free slots of hosts another worker claimed within HOST_AFFINITY_MS (ClaimArgs.takeKept). */
   takeKept?: boolean;
+  /** Calls the worker can start at once (ClaimArgs.sendRoom); default: all it claims. */
+  sendRoom?: number;
 }
 
 /**
@@ -78,11 +80,12 @@ export class ClaimRepository {
       cooldownMs: this.config.hostBreakerCooldownMs,
       affinityMs: this.config.hostAffinityMs,
       takeKept: options.takeKept ?? false,
+      sendRoom: options.sendRoom ?? limit,
     };
     const front = await this.run(claims.claimFront(args));
     const goOn = front.length > 0 ? await options.onClaimed?.(front) : undefined;
     if (front.length >= limit || goOn === false) return front;
-    const past = await this.run(claims.claimPastBlocked({ ...args, limit: limit - front.length }));
+    const past = await this.run(claims.claimPastBlocked({ ...args, limit: limit - front.length, sendRoom: args.sendRoom - front.length }));
     if (past.length > 0) await options.onClaimed?.(past);
     return front.concat(past);
   }

@@ -201,6 +201,7 @@ export class ProducerService {
           onClaimed: (rows) => this.enqueue(rows),
           // The slots just handed back, of hosts another worker may have claimed last.
           takeKept: yielded > 0,
+          sendRoom: Math.max(0, this.config.dispatchConcurrency - this.held),
         });
         this.status.markHealthy();
         if (byRecheck) this.recheckMs = nextRecheckMs(this.recheckMs, claimed.length > 0, this.config.hostRecheckMs);

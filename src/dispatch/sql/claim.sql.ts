@@ -71,6 +71,11 @@ export interface ClaimArgs {
   affinityMs: number;
   /** Take free slots of hosts another worker claimed within HOST_AFFINITY_MS too (slots this worker just handed back for rows of a higher priority). */
   takeKept?: boolean;
+  /**
+   * Calls `owner` can start at once (its window's free places). A claim that takes more
+   * leaves rows waiting in its memory, holding their hosts' slots: it marks no host.
+   */
+  sendRoom: number;
   now: Prisma.Sql;
 }
 
@@ -321,7 +326,11 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   few rows, and moved 0.82–0.87x what one worker did (bench/README.md). Only a host
  *   whose slots are the scarce part is marked: a claim that leaves a host room (its
  *   rows spread over many hosts, each below its cap) leaves the others free to claim
- *   there, so workers sharing many hosts do not wait on each other. The mark holds
+ *   there, so workers sharing many hosts do not wait on each other. Nor does a claim
+ *   that takes more than its worker can send at once (`sendRoom`) mark anything: its
+ *   rows would wait in that worker's memory holding the slots, while another worker
+ *   with room in its window could send (three workers of window 100 at four hosts of
+ *   cap 100: two held every slot, half of them waiting, and the third sent nothing). The mark holds
  *   while nothing is in flight too (a write-back of all the owner's calls leaves
  *   none, and its next claim follows), but not for a breaker's probe. A worker
  *   that stops claiming the host (gone, or its window full of other hosts' calls)
@@ -378,10 +387,10 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
           breaker_state = CASE WHEN hs.breaker_state = ${BREAKER.closed} THEN ${BREAKER.closed} ELSE ${BREAKER.half_open} END,
           open_until = CASE WHEN hs.breaker_state = ${BREAKER.closed} THEN h.open_until
                             ELSE ${a.now} + ${a.cooldownMs}::int * interval '1 millisecond' END,
-          -- the mark only when this claim took every free slot: see the comment above
-          claimed_by = CASE WHEN m.n >= hs.slots THEN ${a.owner} ELSE h.claimed_by END,
-          claimed_until = CASE WHEN m.n >= hs.slots THEN ${a.now} + ${a.affinityMs}::int * interval '1 millisecond' ELSE h.claimed_until END
-      FROM (SELECT host, count(*) AS n FROM moved WHERE NOT gone GROUP BY host) m
+          -- the mark only when this claim took every free slot and sends all it took at once: see the comment above
+          claimed_by = CASE WHEN m.n >= hs.slots AND m.all_sent THEN ${a.owner} ELSE h.claimed_by END,
+          claimed_until = CASE WHEN m.n >= hs.slots AND m.all_sent THEN ${a.now} + ${a.affinityMs}::int * interval '1 millisecond' ELSE h.claimed_until END
+      FROM (SELECT host, count(*) AS n, sum(count(*)) OVER () <= ${a.sendRoom}::int AS all_sent FROM moved WHERE NOT gone GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
     )
