@@ -191,19 +191,34 @@ describe(EventService.name, () => {
   it("should hold a receiver's deliveries when it is disabled during the fan-out, and send them once enabled", async () => {
     const names = Array.from({ length: 40 }, (_, i) => `fan-${i}`);
     await Promise.all(names.map((n) => putReceiver(n, { eventTypes: ['invoice.*'] })));
-    const disabling = service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: true } });
-    const event = await published({ type: 'invoice.paid', payload: { total: 1 } });
-    expect((await disabling).status).toBe(200);
-    expect(event.deliveries).toBe(40);
-    // every other receiver gets it; fan-7's is held, whichever of the two committed first
-    await waitFor(
-      async () => (await service.apiJson(`/v1/events/${event.id}`)).callbacks.filter((c: { status: string }) => c.status === 'succeeded').length === 39,
-    );
-    const detail = await service.apiJson(`/v1/events/${event.id}`);
-    expect(detail.callbacks.find((c: { receiver: string }) => c.receiver === 'fan-7')).toMatchObject({ status: 'pending', held: true, attempts: 0 });
-    expect(shop.requests.filter((r) => r.url === '/fan-7')).toEqual([]);
-    expect((await service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: false } })).status).toBe(200);
-    await waitFor(() => shop.requests.some((r) => r.url === '/fan-7' && r.headers['webhook-event-id'] === event.id));
+    // The disable commits after the publish looked its subscribers up (fan-7 enabled then)
+    // and before it stores their deliveries: a lock on fan-7's row queues the PUT, then the
+    // publish's insert (which reads the receivers FOR SHARE) behind it.
+    const blocker = await connect(service.databaseUrl);
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM receiver WHERE name = 'fan-7' FOR UPDATE`);
+      const waiting = (clause: string) => async () =>
+        (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${clause}%`])).rowCount;
+      const disabling = service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: true } });
+      await waitFor(waiting('FOR UPDATE'));
+      const publishing = published({ type: 'invoice.paid', payload: { total: 1 } });
+      await waitFor(waiting('FOR SHARE'));
+      await blocker.query('COMMIT');
+      expect((await disabling).status).toBe(200);
+      const event = await publishing;
+      expect(event.deliveries).toBe(40);
+      await waitFor(
+        async () => (await service.apiJson(`/v1/events/${event.id}`)).callbacks.filter((c: { status: string }) => c.status === 'succeeded').length === 39,
+      );
+      const detail = await service.apiJson(`/v1/events/${event.id}`);
+      expect(detail.callbacks.find((c: { receiver: string }) => c.receiver === 'fan-7')).toMatchObject({ status: 'pending', held: true, attempts: 0 });
+      expect(shop.requests.filter((r) => r.url === '/fan-7')).toEqual([]);
+      expect((await service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: false } })).status).toBe(200);
+      await waitFor(() => shop.requests.some((r) => r.url === '/fan-7' && r.headers['webhook-event-id'] === event.id));
+    } finally {
+      await blocker.end();
+    }
   });
 
   it('should publish without a subscriber deleted while the deliveries were being stored (looked up again)', async () => {
