@@ -1,7 +1,9 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppConfig } from '../src/config/app.config.js';
 import { RetentionService } from '../src/retention/retention.service.js';
 import { connect } from './support/database.js';
+import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
 const H = 3_600_000;
@@ -130,6 +132,31 @@ describe(RetentionService.name, () => {
       await kdb.end();
     } finally {
       await keepAll.dispose();
+    }
+  });
+
+  it('should keep a window of seconds with a fractional RETENTION_HOURS: sent callbacks go, an unfinished one stays', async () => {
+    // 0.0005 h = 1.8 s; the purge runs every second (a tenth of the window, at least 1 s)
+    const worker = await startTestService({ retentionHours: 0.0005 });
+    const receiver = await Receiver.start({ host: '127.0.0.6' });
+    try {
+      expect(worker.app.get(AppConfig).retentionPurgeIntervalMs).toBe(1_000);
+      const wdb = await connect(worker.databaseUrl);
+      const sent = await worker.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/a` }, { url: `${receiver.url}/b` }] } });
+      const later = await worker.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/c`, runAt: new Date(Date.now() + H).toISOString() }] } });
+      await waitFor(() => receiver.requests.length === 2);
+      const count = async (batchId: string) => (await wdb.query('SELECT count(*)::int AS n FROM callback WHERE batch_id = $1', [batchId])).rows[0].n;
+      const finishedAt = Date.now();
+      await waitFor(async () => (await count(sent.id)) === 0, 10_000);
+      // not before the window ran out, and not long after (the window plus about one interval)
+      expect(Date.now() - finishedAt).toBeGreaterThanOrEqual(1_500);
+      expect((await worker.api(`/v1/batches/${sent.id}`)).status).toBe(404);
+      expect(await count(later.id)).toBe(1);
+      expect((await wdb.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n).toBe(0);
+      await wdb.end();
+    } finally {
+      await worker.dispose();
+      await receiver.close();
     }
   });
 

@@ -13,6 +13,16 @@ describe(AppConfig.name, () => {
     expect(c).toMatchObject({ port: 8080, role: 'worker', allowPrivateNetworks: ['127.0.0.0/8', '10.0.0.0/8'], retryDelaysMs: [10, 20] });
   });
 
+  it('should take a fractional RETENTION_HOURS and purge a short window a tenth of it apart, unless the interval is set', () => {
+    expect(loadConfig({})).toMatchObject({ retentionHours: 720, retentionPurgeIntervalMs: 600_000 });
+    expect(loadConfig({ RETENTION_HOURS: '0.05' })).toMatchObject({ retentionHours: 0.05, retentionPurgeIntervalMs: 18_000 });
+    expect(loadConfig({ RETENTION_HOURS: '0.0001' }).retentionPurgeIntervalMs).toBe(1_000);
+    expect(loadConfig({ RETENTION_HOURS: '0.05', RETENTION_PURGE_INTERVAL_MS: '60000' }).retentionPurgeIntervalMs).toBe(60_000);
+    expect(loadConfig({ RETENTION_HOURS: '0' }).retentionPurgeIntervalMs).toBe(600_000);
+    expect(() => loadConfig({ RETENTION_HOURS: '-1' })).toThrow(/RETENTION_HOURS="-1"/);
+    expect(() => loadConfig({ RETENTION_HOURS: '1h' })).toThrow(/RETENTION_HOURS="1h"/);
+  });
+
   it('should list every bad variable at once', () => {
     let error: unknown;
     try {

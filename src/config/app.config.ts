@@ -120,13 +120,13 @@ export class AppConfig {
   /** RETRY_AFTER_MAX_MS: cap on a receiver's Retry-After (3600000 ms). */
   @IsInt() @Min(0) retryAfterMaxMs = 3_600_000;
 
-  /** RETENTION_HOURS: finished callbacks, their attempts and empty batches older than this are purged (720 h = 30 days; 0 = keep forever). */
-  @IsInt() @Min(0) retentionHours = 720;
+  /** RETENTION_HOURS: finished callbacks, their attempts and empty batches older than this are purged (720 h = 30 days; 0 = keep forever; fractions allowed, 0.05 = 3 min). */
+  @IsNumber() @Min(0) retentionHours = 720;
   /** RETENTION_PURGE_BATCH: rows one purge statement deletes at most (1000). */
   @IsInt() @Min(1) @Max(100_000) retentionPurgeBatch = 1000;
   /** RETENTION_PURGE_PAUSE_MS: pause between two purge statements, so dispatch keeps the database (100 ms). */
   @IsInt() @Min(0) retentionPurgePauseMs = 100;
-  /** RETENTION_PURGE_INTERVAL_MS: how often a worker looks for rows to purge (600000 ms = 10 min). */
+  /** RETENTION_PURGE_INTERVAL_MS: how often the leader looks for rows to purge (600000 ms = 10 min, or a tenth of RETENTION_HOURS when that is shorter, at least 1 s). */
   @IsInt() @Min(100) retentionPurgeIntervalMs = 600_000;
 
   /** RECEIVER_DISABLE_AFTER_HOURS: a receiver whose every attempt failed for this long is disabled, its callbacks held (120 h; 0 = never; fractions allowed). */
@@ -210,7 +210,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RETRY_DELAYS_MS: ['retryDelaysMs', intList],
   RETRY_JITTER_PERMILLE: ['retryJitterPermille', int],
   RETRY_AFTER_MAX_MS: ['retryAfterMaxMs', int],
-  RETENTION_HOURS: ['retentionHours', int],
+  RETENTION_HOURS: ['retentionHours', num],
   RETENTION_PURGE_BATCH: ['retentionPurgeBatch', int],
   RETENTION_PURGE_PAUSE_MS: ['retentionPurgePauseMs', int],
   RETENTION_PURGE_INTERVAL_MS: ['retentionPurgeIntervalMs', int],
@@ -245,6 +245,10 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     if (raw !== undefined && raw !== '') (config as unknown as Record<string, unknown>)[field] = parse(raw);
   }
   Object.assign(config, overrides);
+  // A short window is purged as often as it needs: stored history stays near the window, not the interval.
+  if (!env.RETENTION_PURGE_INTERVAL_MS && overrides.retentionPurgeIntervalMs === undefined && config.retentionHours > 0) {
+    config.retentionPurgeIntervalMs = Math.min(config.retentionPurgeIntervalMs, Math.max(1_000, Math.round(config.retentionHours * 360_000)));
+  }
   const errors = validateSync(config, { forbidUnknownValues: true });
   if (errors.length > 0) {
     const lines = errors.map((e) => {
