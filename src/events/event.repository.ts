@@ -31,6 +31,18 @@ export interface DeliveryRow {
   lastError: string | null;
 }
 
+/**
+ * The batch of an event no receiver takes: complete when stored (completed_at = its
+ * created_at), as a batch whose callbacks have all finished is. Through the ingest's
+ * statement it was stored open, read as completed by GET /v1/batches but with no
+ * completedAt, held in batch_open_idx until the leader's sweep stamped it (never, with no
+ * worker running), and kept from the retention purge, which takes completed batches only
+ * (test/event-caps.e2e.test.ts). Its id has no other row yet: nothing to lock.
+ */
+const insertEmptyBatch = (batch: NewBatch) => Prisma.sql`
+  INSERT INTO batch (id, api_key_id, label, total, created_at, completed_at)
+  VALUES (${batch.id}::uuid, ${batch.apiKeyId}::uuid, ${batch.label}, 0, now(), now())`;
+
 /** Thrown inside the insert's transaction to roll it back: another event holds the id. */
 class DuplicateEvent extends Error {}
 
@@ -65,7 +77,8 @@ export class EventRepository {
     let createdAt: Date;
     try {
       createdAt = await this.db.transaction(async (tx) => {
-        await this.batches.insertBatchIn(tx, batch, rows);
+        if (rows.length === 0) await tx.query(insertEmptyBatch(batch));
+        else await this.batches.insertBatchIn(tx, batch, rows);
         const [inserted] = await tx.query<{ createdAt: Date }>(Prisma.sql`
           INSERT INTO event (id, api_key_id, event_id, type, payload, request_hash, batch_id, deliveries)
           VALUES (${event.id}::uuid, ${event.apiKeyId}::uuid, ${event.eventId}, ${event.type}, ${JSON.stringify(event.payload)}::jsonb,

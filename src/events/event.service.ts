@@ -85,6 +85,7 @@ export class EventService {
     const subscribers = (await this.events.findSubscribers(apiKeyId, patternsOf(dto.type), dto.receivers)).filter(
       (r) => r.eventFilter === null || matchesFilter(r.eventFilter, dto.payload),
     );
+    this.checkFanOut(dto.type, subscribers.length);
     const id = uuidv7();
     const eventId = dto.id ?? id;
     const rows = this.deliveryRows(subscribers, dto, eventId, body, traceparent);
@@ -113,6 +114,22 @@ export class EventService {
       deliveries: rows.length,
     });
     return { id: eventId, type: dto.type, deliveries: rows.length, batchId: batch.id, createdAt: createdAt.toISOString(), replayed: false };
+  }
+
+  /**
+   * EVENT_MAX_DELIVERIES bounds what one request may store, as MAX_CALLBACKS_PER_BATCH
+   * does for a batch (and with the same answer, 413): an event past it is refused whole,
+   * before any row is made, so a key whose receivers grew past the cap finds out at once
+   * instead of one publish writing 100,000 callbacks in one transaction.
+   */
+  private checkFanOut(type: string, deliveries: number): void {
+    const max = this.config.eventMaxDeliveries;
+    if (deliveries <= max) return;
+    throw new AppError(
+      'payload_too_large',
+      `event of type ${type} would make ${deliveries} deliveries, more than EVENT_MAX_DELIVERIES (${max}); nothing was stored: name its receivers (receivers: [...]) or narrow the subscriptions`,
+      { deliveries, max },
+    );
   }
 
   /** One callback per subscriber: the payload as its JSON body, the event's id and type in headers of their own. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AppError } from '../common/app.error.js';
 import { PayloadSchemaCache } from './payload-schema.cache.js';
 
 const schema = (n: number) => ({ type: 'object', properties: { [`f${n}`]: { type: 'integer' } }, required: [`f${n}`] });
@@ -39,5 +40,47 @@ describe(PayloadSchemaCache.name, () => {
     const a = cache.validatorOf({ $id: 'https://x.example/s', type: 'string' });
     const b = cache.validatorOf({ $id: 'https://x.example/s', type: 'number' });
     expect([a('s'), b('s'), b(1)]).toEqual([true, false, true]);
+  });
+
+  it('should match patterns in linear time: a backtracking pattern over a hostile string answers at once (ReDoS guard)', () => {
+    const cache = new PayloadSchemaCache();
+    // V8's own engine takes ~2.4 s per match of 26 characters here (bounded, so the test fails rather than hangs without the guard)
+    const hostile = `${'a'.repeat(26)}!`;
+    const catastrophic = '^(a+)+$';
+    const started = performance.now();
+    expect(cache.problemOf({ type: 'string', pattern: catastrophic }, hostile)?.message).toMatch(/must match pattern/);
+    expect(cache.problemOf({ type: 'object', patternProperties: { [catastrophic]: { type: 'integer' } } }, { [hostile]: 'x' })).toBeUndefined();
+    expect(cache.problemOf({ type: 'object', propertyNames: { pattern: catastrophic } }, { [hostile]: 1 })?.message).toMatch(/must match pattern/);
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
+  it('should keep what patterns mean in JSON Schema: found anywhere unless anchored, unicode, named groups', () => {
+    const cache = new PayloadSchemaCache();
+    const passes = (pattern: string, s: string) => cache.problemOf({ type: 'string', pattern }, s) === undefined;
+    expect([passes('b+', 'abbc'), passes('^b+$', 'abbc'), passes('^\\d{4}-\\p{L}+$', '2026-héllo'), passes('^(?<year>\\d{4})$', '2026')]).toEqual([
+      true,
+      false,
+      true,
+      true,
+    ]);
+    const keyed = { type: 'object', patternProperties: { '^x-': { type: 'string' } } };
+    expect(cache.problemOf(keyed, { 'x-a': 1 })?.path).toBe('/x-a');
+    expect(cache.problemOf(keyed, { 'y-a': 1 })).toBeUndefined();
+  });
+
+  it('should refuse a pattern RE2 cannot match in linear time (lookaround, backreference) with a 400 naming it', () => {
+    const cache = new PayloadSchemaCache();
+    for (const pattern of ['^(?=a)a$', '(?<!x)y', '^(a)\\1$']) {
+      let error: unknown;
+      try {
+        cache.validatorOf({ type: 'string', pattern });
+      } catch (e) {
+        error = e;
+      }
+      expect(error, pattern).toBeInstanceOf(AppError);
+      expect((error as AppError).status).toBe(400);
+      expect((error as AppError).message).toContain(`pattern ${JSON.stringify(pattern)} is not supported`);
+    }
+    expect(cache.size).toBe(0);
   });
 });

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { AppError } from '../common/app.error.js';
+import { schemaPatternEngine, UnsupportedPattern } from './schema-pattern.engine.js';
 
 /** Compiled schemas kept; the least recently used goes first beyond this. */
 const CACHED_SCHEMAS = 500;
@@ -24,11 +25,19 @@ export interface SchemaProblem {
  * (a `$ref` outside the schema fails it), schemas are not registered by `$id`
  * (`addUsedSchema: false`: two keys' schemas with one `$id` never meet), and the
  * schema's size is bounded by the DTO (EventTypeService). Unknown keywords are allowed,
- * as JSON Schema allows them; known ones are checked against the meta-schema.
+ * as JSON Schema allows them; known ones are checked against the meta-schema. Patterns
+ * run on RE2, in time linear in the payload (schema-pattern.engine.ts): a pattern built
+ * to backtrack cannot hold the API.
  */
 @Injectable()
 export class PayloadSchemaCache {
-  private readonly ajv = new Ajv2020({ strict: false, addUsedSchema: false, allErrors: false, logger: false });
+  private readonly ajv = new Ajv2020({
+    strict: false,
+    addUsedSchema: false,
+    allErrors: false,
+    logger: false,
+    code: { regExp: schemaPatternEngine },
+  });
   private readonly compiled = new Map<string, { schema: object; validate: ValidateFunction }>();
 
   constructor() {
@@ -51,6 +60,7 @@ export class PayloadSchemaCache {
       validate = this.ajv.compile(own);
     } catch (error) {
       this.ajv.removeSchema(own);
+      if (error instanceof UnsupportedPattern) throw new AppError('validation_failed', `schema: ${error.message}`);
       throw new AppError('validation_failed', `schema is not a valid JSON Schema (draft 2020-12): ${(error as Error).message}`);
     }
     this.compiled.set(text, { schema: own, validate });
