@@ -41,7 +41,11 @@ CREATE TABLE batch (
   request_hash text,
   total integer NOT NULL,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  completed_at timestamp(3) with time zone
+  completed_at timestamp(3) with time zone,
+  notify_url text,
+  notify_host text,
+  notify_receiver_id uuid,
+  operator_event boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE callback (
@@ -128,6 +132,15 @@ CREATE TABLE host (
   claimed_until timestamp(3) with time zone
 );
 
+CREATE TABLE operator_endpoint (
+  api_key_id uuid NOT NULL,
+  receiver_id uuid NOT NULL,
+  event_types text[],
+  host text NOT NULL,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
 CREATE TABLE receiver (
   id uuid NOT NULL,
   api_key_id uuid NOT NULL,
@@ -161,7 +174,8 @@ CREATE TABLE recovery (
   since timestamp(3) with time zone,
   until timestamp(3) with time zone NOT NULL,
   priority smallint NOT NULL,
-  matched integer NOT NULL
+  matched integer NOT NULL,
+  notified_at timestamp(3) with time zone
 );
 
 CREATE TABLE signing_secret (
@@ -213,6 +227,9 @@ ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key
 ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
 ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
+ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_pkey PRIMARY KEY (api_key_id);
+ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_check CHECK ((disabled = (disabled_at IS NOT NULL)));
 ALTER TABLE receiver ADD CONSTRAINT receiver_pkey PRIMARY KEY (id);
@@ -266,10 +283,13 @@ CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
+CREATE UNIQUE INDEX operator_endpoint_pkey ON public.operator_endpoint USING btree (api_key_id);
+CREATE UNIQUE INDEX operator_endpoint_receiver_id_key ON public.operator_endpoint USING btree (receiver_id);
 CREATE UNIQUE INDEX receiver_api_key_id_name_key ON public.receiver USING btree (api_key_id, name);
 CREATE INDEX receiver_failing_idx ON public.receiver USING btree (failing_since) WHERE ((failing_since IS NOT NULL) AND (NOT disabled));
 CREATE UNIQUE INDEX receiver_pkey ON public.receiver USING btree (id);
 CREATE UNIQUE INDEX recovery_pkey ON public.recovery USING btree (id);
+CREATE INDEX recovery_unnotified_idx ON public.recovery USING btree (id) WHERE (notified_at IS NULL);
 CREATE UNIQUE INDEX signing_secret_destination_current_key ON public.signing_secret USING btree (api_key_id, destination) WHERE ((expires_at IS NULL) AND (destination IS NOT NULL));
 CREATE INDEX signing_secret_destination_idx ON public.signing_secret USING btree (api_key_id, destination) WHERE (destination IS NOT NULL);
 CREATE INDEX signing_secret_expires_idx ON public.signing_secret USING btree (expires_at) WHERE (expires_at IS NOT NULL);
@@ -346,6 +366,15 @@ BEGIN
   INSERT INTO host (host) SELECT DISTINCT n.host FROM new_rows n ORDER BY 1 ON CONFLICT (host) DO NOTHING;
   RETURN NULL;
 END $function$;
+
+CREATE OR REPLACE FUNCTION public.operator_uuidv7()
+ RETURNS uuid
+ LANGUAGE sql
+AS $function$
+  SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+           PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
+         52, 1), 53, 1), 'hex')::uuid
+$function$;
 
 CREATE OR REPLACE FUNCTION public.receiver_event_subscriptions()
  RETURNS trigger

@@ -15,6 +15,7 @@ import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { HostsModule } from './hosts/hosts.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { OperatorEventsModule } from './operator-events/operator-events.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { ReceiversModule } from './receivers/receivers.module.js';
 import { RecoveriesModule } from './recoveries/recoveries.module.js';
@@ -44,6 +45,7 @@ export class AppModule {
         EventsModule,
         TasksModule,
         RecoveriesModule,
+        OperatorEventsModule,
         DispatchModule,
         HealthModule,
         MetricsModule,

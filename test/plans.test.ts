@@ -280,7 +280,10 @@ describe('hot-path plans', () => {
   });
 
   it('should reap expired leases through callback_lease_idx', async () => {
-    check('reapExpiredLeases', await explain(reapExpiredLeases(nowSql(), 1000)), { uses: ['callback_lease_idx'], boundMs: BOUND_MS.small });
+    check('reapExpiredLeases', await explain(reapExpiredLeases(nowSql(), 1000, { timeoutMs: 15_000, maxAttempts: 8 })), {
+      uses: ['callback_lease_idx'],
+      boundMs: BOUND_MS.small,
+    });
   });
 
   it('should find the next due time from callback_due_idx', async () => {
@@ -291,7 +294,10 @@ describe('hot-path plans', () => {
     // The completer's: the batches of one write-back's rows (here all of one finished batch's).
     const batches = (await db.query<{ id: string }>(`SELECT id FROM batch WHERE completed_at IS NOT NULL LIMIT 2`)).rows.map((r) => r.id);
     await db.query(`UPDATE batch SET completed_at = NULL WHERE id = ANY($1::uuid[])`, [batches]);
-    check('completeBatches', await explain(completeBatches(batches)), { uses: ['callback_batch_id_status_idx'], boundMs: BOUND_MS.small });
+    check('completeBatches', await explain(completeBatches(batches, { timeoutMs: 15_000, maxAttempts: 8 })), {
+      uses: ['callback_batch_id_status_idx'],
+      boundMs: BOUND_MS.small,
+    });
     check('openBatchesWithNothingLeft', await explain(openBatchesWithNothingLeft(100)), { uses: ['batch_open_idx'], boundMs: BOUND_MS.small });
   });
 

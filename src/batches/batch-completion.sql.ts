@@ -1,5 +1,6 @@
 import { Prisma } from '../generated/prisma/client.js';
-import { UNFINISHED } from '../common/states.js';
+import { STATUS, UNFINISHED } from '../common/states.js';
+import { withOperatorEvents, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 
 /**
  * Batch completion, all of it: a batch is complete (`completed_at` set) once none of
@@ -14,14 +15,53 @@ import { UNFINISHED } from '../common/states.js';
  * Each reads a batch's callbacks through `callback_batch_id_status_idx`.
  */
 
-/** Stamps the given batches that have nothing left to send; returns those it stamped. Locks those batch rows. */
-export const completeBatches = (batchIds: string[]) => Prisma.sql`
-  UPDATE batch b
-  -- a batch with no callbacks left at all (purged) is complete now: without the coalesce it stayed open, swept again and again
-  SET completed_at = coalesce((SELECT max(c.completed_at) FROM callback c WHERE c.batch_id = b.id), now())
-  WHERE b.id = ANY(${batchIds}::uuid[]) AND b.completed_at IS NULL
-    AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED})
-  RETURNING b.id, b.completed_at AS "completedAt"`;
+/**
+ * Stamps the given batches that have nothing left to send; returns those it stamped.
+ * Locks those batch rows. A batch is stamped once (`completed_at IS NULL`: of two
+ * stamps at once, the second waits for the first's row lock and then no longer
+ * matches), and its batch.completed operator event is stored in the same statement
+ * (withOperatorEvents), so it exists exactly when the stamp does: once per batch (its
+ * id names the event), whichever worker or the sweep stamps it, and a worker killed
+ * before the commit leaves both to the sweep. Counts and makespan are read only for
+ * batches someone is told of (a notify target, or the key's operator endpoint).
+ */
+export const completeBatches = (batchIds: string[], d: OperatorEventDefaults) =>
+  withOperatorEvents(
+    Prisma.sql`
+      done AS (
+        UPDATE batch b
+        -- a batch with no callbacks left at all (purged) is complete now: without the coalesce it stayed open, swept again and again
+        SET completed_at = coalesce((SELECT max(c.completed_at) FROM callback c WHERE c.batch_id = b.id), now())
+        WHERE b.id = ANY(${batchIds}::uuid[]) AND b.completed_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED})
+        RETURNING b.id, b.api_key_id, b.label, b.total, b.created_at, b.completed_at, b.notify_url, b.notify_host,
+                  b.notify_receiver_id, b.operator_event
+      ), told AS MATERIALIZED (
+        SELECT * FROM done d
+        WHERE NOT d.operator_event
+          AND (d.notify_url IS NOT NULL OR EXISTS (SELECT 1 FROM operator_endpoint oe WHERE oe.api_key_id = d.api_key_id))
+      ),`,
+    Prisma.sql`
+      SELECT d.api_key_id, 'batch.completed' AS type, 'batch.completed:' || d.id::text AS event_id,
+             jsonb_build_object('batchId', d.id, 'label', d.label, 'total', d.total, 'counts', n.counts, 'createdAt', d.created_at,
+                                'completedAt', d.completed_at,
+                                'makespanMs', round(extract(epoch FROM s.last_end - s.first_start) * 1000)) AS payload,
+             d.notify_url, d.notify_host, d.notify_receiver_id
+      FROM told d
+      CROSS JOIN LATERAL (
+        SELECT jsonb_build_object(${STATUS.pending}::text, count(*) FILTER (WHERE c.status = ${STATUS.pending}),
+                                  ${STATUS.in_flight}::text, count(*) FILTER (WHERE c.status = ${STATUS.in_flight}),
+                                  ${STATUS.succeeded}::text, count(*) FILTER (WHERE c.status = ${STATUS.succeeded}),
+                                  ${STATUS.failed}::text, count(*) FILTER (WHERE c.status = ${STATUS.failed}),
+                                  ${STATUS.cancelled}::text, count(*) FILTER (WHERE c.status = ${STATUS.cancelled})) AS counts
+        FROM callback c WHERE c.batch_id = d.id) n
+      CROSS JOIN LATERAL (
+        -- as GET /v1/batches/{id} reads it: first attempt start to last attempt end
+        SELECT min(a.started_at) AS first_start, max(a.started_at + a.duration_ms * interval '1 millisecond') AS last_end
+        FROM callback c JOIN attempt a ON a.callback_id = c.id WHERE c.batch_id = d.id) s`,
+    d,
+    Prisma.sql`SELECT id, completed_at AS "completedAt" FROM done`,
+  );
 
 /**
  * Open batches with nothing left to send, oldest first (reads, locks nothing). The

@@ -17,6 +17,8 @@ export interface NewBatch {
   idempotencyKey: string | null;
   requestHash: string | null;
   total: number;
+  /** Its own target for its batch.completed (src/operator-events): a url and its destination, and the receiver when one was named. */
+  notify?: { url: string; host: string; receiverId: string | null } | null;
 }
 
 export interface NewCallback {
@@ -100,9 +102,10 @@ function insertBatchesStatement(items: PendingBatch[]): Prisma.Sql {
   const receiverIds = [...new Set(rows.map((r) => r.receiverId).filter((id) => id !== null))];
   return Prisma.sql`
     WITH b AS (
-      INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total)
+      INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total, notify_url, notify_host, notify_receiver_id)
       SELECT * FROM unnest(${b('id')}::uuid[], ${b('apiKeyId')}::uuid[], ${b('label')}::text[], ${b('idempotencyKey')}::text[],
-                           ${b('requestHash')}::text[], ${b('total')}::int[])
+                           ${b('requestHash')}::text[], ${b('total')}::int[], ${batches.map((r) => r.notify?.url ?? null)}::text[],
+                           ${batches.map((r) => r.notify?.host ?? null)}::text[], ${batches.map((r) => r.notify?.receiverId ?? null)}::uuid[])
       ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
       RETURNING id, api_key_id
     ), r AS MATERIALIZED (

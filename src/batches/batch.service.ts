@@ -9,7 +9,7 @@ import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import type { ReceiverRow } from '../receivers/receiver.repository.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
-import { BatchRepository, type BatchRow, type NewCallback } from './batch.repository.js';
+import { BatchRepository, type BatchRow, type NewBatch, type NewCallback } from './batch.repository.js';
 import { PendingQuota } from './pending-quota.service.js';
 import type { BatchDto, BatchPageDto, BatchStatus, BatchSummaryDto } from './dto/batch.dto.js';
 import type { CallbackInputDto, CreateBatchDto } from './dto/create-batch.dto.js';
@@ -50,6 +50,7 @@ export class BatchService {
     const now = Date.now();
     const receivers = await this.receivers.resolve(apiKeyId, receiverNames(dto));
     const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i, receivers, traceparent));
+    const notify = notifyOf(dto, receivers);
     const batch = {
       id: uuidv7(),
       apiKeyId,
@@ -57,6 +58,7 @@ export class BatchService {
       idempotencyKey: idempotencyKey ?? null,
       requestHash: idempotencyKey ? createHash('sha256').update(JSON.stringify(dto)).digest('hex') : null,
       total: rows.length,
+      notify,
     };
     const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
     try {
@@ -69,7 +71,9 @@ export class BatchService {
       throw error;
     }
     // Destinations are given their secret before the batch is stored, so the worker never writes one.
-    await this.signing.ensureDestinationSecrets(apiKeyId, destinationsWithoutReceiver(rows));
+    const destinations = destinationsWithoutReceiver(rows);
+    if (notify && !notify.receiverId) destinations.add(notify.host);
+    await this.signing.ensureDestinationSecrets(apiKeyId, destinations);
     const result = await this.batches.insertBatch(batch, rows, dueNow).catch((error: unknown) => {
       this.quota.notStored(apiKeyId, rows.length);
       // A receiver deleted between the name lookup and the insert (the insert reads it FOR SHARE, so only then).
@@ -214,9 +218,21 @@ export class BatchService {
   }
 }
 
-/** The receiver names a batch uses (its callbacks' and its defaults'). */
+/** The batch's `notify` target, resolved as its callbacks' receivers are (when the batch is stored); a 400 unless exactly one of url and receiver (with a url). */
+function notifyOf(dto: CreateBatchDto, receivers: ReadonlyMap<string, ReceiverRow>): NewBatch['notify'] {
+  const n = dto.notify;
+  if (!n) return null;
+  if ((n.url === undefined) === (n.receiver === undefined)) throw new AppError('validation_failed', 'notify takes exactly one of url and receiver');
+  if (n.url !== undefined) return { url: n.url, host: destinationOf(n.url), receiverId: null };
+  const r = receivers.get(n.receiver!)!;
+  if (!r.url) throw new AppError('validation_failed', `notify.receiver: receiver ${r.name} has no url`);
+  return { url: r.url, host: destinationOf(r.url), receiverId: r.id };
+}
+
+/** The receiver names a batch uses (its callbacks', its defaults' and its notify's). */
 function receiverNames(dto: CreateBatchDto): Set<string> {
   const names = new Set<string>();
+  if (dto.notify?.receiver !== undefined) names.add(dto.notify.receiver);
   if (dto.defaults?.receiver !== undefined) names.add(dto.defaults.receiver);
   for (const c of dto.callbacks) if (c.receiver !== undefined) names.add(c.receiver);
   return names;

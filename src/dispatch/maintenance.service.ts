@@ -29,7 +29,9 @@ interface Task {
  * - lease reaper (DISPATCH_POLL_MS): rows of crashed workers, lease run out, back to
  *   pending, due now;
  * - batch sweep (DISPATCH_POLL_MS): stamps batches whose last write-back died before
- *   the stamp;
+ *   the stamp (with their batch.completed operator events);
+ * - settled recoveries (DISPATCH_POLL_MS): recovery.completed operator events of
+ *   recoveries whose requeued callbacks have all settled;
  * - expired secrets (DISPATCH_POLL_MS): deletes signing secrets whose overlap period
  *   after a rotation ended, 1,000 per statement (an index probe when there are none);
  * - idle tasks (DISPATCH_POLL_MS): runs on the tasks (src/tasks) whose runner stopped
@@ -67,6 +69,7 @@ export class MaintenanceService {
     const tasks: Task[] = [
       { name: 'lease reaper', everyMs: this.config.dispatchPollMs, run: () => this.reap() },
       { name: 'batch sweep', everyMs: this.config.dispatchPollMs, run: () => this.sweep() },
+      { name: 'settled recoveries', everyMs: this.config.dispatchPollMs, run: async () => void (await this.repo.notifySettledRecoveries()) },
       { name: 'expired secrets', everyMs: this.config.dispatchPollMs, run: () => this.deleteExpiredSecrets() },
       { name: 'idle tasks', everyMs: this.config.dispatchPollMs, run: async () => void (await this.runner.resumeIdle()) },
     ];

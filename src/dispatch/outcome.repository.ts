@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { completeBatches } from '../batches/batch-completion.sql.js';
 import type { CallbackStatus, Outcome } from '../common/states.js';
+import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
+import { exhaustedCallbacks, failingReceivers } from '../operator-events/operator-causes.sql.js';
+import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 import { receiverHealth } from './receiver-health.policy.js';
 import { lockReceivers, recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
 
@@ -32,21 +35,39 @@ export interface RecordedOutcome {
 /** The completer's statements (sql/outcome.sql.ts, batch-completion.sql.ts) on the dispatch pool. */
 @Injectable()
 export class OutcomeRepository {
-  constructor(private readonly db: DispatchDatabase) {}
+  private readonly defaults: OperatorEventDefaults;
+
+  constructor(
+    private readonly db: DispatchDatabase,
+    config: AppConfig,
+  ) {
+    this.defaults = operatorEventDefaults(config);
+  }
 
   /**
    * Writes outcomes of rows still leased to `owner`, and what they say of their
    * receivers' health, in one transaction: both or neither. Returns the callback ids
-   * that landed. Rows without a receiver: one statement, no receiver row touched.
+   * that landed. Rows without a receiver, none failed for good: one statement, no
+   * receiver row touched. The operator events these outcomes cause (callback.exhausted
+   * of the rows failed for good that landed, receiver.failing of the receivers whose
+   * failure record they start) are stored in the same transaction, so once per cause;
+   * a statement for them runs only when such a row or receiver is there (rare), never
+   * per callback, and stores nothing for a key without an operator endpoint.
    */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
     const receivers = [...new Set(rows.flatMap((r) => (r.receiverId ? [r.receiverId] : [])))];
-    if (receivers.length === 0) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
+    const anyExhausted = rows.some((r) => r.status === 'failed');
+    if (receivers.length === 0 && !anyExhausted) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
     return this.db.transaction(async (tx) => {
-      await tx.query(lockReceivers(receivers));
+      if (receivers.length > 0) await tx.query(lockReceivers(receivers));
       const ids = (await tx.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
-      const health = receiverHealth(rows, new Set(ids));
-      if (health.length > 0) await tx.execute(recordReceiverHealth(health));
+      const landed = new Set(ids);
+      const health = receiverHealth(rows, landed);
+      const failing = health.length > 0 ? await tx.query<{ id: string; startedFailing: boolean }>(recordReceiverHealth(health)) : [];
+      const exhausted = rows.filter((r) => r.status === 'failed' && landed.has(r.callbackId)).map((r) => r.callbackId);
+      if (exhausted.length > 0) await tx.query(exhaustedCallbacks(exhausted, this.defaults));
+      const started = failing.filter((r) => r.startedFailing).map((r) => r.id);
+      if (started.length > 0) await tx.query(failingReceivers(started, this.defaults));
       return ids;
     });
   }
@@ -60,6 +81,6 @@ export class OutcomeRepository {
   /** Stamps those of the batches that have nothing left to send; returns them. */
   completeBatches(batchIds: string[]): Promise<Array<{ id: string; completedAt: Date }>> {
     if (batchIds.length === 0) return Promise.resolve([]);
-    return this.db.query(completeBatches(batchIds));
+    return this.db.query(completeBatches(batchIds, this.defaults));
   }
 }

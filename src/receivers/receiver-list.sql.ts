@@ -53,7 +53,7 @@ export function listReceiversWithHealth({ apiKeyId, limit, sort, after, since }:
            a.attempts, a.successes, c.pending, c.in_flight AS "inFlight", c.held
     FROM (
       SELECT r.* FROM receiver r
-      WHERE r.api_key_id = ${apiKeyId}::uuid AND r.deleted_at IS NULL ${after ? afterCursor(sort, after) : Prisma.empty}
+      WHERE r.api_key_id = ${apiKeyId}::uuid AND r.deleted_at IS NULL AND r.name <> '/operator' ${after ? afterCursor(sort, after) : Prisma.empty}
       ORDER BY ${order('r')}
       LIMIT ${limit}
     ) p

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { UNFINISHED } from '../common/states.js';
+import { AppConfig } from '../config/app.config.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma, type Receiver } from '../generated/prisma/client.js';
 import { uuidv7 } from '../common/uuid.js';
+import { toggledReceivers } from '../operator-events/operator-causes.sql.js';
 import { insertTask, supersedeReceiverTasks } from '../tasks/task.repository.js';
 import { disabledColumns } from './receiver-hold.sql.js';
 import { listReceiversWithHealth, type ReceiverHealthRow, type ReceiverListArgs } from './receiver-list.sql.js';
@@ -44,6 +46,7 @@ export class ReceiverRepository {
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
+    private readonly config: AppConfig,
   ) {}
 
   findReceiver(apiKeyId: string, name: string): Promise<ReceiverRow | null> {
@@ -96,8 +99,9 @@ export class ReceiverRepository {
    * ingest reads it `FOR SHARE`, so a batch stored meanwhile is held or not as the
    * receiver is when it commits). The flag applies to the claim at once (it passes
    * over rows of disabled receivers the task has not reached yet). Enabling also
-   * clears the failure record the auto-disable reads. Null when there is no such
-   * receiver.
+   * clears the failure record the auto-disable reads. The flip's operator event
+   * (receiver.disabled / receiver.enabled) is stored in the same transaction. Null
+   * when there is no such receiver.
    */
   updateReceiver(
     apiKeyId: string,
@@ -127,6 +131,8 @@ export class ReceiverRepository {
       const taskId = uuidv7();
       await tx.execute(supersedeReceiverTasks(before.id));
       await tx.execute(insertTask({ id: taskId, apiKeyId, kind: s.disabled ? 'receiver.disable' : 'receiver.enable', receiverId: before.id }));
+      // its receiver.disabled / receiver.enabled operator event, with the flip (src/operator-events)
+      await tx.query(toggledReceivers([before.id], s.disabled!, false, { timeoutMs: this.config.httpTimeoutMs, maxAttempts: this.config.defaultMaxAttempts }));
       return { row, taskId };
     });
   }

@@ -199,7 +199,8 @@ export class ReceiverService {
   async resolve(apiKeyId: string, names: Iterable<string>): Promise<Map<string, ReceiverRow>> {
     const wanted = [...new Set(names)];
     if (wanted.length === 0) return new Map();
-    const found = new Map((await this.receivers.findReceivers(apiKeyId, wanted)).map((r) => [r.name, r]));
+    // names outside NAME (the operator endpoint's '/operator', a deleted one's '/deleted/…') are no receiver a batch may name
+    const found = new Map((await this.receivers.findReceivers(apiKeyId, wanted)).filter((r) => !receiverNameProblem(r.name)).map((r) => [r.name, r]));
     const unknown = wanted.filter((n) => !found.has(n));
     if (unknown.length > 0) {
       throw new AppError(

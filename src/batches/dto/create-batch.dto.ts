@@ -105,6 +105,23 @@ export class CallbackInputDto extends CallbackDefaultsDto {
   orderingKey?: string;
 }
 
+/** Where this batch's batch.completed goes besides the key's operator endpoint: a url, or a receiver of the key (exactly one). */
+export class BatchNotifyDto {
+  @ApiPropertyOptional({
+    example: 'https://example.com/hooks/batch-done',
+    description: 'Signed with the secret of its destination, as a callback without a receiver',
+  })
+  @IsOptional()
+  @IsHttpUrl()
+  url?: string;
+
+  @ApiPropertyOptional({ example: 'merchant-42', description: 'A receiver of your key: its url, settings and secret (resolved when the batch is stored)' })
+  @IsOptional()
+  @MaxLength(128)
+  @IsString()
+  receiver?: string;
+}
+
 export class CreateBatchDto {
   @ApiPropertyOptional() @IsOptional() @NoNul() @MaxLength(200) @IsString() label?: string;
 
@@ -115,6 +132,13 @@ export class CreateBatchDto {
   @ValidateNested()
   @Type(() => CallbackDefaultsDto)
   defaults?: CallbackDefaultsDto;
+
+  @ApiPropertyOptional({ type: BatchNotifyDto, description: "Also send this batch's batch.completed operator event here (see Operator events)" })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => BatchNotifyDto)
+  notify?: BatchNotifyDto;
 
   @ApiProperty({ type: [CallbackInputDto] })
   @ValidateNested({ each: true })

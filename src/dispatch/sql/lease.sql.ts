@@ -1,6 +1,8 @@
 import { STATUS } from '../../common/states.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { dueAt } from '../../receivers/receiver-hold.sql.js';
+import { exhaustedSource } from '../../operator-events/operator-causes.sql.js';
+import { withOperatorEvents, type OperatorEventDefaults } from '../../operator-events/operator-event.sql.js';
 
 /** `last_error` of a callback whose worker stopped while it held it (the attempt counted, its outcome unknown). */
 export const WORKER_LOST = 'worker_lost: the worker sending this callback stopped during the attempt (its lease ran out)';
@@ -19,25 +21,34 @@ export const WORKER_LOST = 'worker_lost: the worker sending this callback stoppe
  * one: a crashed worker's thousands of rows never sit under one statement's locks);
  * locks the rows it updates, and a row whose write-back committed meanwhile no
  * longer matches when its lock is granted (Read Committed reads the row again). Run
- * by the maintenance leader. Returns the ids and whether each failed.
+ * by the maintenance leader. Returns the ids and whether each failed. A row failed
+ * here gets its callback.exhausted operator event in this statement (operator-causes.sql.ts).
  */
-export const reapExpiredLeases = (now: Prisma.Sql, limit: number) => {
+export const reapExpiredLeases = (now: Prisma.Sql, limit: number, d: OperatorEventDefaults) => {
   const exhausted = Prisma.sql`c.attempts + 1 >= c.max_attempts`;
-  return Prisma.sql`
-    WITH x AS MATERIALIZED (
-      SELECT id FROM callback WHERE status = ${STATUS.in_flight} AND lease_expires_at < ${now}
-      ORDER BY lease_expires_at LIMIT ${limit}
-      FOR UPDATE
-    )
-    UPDATE callback c
-    SET attempts = c.attempts + 1,
-        status = CASE WHEN ${exhausted} THEN ${STATUS.failed} ELSE ${STATUS.pending} END,
-        completed_at = CASE WHEN ${exhausted} THEN ${now} ELSE NULL END,
-        last_status_code = NULL, last_error = ${WORKER_LOST},
-        lease_owner = NULL, lease_expires_at = NULL,
-        next_attempt_at = CASE WHEN ${exhausted} THEN c.next_attempt_at ELSE ${dueAt(now, Prisma.sql`c.held`)} END
-    FROM x WHERE c.id = x.id
-    RETURNING c.id, c.status = ${STATUS.failed} AS failed`;
+  // callback.exhausted of the rows failed here, in this statement: once, with the row's change
+  return withOperatorEvents(
+    Prisma.sql`
+      x AS MATERIALIZED (
+        SELECT id FROM callback WHERE status = ${STATUS.in_flight} AND lease_expires_at < ${now}
+        ORDER BY lease_expires_at LIMIT ${limit}
+        FOR UPDATE
+      ), reaped AS (
+        UPDATE callback c
+        SET attempts = c.attempts + 1,
+            status = CASE WHEN ${exhausted} THEN ${STATUS.failed} ELSE ${STATUS.pending} END,
+            completed_at = CASE WHEN ${exhausted} THEN ${now} ELSE NULL END,
+            last_status_code = NULL, last_error = ${WORKER_LOST},
+            lease_owner = NULL, lease_expires_at = NULL,
+            next_attempt_at = CASE WHEN ${exhausted} THEN c.next_attempt_at ELSE ${dueAt(now, Prisma.sql`c.held`)} END
+        FROM x WHERE c.id = x.id
+        RETURNING c.id, c.api_key_id, c.batch_id, c.external_id, c.url, c.receiver_id, c.attempts, c.last_status_code, c.last_error,
+                  c.completed_at, c.status
+      ),`,
+    exhaustedSource(Prisma.sql`reaped`, Prisma.sql`true`),
+    d,
+    Prisma.sql`SELECT id, status = ${STATUS.failed} AS failed FROM reaped`,
+  );
 };
 
 /**

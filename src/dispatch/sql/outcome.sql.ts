@@ -115,7 +115,9 @@ export interface ReceiverHealth {
  * locked already (lockReceivers); a row that would not change is not written, and a healthy
  * receiver's `last_success_at` moves only once it is a second behind, so a receiver
  * with calls landing all the time costs about one row write a second, not one per
- * write-back. (That second is how much older a failure may be than the success
+ * write-back. Answers the receivers it wrote, `startedFailing` when their failure
+ * record began here (was none, is one now: their receiver.failing operator event,
+ * src/operator-events). (That second is how much older a failure may be than the success
  * before it and still count: a receiver failing for real keeps failing.)
  */
 export function recordReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
@@ -145,5 +147,6 @@ export function recordReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
     FROM decided d
     WHERE r.id = d.id
       AND (d.failing IS DISTINCT FROM d.was_failing OR d.last_failure IS DISTINCT FROM d.had_failure
-           OR (d.success IS DISTINCT FROM d.had_success AND NOT d.throttled))`;
+           OR (d.success IS DISTINCT FROM d.had_success AND NOT d.throttled))
+    RETURNING r.id, d.was_failing IS NULL AND d.failing IS NOT NULL AS "startedFailing"`;
 }
