@@ -448,4 +448,83 @@ describe(DashboardController.name, () => {
     await page.waitForFunction(() => (globalThis as any).document.querySelector('#replay-progress')?.textContent === 'No failed callbacks in that window.');
     expect(errors).toEqual([]);
   });
+
+  it("should list events by type, open one with its payload and its fan-out, and show a receiver's subscriptions", async () => {
+    const { page, errors } = browser;
+    for (const type of ['shop.order.paid', 'shop.order.refunded']) {
+      expect((await service.api(`/v1/event-types/${type}`, { method: 'PUT', json: {} })).status).toBe(201);
+    }
+    const subscribe = async (name: string, json: Record<string, unknown>) =>
+      expect((await service.api(`/v1/receivers/${name}`, { method: 'PUT', json: { url: `${receiver.url}/${name}`, ...json } })).status).toBe(201);
+    await subscribe('ev-big', { eventTypes: ['shop.order.*'], filter: { amount: { $gte: 100 } } });
+    await subscribe('ev-paid', { eventTypes: ['shop.order.paid'] });
+    await subscribe('ev-down', { url: `${receiver.url}/ev-down?code=500`, maxAttempts: 1, eventTypes: ['shop.order.paid'] });
+    const publish = async (json: Record<string, unknown>) => {
+      const res = await service.api('/v1/events', { method: 'POST', json });
+      expect(res.status).toBe(202);
+      return (await res.json()) as { id: string; deliveries: number };
+    };
+    expect((await publish({ type: 'shop.order.paid', id: 'evt-ui-paid', payload: { orderId: 'o-77', amount: 150 } })).deliveries).toBe(3);
+    expect((await publish({ type: 'shop.order.refunded', id: 'evt-ui-refund', payload: { orderId: 'o-77', amount: 150 } })).deliveries).toBe(1);
+    expect((await publish({ type: 'shop.order.paid', id: 'evt-ui-small', payload: { orderId: 'o-78', amount: 5 } })).deliveries).toBe(2);
+    const settled = async (id: string) =>
+      (await service.apiJson(`/v1/events/${id}`)).callbacks.every((d: { status: string }) => d.status !== 'pending' && d.status !== 'in_flight');
+    await waitFor(async () => (await settled('evt-ui-paid')) && (await settled('evt-ui-small')), 20_000);
+
+    // the list, newest first, then narrowed to one type (kept in the address)
+    await openLoggedIn('#/events');
+    await page.waitForSelector('tr[data-event="evt-ui-refund"]');
+    const listed = () => page.$$eval('#events tbody tr[data-event]', (rows: any[]) => rows.map((r) => r.dataset.event));
+    expect(await listed()).toEqual(['evt-ui-small', 'evt-ui-refund', 'evt-ui-paid']);
+    expect((await page.locator('tr[data-event="evt-ui-paid"] td').allTextContents()).slice(1, 3)).toEqual(['shop.order.paid', '3']);
+    await page.selectOption('select[name=type]', 'shop.order.paid');
+    await waitFor(async () => (await listed()).join() === 'evt-ui-small,evt-ui-paid', 5000);
+    expect(page.url()).toContain('#/events?type=shop.order.paid');
+    expect(await page.inputValue('select[name=type]')).toBe('shop.order.paid');
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-events.png`, fullPage: true });
+
+    // one event: its payload and each delivery's receiver, status, attempts and last code, linked
+    await page.click('tr[data-event="evt-ui-paid"] td:nth-child(2)');
+    await page.waitForSelector('#deliveries');
+    expect(page.url()).toContain('#/event/evt-ui-paid');
+    expect(JSON.parse((await page.textContent('#payload'))!)).toEqual({ orderId: 'o-77', amount: 150 });
+    const delivery = async (name: string) => (await page.locator(`#deliveries tr[data-receiver="${name}"] td`).allTextContents()).slice(1, 5);
+    expect(await page.locator('#deliveries tbody tr').count()).toBe(3);
+    expect(await delivery('ev-big')).toEqual(['ev-big', 'succeeded', '1', '200']);
+    expect(await delivery('ev-paid')).toEqual(['ev-paid', 'succeeded', '1', '200']);
+    expect(await delivery('ev-down')).toEqual(['ev-down', 'failed', '1', '500']);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-event.png`, fullPage: true });
+    const failedId = await page.getAttribute('#deliveries tr[data-receiver="ev-down"]', 'data-callback');
+    await page.click('#deliveries tr[data-receiver="ev-down"] td:first-child a');
+    await page.waitForSelector('#attempts');
+    expect(page.url()).toContain(`#/callback/${failedId}`);
+    expect(await page.textContent('#attempts tbody')).toMatch(/http_error.*500/);
+
+    // a receiver's subscriptions: its types (names link to their events) and its filter
+    await page.goBack();
+    await page.waitForSelector('#deliveries');
+    await page.click('#deliveries tr[data-receiver="ev-big"] td:nth-child(2) a');
+    await page.waitForSelector('#subscriptions');
+    expect(page.url()).toContain('#/receiver/ev-big');
+    expect(await page.locator('#subscriptions [data-event-type]').allTextContents()).toEqual(['shop.order.*']);
+    expect(JSON.parse((await page.textContent('#subscription-filter'))!)).toEqual({ amount: { $gte: 100 } });
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-receiver-subscriptions.png`, fullPage: true });
+    await openLoggedIn('#/receiver/ev-paid');
+    await page.waitForSelector('#subscriptions');
+    expect(await page.textContent('#subscriptions')).toMatch(/none: every event of its types/);
+    await page.click('#subscriptions a[href="#/events?type=shop.order.paid"]');
+    await waitFor(async () => (await listed()).join() === 'evt-ui-small,evt-ui-paid', 5000);
+
+    // pages of 50: "More" reads the next one (events made without an id show the end of theirs)
+    for (let i = 0; i < 50; i++) await publish({ type: 'shop.order.refunded', payload: { orderId: `o-${i}`, amount: 1 } });
+    await openLoggedIn('#/events?type=shop.order.refunded');
+    await page.waitForSelector('#events tbody tr[data-event]');
+    expect(await page.locator('#events tbody tr[data-event]').count()).toBe(50);
+    await page.click('main button:text("More")');
+    await waitFor(async () => (await listed()).length === 51, 5000);
+    expect((await listed()).at(-1)).toBe('evt-ui-refund');
+    expect(await page.isHidden('main button:text("More")')).toBe(true);
+    expect(await page.locator('#events tbody tr[data-event] td:first-child a').first().textContent()).toMatch(/^…[0-9a-f]{6,}$/);
+    expect(errors).toEqual([]);
+  });
 });

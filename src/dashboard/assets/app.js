@@ -1,10 +1,13 @@
-// Hash router: #/ batches, #/batch/<id>, #/callback/<id>, #/latency?host=…, #/receivers, #/receiver/<name>
+// Hash router: #/ batches, #/batch/<id>, #/callback/<id>, #/latency?host=…, #/receivers, #/receiver/<name>,
+// #/events?type=…, #/event/<id>
 // Every view is a function (main, params) → Promise; a 401 sends the user to log in.
 import { ApiError, checkKey, session } from './api.js';
 import { h, mount } from './dom.js';
 import { batchesView } from './batches.view.js';
 import { batchView } from './batch.view.js';
 import { callbackView } from './callback.view.js';
+import { eventView } from './event.view.js';
+import { eventsView } from './events.view.js';
 import { latencyView } from './latency.view.js';
 import { receiverView } from './receiver.view.js';
 import { receiversView } from './receivers.view.js';
@@ -19,6 +22,8 @@ const ROUTES = [
   [/^#\/latency$/, latencyView],
   [/^#\/receivers$/, receiversView],
   [/^#\/receiver\/([^/?]+)$/, receiverView],
+  [/^#\/events$/, eventsView],
+  [/^#\/event\/([^/?]+)$/, eventView],
   [/^#\/?$/, batchesView],
 ];
 

@@ -1,6 +1,6 @@
-// One receiver: settings, secrets (masked, with a reveal button), figures, latency
-// over the last hour, its held and failed callbacks (with "Replay failed since…":
-// recovery.panel.js), and disable / enable.
+// One receiver: settings, event subscriptions (subscriptions.panel.js), secrets (masked,
+// with a reveal button), figures, latency over the last hour, its held and failed
+// callbacks (with "Replay failed since…": recovery.panel.js), and disable / enable.
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
 import { h, mount, when } from './dom.js';
@@ -8,6 +8,7 @@ import { idLink } from './id-link.js';
 import { shortIds } from './ids.js';
 import { latencyChart } from './latency.view.js';
 import { recoveryPanel } from './recovery.panel.js';
+import { subscriptionsPanel } from './subscriptions.panel.js';
 import { formatMs } from './timeline.js';
 
 export async function receiverView(main, context) {
@@ -51,6 +52,8 @@ export async function receiverView(main, context) {
     h('div.controls', h('span', { class: `status ${r.disabled ? 'failed' : 'succeeded'}` }, r.disabled ? 'disabled' : 'enabled'), toggle),
     r.disabled && r.disabledReason ? h('p#disabled-reason.error', `Disabled ${when(r.disabledAt)}: ${r.disabledReason}`) : null,
     settings(r),
+    h('h2', 'Event subscriptions'),
+    subscriptionsPanel(r),
     h('h2', 'Signing secrets'),
     secrets(r.secrets),
     h('h2', `Figures since ${when(r.figures.since)}`),
