@@ -35,7 +35,7 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.node } },
   },
   {
-    files: ['src/dashboard/assets/**/*.js'],
+    files: ['src/dashboard/assets/**/*.js', 'src/portal/assets/**/*.js'],
     languageOptions: { globals: { ...globals.browser } },
   },
   {

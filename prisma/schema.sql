@@ -141,6 +141,18 @@ CREATE TABLE operator_endpoint (
   updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
+CREATE TABLE portal_session (
+  id uuid NOT NULL,
+  api_key_id uuid NOT NULL,
+  receiver_id uuid NOT NULL,
+  capabilities text[] NOT NULL,
+  theme jsonb,
+  return_url text,
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  expires_at timestamp(3) with time zone NOT NULL,
+  revoked_at timestamp(3) with time zone
+);
+
 CREATE TABLE receiver (
   id uuid NOT NULL,
   api_key_id uuid NOT NULL,
@@ -230,6 +242,10 @@ ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_pkey PRIMARY KEY (api_key_id);
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE portal_session ADD CONSTRAINT portal_session_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
+ALTER TABLE portal_session ADD CONSTRAINT portal_session_capabilities_check CHECK ((('read'::text = ANY (capabilities)) AND (capabilities <@ ARRAY['read'::text, 'replay'::text, 'rotate'::text, 'edit'::text])));
+ALTER TABLE portal_session ADD CONSTRAINT portal_session_pkey PRIMARY KEY (id);
+ALTER TABLE portal_session ADD CONSTRAINT portal_session_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_check CHECK ((disabled = (disabled_at IS NOT NULL)));
 ALTER TABLE receiver ADD CONSTRAINT receiver_pkey PRIMARY KEY (id);
@@ -285,6 +301,8 @@ CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_fligh
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
 CREATE UNIQUE INDEX operator_endpoint_pkey ON public.operator_endpoint USING btree (api_key_id);
 CREATE UNIQUE INDEX operator_endpoint_receiver_id_key ON public.operator_endpoint USING btree (receiver_id);
+CREATE UNIQUE INDEX portal_session_pkey ON public.portal_session USING btree (id);
+CREATE INDEX portal_session_receiver_idx ON public.portal_session USING btree (receiver_id);
 CREATE UNIQUE INDEX receiver_api_key_id_name_key ON public.receiver USING btree (api_key_id, name);
 CREATE INDEX receiver_failing_idx ON public.receiver USING btree (failing_since) WHERE ((failing_since IS NOT NULL) AND (NOT disabled));
 CREATE UNIQUE INDEX receiver_pkey ON public.receiver USING btree (id);

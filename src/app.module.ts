@@ -15,6 +15,7 @@ import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { HostsModule } from './hosts/hosts.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { PortalModule } from './portal/portal.module.js';
 import { OperatorEventsModule } from './operator-events/operator-events.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { ReceiversModule } from './receivers/receivers.module.js';
@@ -51,6 +52,7 @@ export class AppModule {
         MetricsModule,
         RetentionModule,
         DashboardModule,
+        PortalModule,
       ],
     };
   }

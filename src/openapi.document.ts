@@ -36,6 +36,16 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         description: 'An API key (`cbk_…`): BOOTSTRAP_API_KEY, or one POST /v1/keys made',
       })
       .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'METRICS_TOKEN', description: 'METRICS_TOKEN, when the service sets one' }, METRICS_TOKEN)
+      .addCookieAuth(
+        'cbp_session',
+        {
+          type: 'apiKey',
+          in: 'cookie',
+          description:
+            'A receiver portal session (POST /v1/receivers/{name}/portal-sessions) as the cookie GET /portal/session sets; changes also need its x-csrf-token. Scripts may send the token as Authorization: Bearer cbp_… instead (no CSRF token then)',
+        },
+        'portal',
+      )
       .build(),
   );
   document.info.license = { name: 'MIT', identifier: 'MIT' } as OpenAPIObject['info']['license'];

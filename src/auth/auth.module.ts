@@ -9,6 +9,6 @@ import { RateLimitService } from './rate-limit.service.js';
 @Module({
   controllers: [KeyController],
   providers: [ApiKeyRepository, ApiKeyService, RateLimitService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
-  exports: [ApiKeyService],
+  exports: [ApiKeyService, RateLimitService],
 })
 export class AuthModule {}

@@ -85,7 +85,7 @@ export type CallbackStatusRow = Pick<
   /** Its receiver's name and why it is disabled, if it has one. */
   receiver: { name: string; disabledReason: string | null } | null;
 };
-const STATUS_COLUMNS = {
+export const STATUS_COLUMNS = {
   id: true,
   batchId: true,
   externalId: true,

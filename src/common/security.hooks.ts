@@ -22,6 +22,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 };
 
 const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS);
+const FRAMEABLE = /frame-ancestors (?!'none')/;
 
 const DOCS_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
@@ -34,6 +35,8 @@ export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfi
     // Swagger UI at /docs ships an inline <style>; everything else stays strict.
     if (req.url.startsWith('/docs') && !reply.hasHeader('content-security-policy')) void reply.header('content-security-policy', DOCS_CSP);
     for (const [name, value] of SECURITY_HEADER_LIST) {
+      // A page that names who may frame it (the receiver portal, PORTAL_FRAME_ANCESTORS) is not also denied to all.
+      if (name === 'x-frame-options' && FRAMEABLE.test(String(reply.getHeader('content-security-policy') ?? ''))) continue;
       if (!reply.hasHeader(name)) void reply.header(name, value);
     }
     done(null, payload);

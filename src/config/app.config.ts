@@ -79,6 +79,10 @@ export class AppConfig {
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
   @IsArray() @IsString({ each: true }) @IsCidrList() allowPrivateNetworks: string[] = [];
+  /** PORTAL_FRAME_ANCESTORS: comma-separated origins (https://app.example.com) whose pages may frame the receiver portal (none: no site may). */
+  @IsArray() @Matches(/^https?:\/\/[^/\s,;'"*]+$/, { each: true, message: 'each must be an origin: http(s)://host[:port], no path' }) portalFrameAncestors: string[] = [];
+  /** PORTAL_BASE_URL: this service's address as receivers reach it, for portal links (unset: the address the minting request came to). */
+  @IsOptional() @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be http(s)://host[:port], no path' }) portalBaseUrl?: string;
   /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */
   @IsOptional()
   @Matches(/^https?:\/\/([^/@\s]+@)?[^/@\s]+\/?$/, { message: 'must be http://[user:password@]host[:port] or https://…; socks5 is not supported' })
@@ -202,6 +206,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   SECRETS_KEY_PREVIOUS: ['secretsKeyPrevious', list],
   ALLOW_PRIVATE_NETWORKS: ['allowPrivateNetworks', list],
   EGRESS_PROXY_URL: ['egressProxyUrl', str],
+  PORTAL_FRAME_ANCESTORS: ['portalFrameAncestors', list],
+  PORTAL_BASE_URL: ['portalBaseUrl', str],
   OTEL_SDK_DISABLED: ['otelSdkDisabled', (raw) => raw.trim().toLowerCase()],
   OTEL_TRACES_EXPORTER: ['otelTracesExporter', (raw) => (list(raw) as string[]).map((s) => s.toLowerCase())],
   OTEL_EXPORTER_OTLP_ENDPOINT: ['otelExporterOtlpEndpoint', str],

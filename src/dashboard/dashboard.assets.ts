@@ -20,9 +20,9 @@ const TYPES: Record<string, string> = {
  * no build step), so both the sources (tests) and dist/ (npm start) find them from
  * the package root. The first directory upwards holding package.json is the root.
  */
-export function assetsDir(from = dirname(fileURLToPath(import.meta.url))): string {
+export function assetsDir(from = dirname(fileURLToPath(import.meta.url)), feature = 'dashboard'): string {
   for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return join(dir, 'src', 'dashboard', 'assets');
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'src', feature, 'assets');
     if (dirname(dir) === dir) throw new Error(`dashboard assets: no package.json above ${from}`);
   }
 }

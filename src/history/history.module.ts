@@ -12,5 +12,6 @@ import { SequenceService } from './sequence.service.js';
   imports: [BatchesModule, CallbacksModule, ReceiversModule],
   controllers: [SequenceController, LatencyController],
   providers: [SequenceService, LatencyRepository, LatencyService],
+  exports: [LatencyService],
 })
 export class HistoryModule {}

@@ -10,5 +10,6 @@ import { RecoveryService } from './recovery.service.js';
   imports: [ReceiversModule, TasksModule],
   controllers: [RecoveryController],
   providers: [RecoveryRepository, RecoveryService],
+  exports: [RecoveryService],
 })
 export class RecoveriesModule {}

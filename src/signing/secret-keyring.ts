@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type AppConfig } from '../config/app.config.js';
@@ -54,6 +54,16 @@ export class SecretKeyring {
 
   holds(keyId: string): boolean {
     return this.keys.has(keyId);
+  }
+
+  /**
+   * A 32-byte key for `purpose` derived (HKDF-SHA256) from the key `keyId` (default:
+   * the current one), so other uses (portal tokens) never use a sealing key as is;
+   * undefined when this keyring lacks that key.
+   */
+  derive(purpose: string, keyId = this.currentId): Buffer | undefined {
+    const key = this.keys.get(keyId);
+    return key && Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), purpose, 32));
   }
 
   /** `secret` of the row `rowId`, sealed under the current key. */

@@ -1,0 +1,110 @@
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { Allow, IsBoolean, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
+import { AttemptDto, CallbackDetailDto } from '../../callbacks/dto/callback.dto.js';
+import { cursorParam, dateParam, pageLimit, statusParam } from '../../common/params.js';
+import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
+import { IsHeaderMap, IsHttpUrl } from '../../common/validators.js';
+import { Verbatim } from '../../common/verbatim.js';
+import { LatencyQueryDto } from '../../history/dto/latency.dto.js';
+import { ReceiverDto, ReceiverFiguresDto } from '../../receivers/dto/receiver.dto.js';
+import { SecretDto } from '../../signing/dto/secrets.dto.js';
+import { PORTAL_CAPABILITIES, type PortalCapability } from '../portal-token.policy.js';
+
+/** `GET /portal/api/session`: who the portal is for and what it may do. */
+export class PortalSessionViewDto {
+  @ApiProperty({ example: 'merchant-42' }) receiver: string;
+  @ApiProperty({ type: [String], enum: PORTAL_CAPABILITIES }) capabilities: PortalCapability[];
+  @ApiProperty({ format: 'date-time' }) expiresAt: string;
+  @ApiProperty({ description: 'Send it as x-csrf-token on every change made with the session cookie' }) csrfToken: string;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, nullable: true, description: 'CSS variables of the session' })
+  theme: Record<string, string> | null;
+  @ApiProperty({ type: String, nullable: true }) returnUrl: string | null;
+}
+
+/** The receiver as its portal shows it: settings and figures, no secrets (GET /portal/api/secrets), no subscriptions. */
+export class PortalReceiverDto extends ReceiverDto {
+  @ApiProperty({ type: ReceiverFiguresDto }) figures: ReceiverFiguresDto;
+}
+
+export class PortalSecretsDto {
+  @ApiProperty({ type: [SecretDto], description: 'newest first; two while a rotation overlaps' }) secrets: SecretDto[];
+}
+
+/** `PATCH /portal/api/receiver` (edit): what a receiver may change of itself. */
+export class PortalSettingsDto {
+  @ApiPropertyOptional({ example: 'https://shop.example/hooks' }) @IsOptional() @IsHttpUrl() url?: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' }, description: 'Headers sent with its callbacks (replaces them)' })
+  @IsOptional()
+  @IsHeaderMap()
+  @Verbatim()
+  headers?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'true holds its callbacks; false sends them again' }) @IsOptional() @IsBoolean() disabled?: boolean;
+}
+
+/** ?status=&since=&until=&eventType=&cursor=&limit= of GET /portal/api/deliveries. */
+export class PortalDeliveryQueryDto {
+  @ApiPropertyOptional({ enum: CALLBACK_STATUSES })
+  @Allow()
+  @Transform(({ value }) => statusParam(value))
+  status?: CallbackStatus;
+
+  @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Only deliveries accepted since (ISO-8601)' })
+  @Allow()
+  @Transform(({ value }) => dateParam('since', value))
+  since?: Date;
+
+  @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Only deliveries accepted before (ISO-8601)' })
+  @Allow()
+  @Transform(({ value }) => dateParam('until', value))
+  until?: Date;
+
+  @ApiPropertyOptional({ description: 'Only the deliveries of events of this type', example: 'order.paid' })
+  @IsOptional()
+  @MaxLength(128)
+  @IsString()
+  eventType?: string;
+
+  @ApiPropertyOptional({ description: 'nextCursor of the previous page' })
+  @Allow()
+  @Transform(({ value }) => cursorParam(value))
+  cursor?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 200, default: 50 })
+  @Allow()
+  @Transform(({ value }) => pageLimit(value, 50, 200))
+  limit: number = 50;
+}
+
+export class SentRequestDto {
+  @ApiProperty() method: string;
+  @ApiProperty() url: string;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description:
+      'The headers of an attempt: stored ones, user-agent and the Standard Webhooks headers, with webhook-timestamp the second the attempt started and webhook-signature made again with the secrets that signed then',
+  })
+  headers: Record<string, string>;
+  @ApiProperty({ type: String, nullable: true, description: 'the body as sent' }) body: string | null;
+}
+
+export class PortalAttemptDto extends AttemptDto {
+  @ApiProperty({ type: SentRequestDto }) request: SentRequestDto;
+}
+
+/** A delivery with its attempts, each with the request as sent. */
+export class PortalDeliveryDto extends CallbackDetailDto {
+  @ApiProperty({ type: [PortalAttemptDto] }) declare attempts: PortalAttemptDto[];
+  @ApiProperty({ type: String, nullable: true, description: 'the body' }) body: string | null;
+}
+
+/** `POST /portal/api/replays` (replay): send again every failed delivery accepted since `since`. */
+export class PortalReplayDto {
+  @ApiProperty({ format: 'date-time', description: 'at most 31 days ago' }) @IsISO8601({ strict: true }) since: string;
+}
+
+/** ?from=&to=&bucket= of GET /portal/api/latency (the receiver is the session's). */
+export class PortalLatencyQueryDto extends PickType(LatencyQueryDto, ['from', 'to', 'bucket'] as const) {}

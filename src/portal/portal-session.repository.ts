@@ -1,0 +1,105 @@
+import { Injectable } from '@nestjs/common';
+import { STATUS_COLUMNS, type CallbackStatusRow } from '../callbacks/callback.repository.js';
+import type { CallbackStatus } from '../common/states.js';
+import { PrismaService } from '../database/prisma.service.js';
+import type { Prisma } from '../generated/prisma/client.js';
+
+export interface PortalSessionRow {
+  id: string;
+  apiKeyId: string;
+  receiverId: string;
+  receiverName: string;
+  capabilities: string[];
+  theme: Record<string, string> | null;
+  returnUrl: string | null;
+  expiresAt: Date;
+}
+
+export interface DeliveryFilter {
+  apiKeyId: string;
+  receiverId: string;
+  status?: CallbackStatus;
+  since?: Date;
+  until?: Date;
+  eventType?: string;
+  /** id of the last row of the previous page (newest first: the next page is older) */
+  before?: string;
+  limit: number;
+}
+
+/** The smallest UUIDv7 of a millisecond: ids are made at acceptance, so an id bound is a time bound the index walks. */
+export function uuidFloorOf(at: Date): string {
+  const hex = Math.max(0, Math.min(at.getTime(), 2 ** 48 - 1))
+    .toString(16)
+    .padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+@Injectable()
+export class PortalSessionRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  async insertSession(row: Omit<PortalSessionRow, 'receiverName'>): Promise<void> {
+    await this.prisma.portalSession.create({
+      data: { ...row, theme: row.theme ?? undefined },
+    });
+  }
+
+  /**
+   * The live session `id`: not revoked, not expired, its receiver still there, and its
+   * API key not revoked (a key revoked takes its portals with it). One read by primary
+   * key per portal request; the receiver row gives the name the services look up by.
+   */
+  async findLiveSession(id: string, now: Date): Promise<PortalSessionRow | undefined> {
+    const row = await this.prisma.portalSession.findFirst({
+      where: { id, revokedAt: null, expiresAt: { gt: now } },
+    });
+    if (!row) return undefined;
+    const [receiver, key] = await Promise.all([
+      this.prisma.receiver.findFirst({ where: { id: row.receiverId, apiKeyId: row.apiKeyId }, select: { name: true } }),
+      this.prisma.apiKey.findFirst({ where: { id: row.apiKeyId, revokedAt: null }, select: { id: true } }),
+    ]);
+    if (!receiver || !key) return undefined;
+    return { ...row, receiverName: receiver.name, theme: row.theme as Record<string, string> | null };
+  }
+
+  /** Revokes every live session of the receiver (portal_session_receiver_idx); answers how many. */
+  async revokeSessions(receiverId: string, now: Date): Promise<number> {
+    const { count } = await this.prisma.portalSession.updateMany({ where: { receiverId, revokedAt: null, expiresAt: { gt: now } }, data: { revokedAt: now } });
+    return count;
+  }
+
+  /**
+   * The receiver's callbacks, newest first: callback_receiver_idx (receiver_id, id)
+   * walked backwards from `before`, down to the id floor of `since`; status and event
+   * type are filters on that walk.
+   */
+  listDeliveries(f: DeliveryFilter): Promise<CallbackStatusRow[]> {
+    const id: Prisma.StringFilter = {};
+    if (f.before) id.lt = f.before;
+    if (f.since) id.gte = uuidFloorOf(f.since);
+    if (f.until) id.lt = f.before && f.before < uuidFloorOf(f.until) ? f.before : uuidFloorOf(f.until);
+    return this.prisma.callback.findMany({
+      where: {
+        apiKeyId: f.apiKeyId,
+        receiverId: f.receiverId,
+        ...(Object.keys(id).length > 0 && { id }),
+        ...(f.status && { status: f.status }),
+        ...(f.eventType && { batch: { events: { some: { type: f.eventType } } } }),
+      },
+      orderBy: { id: 'desc' },
+      take: f.limit,
+      select: STATUS_COLUMNS,
+    }) as Promise<CallbackStatusRow[]>;
+  }
+
+  /** What a callback of this receiver sends (its stored request), or undefined when it is not this receiver's. */
+  findRequest(apiKeyId: string, receiverId: string, id: string) {
+    return this.prisma.callback.findFirst({ where: { id, apiKeyId, receiverId }, select: { id: true, method: true, url: true, headers: true, body: true } });
+  }
+
+  /** Whether the recovery `id` of the key is limited to this receiver. */
+  async recoveryOfReceiver(apiKeyId: string, receiverId: string, id: string): Promise<boolean> {
+    return (await this.prisma.recovery.count({ where: { id, apiKeyId, receiverId } })) > 0;
+  }
+}
