@@ -142,12 +142,12 @@ export class AppConfig {
   @IsInt() @Min(0) maxPendingPerKey = 1_000_000;
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
   @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
+  /** EVENT_MAX_DELIVERIES: deliveries (callbacks) one published event may make; an event that would make more is refused whole, a 413 (10000). */
+  @IsInt() @Min(1) @Max(1_000_000) eventMaxDeliveries = 10_000;
   /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
   @IsInt() @Min(1) maxCallbackBodyBytes = 262_144;
   /** MAX_REQUEST_BYTES: size of one API request body (33554432 bytes). */
   @IsInt() @Min(1024) maxRequestBytes = 33_554_432;
-  /** EVENT_MAX_DELIVERIES: deliveries (callbacks) one published event may make; an event that would make more is refused whole, a 413 (10000). */
-  @IsInt() @Min(1) @Max(1_000_000) eventMaxDeliveries = 10_000;
   /** MAX_JSON_DEPTH: nesting depth of a callback body; the request may nest 4 more (32 levels). */
   @IsInt() @Min(1) @Max(1000) maxJsonDepth = 32;
   /** API_RATE_LIMIT_PER_SEC: API requests per second per key, refilled continuously (10000; 0 = no limit). */
@@ -226,13 +226,13 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RECEIVER_CHECK_INTERVAL_MS: ['receiverCheckIntervalMs', int],
   MAX_PENDING_PER_KEY: ['maxPendingPerKey', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
+  EVENT_MAX_DELIVERIES: ['eventMaxDeliveries', int],
   MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
   MAX_REQUEST_BYTES: ['maxRequestBytes', int],
   MAX_JSON_DEPTH: ['maxJsonDepth', int],
   API_RATE_LIMIT_PER_SEC: ['apiRateLimitPerSec', int],
   API_RATE_LIMIT_BURST: ['apiRateLimitBurst', int],
   API_AUTH_FAILURES_PER_SEC: ['apiAuthFailuresPerSec', int],
-  EVENT_MAX_DELIVERIES: ['eventMaxDeliveries', int],
   API_AUTH_FAILURES_BURST: ['apiAuthFailuresBurst', int],
 };
 
