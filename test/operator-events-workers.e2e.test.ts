@@ -1,0 +1,131 @@
+import type pg from 'pg';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OperatorEndpointService } from '../src/operator-events/operator-endpoint.service.js';
+import { connect, createTestDatabase, type TestDatabase } from './support/database.js';
+import { call, spawnService, type ServiceProcess } from './support/process.js';
+import { Receiver } from './support/receiver.js';
+import { waitFor } from './support/service.js';
+
+/**
+ * Real processes: an API and three workers on one database, the worker that stamps the
+ * first batch complete SIGKILLed right after, a fourth started. Each operator event is
+ * counted at a real receiver by its own id (webhook-event-id), and in the event table.
+ */
+describe(`${OperatorEndpointService.name} across three workers and a kill`, () => {
+  let database: TestDatabase;
+  let db: pg.Client;
+  let ops: Receiver;
+  let target: Receiver;
+  const procs: ServiceProcess[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = await connect(database.url);
+    [ops, target] = await Promise.all([Receiver.start({ host: '127.0.0.2' }), Receiver.start({ host: '127.0.0.3' })]);
+  });
+  afterAll(async () => {
+    for (const p of procs) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+    await db?.end();
+    await Promise.all([ops?.close(), target?.close()]);
+    await database?.drop();
+  });
+
+  it('should send each operator event once per cause (batch.completed, callback.exhausted, receiver.failing) with three workers and one SIGKILLed after a stamp', async () => {
+    // HTTP_TIMEOUT_MS and the lease margin short: the killed worker's rows are reaped within ~3 s
+    const env = { DATABASE_URL: database.url, DISPATCH_POLL_MS: '100', HTTP_TIMEOUT_MS: '2000', DISPATCH_LEASE_MARGIN_MS: '1000' };
+    const api = await spawnService({ ...env, ROLE: 'api', LOG_LEVEL: 'error' });
+    procs.push(api);
+    const worker = { ...env, ROLE: 'worker', LOG_LEVEL: 'log', DISPATCH_CONCURRENCY: '8', HOST_MAX_IN_FLIGHT: '1000' };
+    const workers = await Promise.all([0, 1, 2].map(() => spawnService(worker)));
+    procs.push(...workers);
+
+    const put = await call(api.url, '/v1/operator-endpoint', { method: 'PUT', json: { url: `${ops.url}/ops?sleep=5` } });
+    expect(put.status).toBe(201);
+    const secret: string = put.body.secrets[0].secret;
+    expect((await call(api.url, '/v1/receivers/shop', { method: 'PUT', json: { url: `${target.url}/shop?code=503`, maxAttempts: 1 } })).status).toBe(201);
+
+    // 40 batches due at one moment: 30 calls each that succeed, 2 that fail for good, 1 to the failing receiver
+    const runAt = new Date(Date.now() + 1500).toISOString();
+    const batchIds: string[] = [];
+    const exhaustedIds: string[] = [];
+    for (let b = 0; b < 40; b++) {
+      const callbacks = [
+        ...Array.from({ length: 30 }, (_, i) => ({ url: `${target.url}/ok/${b}/${i}?sleep=20`, runAt })),
+        ...Array.from({ length: 2 }, (_, i) => ({ url: `${target.url}/bad/${b}/${i}?code=500&sleep=20`, maxAttempts: 1, runAt })),
+        { receiver: 'shop', runAt },
+      ];
+      const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { label: `b${b}`, callbacks } });
+      expect(status).toBe(202);
+      batchIds.push(body.id);
+      exhaustedIds.push(...body.callbacks.slice(30).map((c: { id: string }) => c.id));
+    }
+
+    // the first worker to stamp a batch complete is killed right after
+    const stamped = await waitFor(() => workers.find((w) => /batch_completed/.test(w.output())), 20_000, 2);
+    stamped.kill('SIGKILL');
+    await stamped.exited;
+    procs.push(await spawnService(worker));
+
+    const count = async (sql: string) => (await db.query(sql)).rows[0].n as number;
+    await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM batch WHERE NOT operator_event AND completed_at IS NULL`)) === 0, 60_000, 200);
+    // every operator delivery settled (the killed worker's reaped and sent again), then a moment for strays
+    await waitFor(
+      async () =>
+        (await count(`SELECT count(*)::int AS n FROM callback c JOIN batch b ON b.id = c.batch_id WHERE b.operator_event AND c.status <> 'succeeded'`)) === 0,
+      30_000,
+      200,
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+
+    const deliveries = new Map<string, { type: string; webhookIds: Set<string>; n: number; data: Record<string, unknown> }>();
+    for (const r of ops.requests) {
+      const id = String(r.headers['webhook-event-id']);
+      const d = deliveries.get(id) ?? { type: String(r.headers['webhook-event-type']), webhookIds: new Set(), n: 0, data: JSON.parse(r.body).data };
+      d.webhookIds.add(String(r.headers['webhook-id']));
+      d.n++;
+      deliveries.set(id, d);
+      new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false }); // throws when not signed with the endpoint's secret
+    }
+    const ofType = (type: string) => [...deliveries.entries()].filter(([, d]) => d.type === type);
+
+    // batch.completed: one event per batch, named by it, at the receiver and in the table
+    expect(
+      ofType('batch.completed')
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(batchIds.map((id) => `batch.completed:${id}`).sort());
+    expect(
+      ofType('batch.completed')
+        .map(([, d]) => d.data.batchId)
+        .sort(),
+    ).toEqual([...batchIds].sort());
+    expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'batch.completed'`)).toBe(40);
+    // callback.exhausted: one per callback failed for good (2 per batch and the receiver's)
+    expect(
+      ofType('callback.exhausted')
+        .map(([, d]) => d.data.callbackId)
+        .sort(),
+    ).toEqual([...exhaustedIds].sort());
+    expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'callback.exhausted'`)).toBe(120);
+    // receiver.failing: once, though 40 failures landed from several workers
+    expect(ofType('receiver.failing')).toHaveLength(1);
+    expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'receiver.failing'`)).toBe(1);
+    expect(deliveries.size).toBe(40 + 120 + 1);
+    // a redelivery (an operator call in flight on the killed worker) keeps its webhook-id; nothing else arrives twice
+    for (const [id, d] of deliveries) expect(d.webhookIds.size, id).toBe(1);
+    const redelivered = [...deliveries.values()].filter((d) => d.n > 1).length;
+    expect(redelivered).toBeLessThanOrEqual(8); // at most the killed worker's window
+
+    // the batches' last callbacks were written back by different workers: the stamps raced
+    const spread = await count(`
+      SELECT count(*)::int AS n FROM (
+        SELECT c.batch_id FROM callback c JOIN attempt a ON a.callback_id = c.id JOIN batch b ON b.id = c.batch_id
+        WHERE NOT b.operator_event GROUP BY c.batch_id HAVING count(DISTINCT a.worker) >= 2) s`);
+    expect(spread).toBeGreaterThanOrEqual(20);
+    console.log(`operator events: ${deliveries.size} events, ${redelivered} delivered twice (killed worker), ${spread}/40 batches written back by 2+ workers`);
+  }, 120_000);
+});
