@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeBatches, openBatchesWithNothingLeft } from '../src/batches/batch-completion.sql.js';
 import { COUNT_PLANNER, countPending } from '../src/batches/pending.sql.js';
@@ -10,8 +10,9 @@ import { nowSql } from '../src/dispatch/sql/time.sql.js';
 import type { RecordedOutcome } from '../src/dispatch/outcome.repository.js';
 import type { Prisma } from '../src/generated/prisma/client.js';
 import { createTestDatabase, connect } from './support/database.js';
+import { checkPlan, explainStatement, planNodes, type Explained } from './support/plans.js';
 import { dispatchSettings } from '../src/database/dispatch-database.js';
-import { beginWith, type LocalSettings } from '../src/database/pg.statements.js';
+import type { LocalSettings } from '../src/database/pg.statements.js';
 import { CLAIM_PLANNER } from '../src/dispatch/sql/claim.sql.js';
 import { loadConfig } from '../src/config/app.config.js';
 
@@ -42,24 +43,6 @@ const CAP = 20;
 const BOUND_MS = { claim: 150, writeBack: 150, small: 50 };
 /** A run this fast is not run again (half the smallest bound). */
 const RERUN_ABOVE_MS = BOUND_MS.small / 2;
-
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-interface Explained {
-  Plan: PlanNode;
-  'Execution Time': number;
-  JIT?: { Functions: number };
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
 
 describe('hot-path plans', () => {
   let db: pg.Client;
@@ -139,61 +122,10 @@ describe('hot-path plans', () => {
     now: nowSql(),
   });
 
-  /**
-   * Runs `statement` as a worker session does (prepared by name, a custom plan and,
-   * with plan_cache_mode = force_generic_plan, the generic one Postgres may switch to),
-   * each time EXPLAIN ANALYZE inside a transaction that is rolled back, twice.
-   */
-  async function explain(statement: Prisma.Sql, settings: LocalSettings = {}): Promise<Array<Explained & { mode: string }>> {
-    const session = await connect(url);
-    const out: Array<Explained & { mode: string }> = [];
-    try {
-      for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-        await session.query(beginWith({ ...dispatchSettings(loadConfig({})), ...settings, plan_cache_mode: mode }));
-        await session.query(`PREPARE p AS ${statement.text}`);
-        // The values inlined as literals (EXECUTE takes expressions, not parameters), typed by the PREPARE.
-        const args = statement.values.map((v) => (v === null || v === undefined ? 'NULL' : session.escapeLiteral(toText(v))));
-        const execute = `EXECUTE p${args.length ? `(${args.join(', ')})` : ''}`;
-        if (process.env.PLAN_DEBUG) console.log(mode, (await session.query(`EXPLAIN (ANALYZE) ${execute}`)).rows.map((r) => r['QUERY PLAN']).join('\n'));
-        // The fastest of up to five runs, each rolled back to a savepoint (each sees what the
-        // first saw), stopping at one under RERUN_ABOVE_MS: a bad plan is slow every time, a
-        // pause of the shared machine is not (one good openBatchesWithNothingLeft plan took
-        // 1.5 s once in a full run, 1–3 ms alone; a completeBatches one failed 50 ms on the
-        // best of two in a full CI run).
-        let best: Explained | undefined;
-        for (let attempt = 0; attempt < 5 && !(best && best['Execution Time'] < RERUN_ABOVE_MS); attempt++) {
-          await session.query('SAVEPOINT run');
-          const { rows } = await session.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${execute}`);
-          await session.query('ROLLBACK TO SAVEPOINT run');
-          const run = rows[0]['QUERY PLAN'][0] as Explained;
-          if (!best || run['Execution Time'] < best['Execution Time']) best = run;
-        }
-        await session.query('ROLLBACK');
-        await session.query('DEALLOCATE p');
-        out.push({ ...best!, mode });
-      }
-    } finally {
-      await session.end();
-    }
-    return out;
-  }
-
-  function check(name: string, runs: Array<Explained & { mode: string }>, { uses, boundMs }: { uses: string[]; boundMs: number }) {
-    for (const run of runs) {
-      const all = nodes(run.Plan);
-      const indexes = new Set(all.map((n) => n['Index Name']).filter(Boolean));
-      const seqScans = all.filter((n) => n['Node Type'] === 'Seq Scan' && (n['Relation Name'] === 'callback' || n['Relation Name'] === 'attempt'));
-      const where = `${name} (${run.mode}) on ${server}`;
-      console.log(`${where}: ${run['Execution Time'].toFixed(1)} ms, indexes ${[...indexes].join(' ')}${run.JIT ? ', JIT' : ''}`);
-      expect(run.JIT, `${where}: JIT-compiled (${run.JIT?.Functions} functions)`).toBeUndefined();
-      for (const index of uses) expect([...indexes], `${where}: uses ${index}`).toContain(index);
-      expect(
-        seqScans.map((n) => n['Relation Name']),
-        `${where}: no sequential scan of the queue or the history`,
-      ).toEqual([]);
-      expect(run['Execution Time'], `${where}: execution time`).toBeLessThan(boundMs);
-    }
-  }
+  /** `statement` as a worker session runs it (its settings, then `settings`): test/support/plans.ts. */
+  const explain = (statement: Prisma.Sql, settings: LocalSettings = {}) =>
+    explainStatement(url, statement, { ...dispatchSettings(loadConfig({})), ...settings }, RERUN_ABOVE_MS);
+  const check = (name: string, runs: Explained[], bounds: { uses: string[]; boundMs: number }) => checkPlan(name, runs, server, { ...bounds, jitOff: true });
 
   it('should claim the front through callback_key_due_idx', async () => {
     check('claimFront', await explain(claimFront(claimArgs()), CLAIM_PLANNER), { uses: ['callback_key_due_idx'], boundMs: BOUND_MS.claim });
@@ -213,7 +145,7 @@ describe('hot-path plans', () => {
       const runs = await explain(statement, CLAIM_PLANNER);
       check(name, runs, { uses: ['callback_pending_host_idx'], boundMs: BOUND_MS.small });
       for (const run of runs) {
-        const read = nodes(run.Plan)
+        const read = planNodes(run.Plan)
           .filter((n) => n['Index Name'] === walked)
           .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
         expect(read, `${name} (${run.mode}): rows read from ${walked}`).toBe(0);
@@ -222,14 +154,14 @@ describe('hot-path plans', () => {
     // One host left open: the walks run and find its rows.
     const open = { ...claimArgs(), skipHosts: hosts.slice(FULL_HOSTS + 1) };
     const [custom] = await explain(claimFront(open), CLAIM_PLANNER);
-    expect(nodes(custom.Plan).some((n) => n['Index Name'] === 'callback_key_due_idx' && (n['Actual Rows'] ?? 0) > 0)).toBe(true);
+    expect(planNodes(custom.Plan).some((n) => n['Index Name'] === 'callback_key_due_idx' && (n['Actual Rows'] ?? 0) > 0)).toBe(true);
   });
 
   it("should find due rows of a higher priority for a worker's hosts through callback_key_due_idx, a bounded read", async () => {
     const runs = await explain(dueAhead(keys, hosts.slice(0, 10), 2, nowSql()), CLAIM_PLANNER);
     check('dueAhead', runs, { uses: ['callback_key_due_idx'], boundMs: BOUND_MS.small });
     for (const run of runs) {
-      const read = nodes(run.Plan)
+      const read = planNodes(run.Plan)
         .filter((n) => n['Index Name'] === 'callback_key_due_idx')
         .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
       expect(read, `dueAhead (${run.mode}): rows read`).toBeLessThanOrEqual(KEYS * 2 * DUE_AHEAD_ROWS);
@@ -309,11 +241,3 @@ describe('hot-path plans', () => {
     check('notableHosts', await explain(notableHosts()), { uses: [], boundMs: BOUND_MS.small });
   });
 });
-
-/** A bound value as the text Postgres parses it (what pg would send). */
-function toText(v: unknown): string {
-  if (v instanceof Date) return v.toISOString();
-  if (Array.isArray(v)) return `{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/(["\\])/g, '\\$1')}"`)).join(',')}}`;
-  if (typeof v === 'object') return JSON.stringify(v);
-  return String(v);
-}

@@ -143,7 +143,10 @@ describe(RetentionService.name, () => {
       expect(worker.app.get(AppConfig).retentionPurgeIntervalMs).toBe(1_000);
       const wdb = await connect(worker.databaseUrl);
       const sent = await worker.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/a` }, { url: `${receiver.url}/b` }] } });
-      const later = await worker.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/c`, runAt: new Date(Date.now() + H).toISOString() }] } });
+      const later = await worker.apiJson('/v1/batches', {
+        method: 'POST',
+        json: { callbacks: [{ url: `${receiver.url}/c`, runAt: new Date(Date.now() + H).toISOString() }] },
+      });
       await waitFor(() => receiver.requests.length === 2);
       const count = async (batchId: string) => (await wdb.query('SELECT count(*)::int AS n FROM callback WHERE batch_id = $1', [batchId])).rows[0].n;
       const finishedAt = Date.now();
