@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OperatorEndpointService } from '../src/operator-events/operator-endpoint.service.js';
 import { connect, createTestDatabase, type TestDatabase } from './support/database.js';
 import { Receiver, type ReceivedRequest } from './support/receiver.js';
-import { startTestService, waitFor, type TestService } from './support/service.js';
+import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
 
 interface OperatorCall {
   request: ReceivedRequest;
@@ -84,13 +84,16 @@ describe(OperatorEndpointService.name, () => {
   it('should create the endpoint with its own whsec_ secret, update it, and keep it out of the receivers', async () => {
     const created = await service.api('/v1/operator-endpoint', { method: 'PUT', json: { url: `${ops.url}/ops` } });
     expect(created.status).toBe(201);
-    const body = await created.json();
+    const body = await jsonOf(created);
     expect(body).toMatchObject({ url: `${ops.url}/ops`, eventTypes: null, disabled: false });
     expect(body.secrets[0].secret).toMatch(/^whsec_/);
     secret = body.secrets[0].secret;
-    const again = await service.api('/v1/operator-endpoint', { method: 'PUT', json: { eventTypes: null } });
-    expect(again.status).toBe(200);
-    expect((await again.json()).secrets[0].secret).toBe(secret);
+    // through the generated client: the routes are in the document it was made from
+    const again = await service.client.PUT('/v1/operator-endpoint', { body: { eventTypes: null } });
+    expect(again.response.status).toBe(200);
+    expect(again.data!.secrets[0].secret).toBe(secret);
+    const { data: shown } = await service.client.GET('/v1/operator-endpoint');
+    expect(shown).toMatchObject({ url: `${ops.url}/ops`, eventTypes: null, disabled: false, failingSince: null });
     expect((await service.apiJson('/v1/receivers')).items.map((r: { name: string }) => r.name)).not.toContain('/operator');
     // no batch can name it
     const named = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ receiver: '/operator', url: `${target.url}/x` }] } });
@@ -111,6 +114,8 @@ describe(OperatorEndpointService.name, () => {
     expect(call.eventId).toBe(`batch.completed:${b.id}`);
     expect(verifies(secret, call.request)).toBe(true);
     expect(call.body).toMatchObject({ id: call.eventId, type: 'batch.completed', data: { batchId: b.id, label: 'orders', total: 2 } });
+    expect(call.body.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(new Date(call.body.data.completedAt).toISOString()).toBe(call.body.data.completedAt);
     expect(call.body.data.counts).toMatchObject({ succeeded: 1, failed: 1, pending: 0 });
     expect(call.body.data.makespanMs).toBeGreaterThanOrEqual(0);
     // the notify url: the same event, its own delivery, signed with its destination's secret (not the endpoint's)
@@ -188,6 +193,9 @@ describe(OperatorEndpointService.name, () => {
 
   it('should send host.circuit_opened once when a host goes down and host.circuit_closed once when it answers again (admin key)', async () => {
     const down = await Receiver.start({ host: '127.0.0.4' });
+    // a key that is not an admin, with an endpoint of its own: hosts are shared, it hears nothing of them
+    const tenant = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant' } })).key as string;
+    expect((await service.api('/v1/operator-endpoint', { method: 'PUT', json: { url: `${target.url}/tenant-ops` }, key: tenant })).status).toBe(201);
     try {
       await down.down();
       const b = await batch({ callbacks: Array.from({ length: 12 }, () => ({ url: `${down.url}/h`, maxAttempts: 20, retryDelaysMs: [50] })) });
@@ -200,7 +208,8 @@ describe(OperatorEndpointService.name, () => {
       await sleep(300);
       expect(operatorCalls(ops, 'host.circuit_closed')).toHaveLength(1);
       expect(operatorCalls(ops, 'host.circuit_opened')[0].body.data).toMatchObject({ host: `http://127.0.0.4:${new URL(down.url).port}` });
-      // another (non-admin) key with its own endpoint hears nothing of hosts
+      expect(operatorCalls(target).filter((c) => c.type.startsWith('host.'))).toEqual([]);
+      expect((await db.query(`SELECT count(*)::int AS n FROM event e JOIN api_key k ON k.id = e.api_key_id WHERE k.name = 'tenant'`)).rows[0].n).toBe(0);
     } finally {
       await down.close();
     }
@@ -211,7 +220,7 @@ describe(OperatorEndpointService.name, () => {
     await completed(b.id);
     const started = await service.api('/v1/recoveries', { method: 'POST', json: { batch: b.id } });
     expect(started.status).toBe(202);
-    const { id } = await started.json();
+    const { id } = await jsonOf(started);
     await waitFor(() => operatorCalls(ops, 'recovery.completed').length >= 1, 10_000);
     await sleep(500);
     const calls = operatorCalls(ops, 'recovery.completed');

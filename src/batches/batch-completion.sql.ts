@@ -1,6 +1,6 @@
 import { Prisma } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED } from '../common/states.js';
-import { withOperatorEvents, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
+import { iso, withOperatorEvents, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 
 /**
  * Batch completion, all of it: a batch is complete (`completed_at` set) once none of
@@ -43,8 +43,8 @@ export const completeBatches = (batchIds: string[], d: OperatorEventDefaults) =>
       ),`,
     Prisma.sql`
       SELECT d.api_key_id, 'batch.completed' AS type, 'batch.completed:' || d.id::text AS event_id,
-             jsonb_build_object('batchId', d.id, 'label', d.label, 'total', d.total, 'counts', n.counts, 'createdAt', d.created_at,
-                                'completedAt', d.completed_at,
+             jsonb_build_object('batchId', d.id, 'label', d.label, 'total', d.total, 'counts', n.counts, 'createdAt', ${iso(Prisma.sql`d.created_at`)},
+                                'completedAt', ${iso(Prisma.sql`d.completed_at`)},
                                 'makespanMs', round(extract(epoch FROM s.last_end - s.first_start) * 1000)) AS payload,
              d.notify_url, d.notify_host, d.notify_receiver_id
       FROM told d

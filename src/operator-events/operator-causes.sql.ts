@@ -1,6 +1,6 @@
 import { STATUS, UNFINISHED } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { epochMs, isOperatorReceiver, storedEvents, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
+import { epochMs, iso, isOperatorReceiver, storedEvents, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
 
 /**
  * The operator events that follow a change already made in the caller's transaction
@@ -31,7 +31,7 @@ export const exhaustedSource = (from: Prisma.Sql, where: Prisma.Sql) => Prisma.s
   SELECT c.api_key_id, 'callback.exhausted' AS type, 'callback.exhausted:' || c.id::text || ':' || c.attempts::text AS event_id,
          jsonb_build_object('callbackId', c.id, 'batchId', c.batch_id, 'externalId', c.external_id, 'url', c.url,
                             'receiver', CASE WHEN r.deleted_at IS NULL THEN r.name END, 'attempts', c.attempts,
-                            'lastStatusCode', c.last_status_code, 'lastError', c.last_error, 'completedAt', c.completed_at) AS payload,
+                            'lastStatusCode', c.last_status_code, 'lastError', c.last_error, 'completedAt', ${iso(Prisma.sql`c.completed_at`)}) AS payload,
          ${NO_NOTIFY}
   FROM ${from} c JOIN batch b ON b.id = c.batch_id LEFT JOIN receiver r ON r.id = c.receiver_id
   WHERE ${where} AND c.status = ${STATUS.failed} AND NOT b.operator_event AND ${hasEndpoint(Prisma.sql`c.api_key_id`)}`;
@@ -47,8 +47,8 @@ export const failingReceivers = (ids: string[], d: OperatorEventDefaults) =>
     Prisma.empty,
     Prisma.sql`
       SELECT r.api_key_id, 'receiver.failing' AS type, 'receiver.failing:' || r.id::text || ':' || ${epochMs(Prisma.sql`r.failing_since`)} AS event_id,
-             jsonb_build_object('receiver', r.name, 'failingSince', r.failing_since, 'lastFailureAt', r.last_failure_at,
-                                'lastSuccessAt', r.last_success_at) AS payload,
+             jsonb_build_object('receiver', r.name, 'failingSince', ${iso(Prisma.sql`r.failing_since`)}, 'lastFailureAt', ${iso(Prisma.sql`r.last_failure_at`)},
+                                'lastSuccessAt', ${iso(Prisma.sql`r.last_success_at`)}) AS payload,
              ${NO_NOTIFY}
       FROM receiver r
       WHERE r.id = ANY(${ids}::uuid[]) AND r.failing_since IS NOT NULL AND r.deleted_at IS NULL
@@ -67,9 +67,9 @@ export const toggledReceivers = (ids: string[], disabled: boolean, auto: boolean
   // the enable clears disabled_at; the flip's own transaction time names it then
   const at = disabled ? Prisma.sql`r.disabled_at` : Prisma.sql`now()`;
   const payload = disabled
-    ? Prisma.sql`jsonb_build_object('receiver', r.name, 'reason', r.disabled_reason, 'auto', ${auto}::boolean, 'disabledAt', r.disabled_at,
-                                    'failingSince', r.failing_since)`
-    : Prisma.sql`jsonb_build_object('receiver', r.name, 'enabledAt', now())`;
+    ? Prisma.sql`jsonb_build_object('receiver', r.name, 'reason', r.disabled_reason, 'auto', ${auto}::boolean, 'disabledAt', ${iso(Prisma.sql`r.disabled_at`)},
+                                    'failingSince', ${iso(Prisma.sql`r.failing_since`)})`
+    : Prisma.sql`jsonb_build_object('receiver', r.name, 'enabledAt', ${iso(Prisma.sql`now()`)})`;
   return withOperatorEvents(
     Prisma.empty,
     Prisma.sql`
@@ -105,8 +105,8 @@ export const breakerTransitions = (list: BreakerTransition[], d: OperatorEventDe
     Prisma.sql`
       SELECT k.id AS api_key_id, x.type, x.type || ':' || md5(x.host) || ':' || ${epochMs(Prisma.sql`coalesce(x.opened_at, now())`)} AS event_id,
              CASE WHEN x.opened
-                  THEN jsonb_build_object('host', x.host, 'consecutiveFailures', x.failures, 'openedAt', x.opened_at, 'openUntil', x.open_until)
-                  ELSE jsonb_build_object('host', x.host, 'closedAt', now()) END AS payload,
+                  THEN jsonb_build_object('host', x.host, 'consecutiveFailures', x.failures, 'openedAt', ${iso(Prisma.sql`x.opened_at`)}, 'openUntil', ${iso(Prisma.sql`x.open_until`)})
+                  ELSE jsonb_build_object('host', x.host, 'closedAt', ${iso(Prisma.sql`now()`)}) END AS payload,
              ${NO_NOTIFY}
       FROM unnest(${list.map((t) => t.host)}::text[], ${list.map((t) => t.opened)}::boolean[], ${list.map((t) => t.openedAt)}::timestamptz[],
                   ${list.map((t) => t.openUntil)}::timestamptz[], ${list.map((t) => t.failures)}::int[])
@@ -147,7 +147,7 @@ export const settledRecoveries = (d: OperatorEventDefaults) =>
       SELECT s.api_key_id, 'recovery.completed' AS type, 'recovery.completed:' || s.id::text AS event_id,
              jsonb_build_object('recoveryId', s.id, 'state', CASE t.status WHEN 'cancelled' THEN 'cancelled' ELSE 'done' END,
                                 'matched', s.matched, 'requeued', t.done, 'delivered', n.delivered, 'failed', n.failed,
-                                'cancelled', n.cancelled, 'finishedAt', t.finished_at) AS payload,
+                                'cancelled', n.cancelled, 'finishedAt', ${iso(Prisma.sql`t.finished_at`)}) AS payload,
              ${NO_NOTIFY}
       FROM stamped s JOIN task t ON t.id = s.id
       CROSS JOIN LATERAL (

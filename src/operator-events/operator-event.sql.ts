@@ -97,7 +97,7 @@ export function withOperatorEvents(ctes: Prisma.Sql, source: Prisma.Sql, d: Oper
                             status, next_attempt_at, priority, receiver_id, held)
       SELECT operator_uuidv7(), e.batch_id, e.api_key_id, t.url, t.host, 'POST',
              t.headers || jsonb_build_object('content-type', 'application/json', 'webhook-event-id', e.event_id, 'webhook-event-type', e.type),
-             jsonb_build_object('id', e.event_id, 'type', e.type, 'timestamp', e.created_at, 'data', e.payload)::text,
+             jsonb_build_object('id', e.event_id, 'type', e.type, 'timestamp', ${iso(Prisma.sql`e.created_at`)}, 'data', e.payload)::text,
              COALESCE(t.timeout_ms, ${d.timeoutMs}::int), COALESCE(t.max_attempts, ${d.maxAttempts}::int), t.retry_delays_ms,
              ${STATUS.pending}, ${dueAt(Prisma.sql`now()`, Prisma.sql`t.disabled`)}, 0, t.receiver_id, t.disabled
       FROM e JOIN t ON t.api_key_id = e.api_key_id AND t.event_id = e.event_id
@@ -108,6 +108,9 @@ export function withOperatorEvents(ctes: Prisma.Sql, source: Prisma.Sql, d: Oper
 
 /** A final SELECT answering how many operator events were stored (for statements that answer nothing else). */
 export const storedEvents = Prisma.sql`SELECT (SELECT count(*)::int FROM e) AS events, (SELECT count(*)::int FROM ec) AS deliveries`;
+
+/** An SQL timestamp as the API writes times: ISO-8601 in UTC with milliseconds (`2026-12-03T15:00:00.123Z`); null stays null. */
+export const iso = (at: Prisma.Sql) => Prisma.sql`to_char(${at} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** Epoch milliseconds of an SQL timestamp, as text, for event ids. */
 export const epochMs = (at: Prisma.Sql) => Prisma.sql`(floor(extract(epoch FROM ${at}) * 1000)::bigint)::text`;
