@@ -198,10 +198,18 @@ describe(PortalGuard.name, () => {
       const swapped = `cbp_${Buffer.from(JSON.stringify({ ...claims, rid: b })).toString('base64url')}.${sig}`;
       const otherKeyring = new SecretKeyring(Buffer.alloc(32, 9).toString('base64'));
       const foreign = signPortalToken({ ...claims, kid: otherKeyring.currentId }, otherKeyring.derive('callbacks/portal-session/v1')!);
-      for (const t of [swapped, foreign]) expect((await portal('/portal/api/session', { cookie: t })).status).toBe(401);
+      // the service's key id on claims of a live session, each refused by the signature alone
+      const ownKid = new SecretKeyring(TEST_SECRETS_KEY).currentId;
+      const wrongKey = signPortalToken({ ...claims, kid: ownKid }, otherKeyring.derive('callbacks/portal-session/v1')!);
+      const extended = `cbp_${Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 3600 })).toString('base64url')}.${sig}`;
+      for (const t of [swapped, foreign, wrongKey, extended]) expect((await portal('/portal/api/session', { cookie: t })).status).toBe(401);
       // the same claims signed with the service's own key pass: the refusals above are the signature's
       const own = new SecretKeyring(TEST_SECRETS_KEY);
       expect((await portal('/portal/api/session', { cookie: signPortalToken(claims, own.derive('callbacks/portal-session/v1')!) })).status).toBe(200);
+      // validly signed, but naming another receiver than its session's row: refused by the row
+      expect((await portal('/portal/api/session', { cookie: signPortalToken({ ...claims, rid: b }, own.derive('callbacks/portal-session/v1')!) })).status).toBe(
+        401,
+      );
     });
   });
 

@@ -80,7 +80,9 @@ export class AppConfig {
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
   @IsArray() @IsString({ each: true }) @IsCidrList() allowPrivateNetworks: string[] = [];
   /** PORTAL_FRAME_ANCESTORS: comma-separated origins (https://app.example.com) whose pages may frame the receiver portal (none: no site may). */
-  @IsArray() @Matches(/^https?:\/\/[^/\s,;'"*]+$/, { each: true, message: 'each must be an origin: http(s)://host[:port], no path' }) portalFrameAncestors: string[] = [];
+  @IsArray()
+  @Matches(/^https?:\/\/[^/\s,;'"*]+$/, { each: true, message: 'each must be an origin: http(s)://host[:port], no path' })
+  portalFrameAncestors: string[] = [];
   /** PORTAL_BASE_URL: this service's address as receivers reach it, for portal links (unset: the address the minting request came to). */
   @IsOptional() @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be http(s)://host[:port], no path' }) portalBaseUrl?: string;
   /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */

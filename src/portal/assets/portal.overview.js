@@ -83,11 +83,17 @@ function settings(r, editable, rerender) {
 
 /** Masked until "Reveal" fetches them (GET /portal/api/secrets): the page holds no secret until asked. */
 function secrets(rotatable, rerender) {
-  const box = h('div#secrets');
+  const shown = h('div.secret-values', h('p.muted', 'whsec_••••••••••••'));
   const reveal = h('button.secondary', { type: 'button', 'data-action': 'reveal' }, 'Reveal');
   reveal.addEventListener('click', async () => {
+    if (reveal.textContent === 'Hide') {
+      shown.replaceChildren(h('p.muted', 'whsec_••••••••••••'));
+      reveal.textContent = 'Reveal';
+      return;
+    }
     const { secrets: list } = await portalGet('/portal/api/secrets');
-    box.replaceChildren(secretTable(list));
+    shown.replaceChildren(secretTable(list));
+    reveal.textContent = 'Hide';
   });
   const rotate = rotatable
     ? actionButton('Rotate', {
@@ -100,8 +106,7 @@ function secrets(rotatable, rerender) {
         after: rerender,
       })
     : null;
-  box.append(h('p.muted', 'whsec_•••••••••••• '), h('div.controls', reveal, rotate));
-  return box;
+  return h('div#secrets', shown, h('div.controls', reveal, rotate));
 }
 
 function secretTable(list) {
