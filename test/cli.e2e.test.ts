@@ -214,6 +214,26 @@ describe('callbacks CLI', () => {
     expect((await cli(['receivers', 'put', 'x', '--disable', '--enable'])).code).toBe(2);
   });
 
+  it("should print a link to a receiver's portal, and revoke its sessions", async () => {
+    expect((await cli(['receivers', 'put', 'portal-shop', '--endpoint', `${receiver.url}/p`])).code).toBe(0);
+    const minted = await cli(['receivers', 'portal', 'portal-shop', '--ttl', '2h', '--capabilities', 'read,replay']);
+    expect(minted.code, minted.stderr).toBe(0);
+    const url = minted.stdout.trim();
+    expect(url.startsWith(`${service.url}/portal/session?token=cbp_`)).toBe(true);
+    expect(minted.stderr).toMatch(/^portal of portal-shop \(read, replay\) until \S+; revoke with: callbacks receivers portal portal-shop --revoke$/m);
+    expect((await fetch(url, { redirect: 'manual' })).status).toBe(303);
+    const json = JSON.parse((await cli(['receivers', 'portal', 'portal-shop', '--json'])).stdout);
+    expect(json.capabilities).toEqual(['read']);
+    expect(Math.abs(Date.parse(json.expiresAt) - Date.now() - 3_600_000)).toBeLessThan(10_000);
+    const bad = await cli(['receivers', 'portal', 'portal-shop', '--capabilities', 'read,admin']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/\(400 validation_failed\)/);
+    expect((await cli(['receivers', 'portal', 'portal-shop', '--ttl', 'soon'])).code).toBe(2);
+    const revoked = await cli(['receivers', 'portal', 'portal-shop', '--revoke']);
+    expect(revoked.stdout).toBe('revoked 2 portal session(s) of portal-shop\n');
+    expect((await fetch(url, { redirect: 'manual' })).status).toBe(401);
+  });
+
   it('should put and list event types, and send an event to the receivers subscribed', async () => {
     const schema = await batchFile('schema.json', { type: 'object', properties: { amount: { type: 'integer' } }, required: ['amount'] });
     const put = await cli(['event-types', 'put', 'order.paid', '--schema', schema, '--description', 'an order was paid']);

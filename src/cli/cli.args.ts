@@ -22,6 +22,9 @@ commands:
                                     settings, secrets, figures (pending, held, outcomes, latency)
   receivers rotate <name>           a new secret; the old one keeps signing for 24 h
   receivers delete <name>           delete it; its pending callbacks are cancelled
+  receivers portal <name> [--ttl 1h] [--capabilities read,replay,rotate,edit]
+                                    a link to the receiver's portal (its deliveries only) to hand
+                                    the receiver; --revoke ends every session of it instead
   events send <type> <payload.json|-> [--id ID]
                                     publish an event to the receivers subscribed to its type;
                                     prints its id (and its deliveries on stderr)
@@ -78,6 +81,8 @@ export interface CliArgs {
     priority?: string;
     dryRun: boolean;
   };
+  /** receivers portal: the session asked for (--ttl, --capabilities), or --revoke. */
+  portal: { ttlSeconds?: number; capabilities?: string[]; revoke: boolean };
   /** receivers put: the settings flags given. */
   receiver: {
     url?: string;
@@ -137,6 +142,9 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         status: { type: 'string' },
         priority: { type: 'string' },
         'dry-run': { type: 'boolean' },
+        ttl: { type: 'string' },
+        capabilities: { type: 'string' },
+        revoke: { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -172,9 +180,15 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     priority: v.priority,
     dryRun: v['dry-run'] ?? false,
   };
+  const portal = {
+    ttlSeconds: v.ttl === undefined ? undefined : parseDuration(v.ttl) / 1000,
+    capabilities: v.capabilities?.split(',').map((c) => c.trim()),
+    revoke: v.revoke ?? false,
+  };
   return {
     receiver,
     recovery,
+    portal,
     sinceSet: v.since !== undefined,
     command,
     positionals: rest,

@@ -8,7 +8,7 @@ import { ms, table } from './cli.format.js';
 /** A receiver as the list, the page or a change answers it (secrets and figures on the page and after a change). */
 type ReceiverView = Omit<Schemas['ReceiverListItemDto'], 'health'> & { secrets?: Schemas['SecretDto'][]; figures?: Schemas['ReceiverFiguresDto'] };
 
-/** `callbacks receivers put|list|show|rotate|delete`. */
+/** `callbacks receivers put|list|show|rotate|delete|portal`. */
 export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise<number> {
   const [sub, name] = args.positionals;
   if (sub === 'list') {
@@ -30,10 +30,11 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
     );
     return 0;
   }
-  if (!['put', 'show', 'rotate', 'delete'].includes(sub ?? '')) {
-    throw new UsageError('receivers needs put <name> [settings], list, show <name>, rotate <name> or delete <name>');
+  if (!['put', 'show', 'rotate', 'delete', 'portal'].includes(sub ?? '')) {
+    throw new UsageError('receivers needs put <name> [settings], list, show <name>, rotate <name>, delete <name> or portal <name>');
   }
   if (!name) throw new UsageError(`receivers ${sub} needs a receiver name`);
+  if (sub === 'portal') return portal(api, args, name, io);
   if (sub === 'delete') {
     const r = await api.call(api.client.DELETE('/v1/receivers/{name}', { params: { path: { name } } }));
     if (args.json) return (io.out(JSON.stringify(r)), 0);
@@ -52,6 +53,24 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
   }
   if (args.json) return (io.out(JSON.stringify(r)), 0);
   io.out(describe(r));
+  return 0;
+}
+
+/** Mints a portal session (prints its link: hand it to the receiver), or with --revoke ends every session of the receiver. */
+async function portal(api: CliApi, args: CliArgs, name: string, io: Output): Promise<number> {
+  const params = { path: { name } };
+  if (args.portal.revoke) {
+    const r = await api.call(api.client.DELETE('/v1/receivers/{name}/portal-sessions', { params }));
+    io.out(args.json ? JSON.stringify(r) : `revoked ${r.revoked} portal session(s) of ${r.receiver}`);
+    return 0;
+  }
+  const { ttlSeconds, capabilities } = args.portal;
+  // As given: the service validates them and says what is wrong.
+  const body = { ...(ttlSeconds !== undefined && { ttlSeconds }), ...(capabilities && { capabilities }) } as Schemas['CreatePortalSessionDto'];
+  const s = await api.call(api.client.POST('/v1/receivers/{name}/portal-sessions', { params, body }));
+  if (args.json) return (io.out(JSON.stringify(s)), 0);
+  io.out(s.url);
+  io.err(`portal of ${name} (${s.capabilities.join(', ')}) until ${s.expiresAt}; revoke with: callbacks receivers portal ${name} --revoke`);
   return 0;
 }
 
