@@ -153,6 +153,37 @@ describe(PortalPagesController.name, () => {
     expect(errors).toEqual([]);
   });
 
+  it("should make a portal link from the dashboard's receiver page, copy it, and open the portal with the capabilities ticked", async () => {
+    const { page, context, errors } = browser;
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
+    await page.goto(`${service.url}/dashboard`);
+    await page.evaluate((key) => (globalThis as any).sessionStorage.setItem('callbacks.apiKey', key), service.key);
+    await page.goto(`${service.url}/dashboard#/receiver/shop`);
+    await page.waitForSelector('[data-action=portal-link]');
+    await page.check('input[data-capability=edit]');
+    await page.selectOption('#portal-ttl', '86400');
+    await page.click('[data-action=portal-link]');
+    await page.waitForSelector('#portal-url');
+    const url = await page.inputValue('#portal-url');
+    expect(url.startsWith(`${service.url}/portal/session?token=cbp_`)).toBe(true);
+    expect(await page.textContent('#portal-link')).toMatch(/read, edit; until /);
+    await page.click('[data-action=portal-copy]');
+    await page.waitForSelector('[data-action=portal-copy]:text("Copied")');
+    expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(url);
+    await page.screenshot({ path: `${SCREENSHOTS}/portal-dashboard-link.png`, fullPage: true });
+    expect(errors).toEqual([]);
+
+    await page.goto(url);
+    await page.waitForSelector('#edit-url');
+    expect(await page.textContent('header nav')).toMatch(/read, edit/);
+    expect(await page.locator('[data-action=rotate], [data-action=send-test], [data-action=replay-failed]').count()).toBe(0);
+    // edit: headers saved through the portal reach the receiver's settings
+    await page.fill('#edit-headers', 'x-shop: 7');
+    await page.click('[data-action=save-settings]');
+    await waitFor(async () => (await service.apiJson('/v1/receivers/shop')).headers['x-shop'] === '7', 5_000);
+    expect(errors).toEqual([]);
+  });
+
   it('should load inside an iframe of an origin PORTAL_FRAME_ANCESTORS allows', async () => {
     const { page } = browser;
     const { url } = await mint('shop', []);

@@ -7,6 +7,7 @@ import { h, mount, when } from './dom.js';
 import { idLink } from './id-link.js';
 import { shortIds } from './ids.js';
 import { latencyChart } from './latency.view.js';
+import { portalPanel } from './portal.panel.js';
 import { recoveryPanel } from './recovery.panel.js';
 import { subscriptionsPanel } from './subscriptions.panel.js';
 import { formatMs } from './timeline.js';
@@ -56,6 +57,8 @@ export async function receiverView(main, context) {
     subscriptionsPanel(r),
     h('h2', 'Signing secrets'),
     secrets(r.secrets),
+    h('h2', 'Receiver portal'),
+    portalPanel(r.name),
     h('h2', `Figures since ${when(r.figures.since)}`),
     figures(r.figures),
     h('h2', 'Latency, last hour'),
