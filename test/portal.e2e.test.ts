@@ -159,6 +159,36 @@ describe(PortalGuard.name, () => {
       expect((await jsonOf(await portal('/portal/api/receiver', { cookie: token }))).url).toBe(`${receiver.url}/a`);
     });
 
+    it('should filter its deliveries by status, time and event type, and page them newest first', async () => {
+      expect((await service.api('/v1/event-types/order.paid', { method: 'PUT', json: {} })).status).toBe(201);
+      expect((await service.api('/v1/receivers/f', { method: 'PUT', json: { url: `${receiver.url}/f`, eventTypes: ['order.paid'] } })).status).toBe(201);
+      const direct = await sendTo('f', '/f');
+      const event = await jsonOf(await service.api('/v1/events', { method: 'POST', json: { type: 'order.paid', payload: { n: 1 } } }));
+      const [delivery] = (await service.apiJson(`/v1/callbacks?event=${event.id}`)).items.map((c: any) => c.id);
+      await waitFor(async () => (await service.apiJson(`/v1/callbacks/${delivery}`)).status === 'succeeded', 10_000);
+      const { token } = await mint('f');
+      const ids = async (query: string) => {
+        const res = await portal(`/portal/api/deliveries?${query}`, { bearer: token });
+        expect(res.status, query).toBe(200);
+        return (await jsonOf(res)).items.map((c: any) => c.id);
+      };
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+      const inAMinute = new Date(Date.now() + 60_000).toISOString();
+      expect(await ids('')).toEqual([delivery, direct]);
+      expect(await ids('eventType=order.paid')).toEqual([delivery]);
+      expect(await ids('eventType=order.refunded')).toEqual([]);
+      expect(await ids('status=succeeded')).toEqual([delivery, direct]);
+      expect(await ids('status=failed')).toEqual([]);
+      expect(await ids(`since=${hourAgo}&until=${inAMinute}`)).toEqual([delivery, direct]);
+      expect(await ids(`since=${inAMinute}`)).toEqual([]);
+      expect(await ids(`until=${hourAgo}`)).toEqual([]);
+      const first = await jsonOf(await portal('/portal/api/deliveries?limit=1', { bearer: token }));
+      expect([first.items.map((c: any) => c.id), first.nextCursor]).toEqual([[delivery], delivery]);
+      expect(await ids(`limit=1&cursor=${delivery}`)).toEqual([direct]);
+      for (const bad of ['status=lost', 'since=yesterday', 'limit=0', 'limit=201', 'cursor=x'])
+        expect((await portal(`/portal/api/deliveries?${bad}`, { bearer: token })).status, bad).toBe(400);
+    });
+
     it('should not follow a replay (recovery) of another receiver', async () => {
       const { token } = await mint('a', { capabilities: ['replay'] });
       const other = await service.apiJson('/v1/recoveries', { method: 'POST', json: { receiver: 'b', status: ['cancelled'] } });
