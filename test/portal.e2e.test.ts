@@ -268,6 +268,14 @@ describe(PortalGuard.name, () => {
       for (const t of [a1.token, a2.token]) expect((await portal('/portal/api/session', { cookie: t })).status).toBe(401);
       expect((await portal('/portal/api/session', { cookie: b1.token })).status).toBe(200);
       expect((await service.api('/v1/receivers/c/portal-sessions', { method: 'DELETE' })).status).toBe(404);
+      // the next mint drops the receiver's sessions that can no longer be used
+      const dead =
+        "SELECT count(*)::int AS n FROM portal_session s JOIN receiver r ON r.id = s.receiver_id WHERE r.name = 'a' AND (s.revoked_at IS NOT NULL OR s.expires_at <= now())";
+      expect((await db.query(dead)).rows[0].n).toBeGreaterThanOrEqual(2);
+      const fresh = await mint('a');
+      expect((await db.query(dead)).rows[0].n).toBe(0);
+      expect((await portal('/portal/api/session', { cookie: fresh.token })).status).toBe(200);
+      expect((await portal('/portal/api/session', { cookie: b1.token })).status).toBe(200);
     });
 
     it('should refuse the sessions of a revoked API key and of a deleted receiver', async () => {
@@ -319,6 +327,13 @@ describe(PortalGuard.name, () => {
       const ok = await portal('/portal/api/receiver', { cookie: mine.token, csrf: await csrfOf(mine.token) }, change);
       expect(ok.status).toBe(200);
       expect((await service.apiJson('/v1/receivers/b')).headers).toEqual({ 'x-portal': 'changed' });
+      // a form post (not JSON) is refused before anything reads it
+      const form = await fetch(`${service.url}/portal/api/receiver`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${mine.token}`, 'content-type': 'text/plain' },
+        body: 'url=http://127.0.0.1:9/x',
+      });
+      expect([form.status, (await jsonOf(form)).code]).toEqual([415, 'unsupported_media_type']);
       // a bearer token is never sent by a browser on its own: no CSRF token needed
       expect((await portal('/portal/api/receiver', { bearer: mine.token }, { method: 'PATCH', json: { headers: {} } })).status).toBe(200);
     });

@@ -55,7 +55,7 @@ export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfi
   // only, and a hostile document nested thousands deep is refused here.
   const limit = config.maxJsonDepth + ENVELOPE_DEPTH;
   fastify.addHook('preValidation', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    if (req.body === undefined || !req.url.startsWith('/v1/')) return done();
+    if (req.body === undefined || !(req.url.startsWith('/v1/') || req.url.startsWith('/portal/api/'))) return done();
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       return refuse(req, reply, 415, 'unsupported_media_type', 'the API takes JSON bodies only (content-type: application/json)');
     }

@@ -39,10 +39,16 @@ export function uuidFloorOf(at: Date): string {
 export class PortalSessionRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  async insertSession(row: Omit<PortalSessionRow, 'receiverName'>): Promise<void> {
-    await this.prisma.portalSession.create({
-      data: { ...row, theme: row.theme ?? undefined },
-    });
+  /**
+   * Stores a session, and drops the receiver's sessions that can no longer be used
+   * (expired or revoked), so a receiver holds at most the sessions minted while live
+   * ones last (portal_session_receiver_idx).
+   */
+  async insertSession(row: Omit<PortalSessionRow, 'receiverName'>, now: Date): Promise<void> {
+    await this.prisma.$transaction([
+      this.prisma.portalSession.deleteMany({ where: { receiverId: row.receiverId, OR: [{ expiresAt: { lte: now } }, { revokedAt: { not: null } }] } }),
+      this.prisma.portalSession.create({ data: { ...row, theme: row.theme ?? undefined } }),
+    ]);
   }
 
   /**

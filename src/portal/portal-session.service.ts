@@ -49,15 +49,18 @@ export class PortalSessionService {
     // Whole seconds: the token's exp and the row's expiry are the same instant.
     const expiresAt = new Date((Math.floor(Date.now() / 1000) + ttl) * 1000);
     const capabilities = normalizeCapabilities(dto.capabilities);
-    await this.sessions.insertSession({
-      id,
-      apiKeyId,
-      receiverId: receiver.id,
-      capabilities,
-      theme: dto.theme ?? null,
-      returnUrl: dto.returnUrl ?? null,
-      expiresAt,
-    });
+    await this.sessions.insertSession(
+      {
+        id,
+        apiKeyId,
+        receiverId: receiver.id,
+        capabilities,
+        theme: dto.theme ?? null,
+        returnUrl: dto.returnUrl ?? null,
+        expiresAt,
+      },
+      new Date(),
+    );
     const token = signPortalToken({ sid: id, rid: receiver.id, exp: expiresAt.getTime() / 1000, kid: this.keyring.currentId }, this.key());
     return { url: `${baseUrl}/portal/session?token=${token}`, token, expiresAt: expiresAt.toISOString(), capabilities };
   }

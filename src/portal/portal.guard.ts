@@ -23,7 +23,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * browser makes to this origin, so with it every change also needs the session's CSRF
  * token in `x-csrf-token`, which only a page of this origin can read. A bearer token is
  * never sent by the browser on its own, so it needs none. Wrong tokens count against
- * the address as wrong API keys do.
+ * the address as wrong API keys do; a session's requests against its key's rate limit.
  */
 @Injectable()
 export class PortalGuard implements CanActivate {
@@ -45,6 +45,8 @@ export class PortalGuard implements CanActivate {
     if (!bearer && !SAFE_METHODS.has(request.method)) this.sessions.checkCsrf(caller, request.headers[CSRF_HEADER]);
     const needs = this.reflector.getAllAndOverride<PortalCapability | undefined>(CAPABILITY, [context.getHandler(), context.getClass()]);
     if (needs) this.sessions.require(caller, needs);
+    // A portal's requests count against its key's rate limit, as the key's own do.
+    this.limiter.admit(caller.apiKeyId);
     request.portal = caller;
     return true;
   }
