@@ -137,7 +137,8 @@ describe(PortalPagesController.name, () => {
     await page.click('[data-action=replay-failed]');
     await page.click('dialog.confirm [data-confirm=yes]');
     await waitFor(() => rest.every((id) => arrivalsOf(id) === 2), 10_000);
-    await page.waitForSelector('#filter-status');
+    // the page is drawn again once all it sent again settled, with the outcome on top
+    await page.waitForSelector('p.flash:text("Replayed 2 failed deliveries: 2 delivered, 0 failed again, 0 pending.")');
     await page.selectOption('#filter-status', 'failed');
     await waitFor(async () => (await page.$$('#deliveries tbody tr')).length === 0, 10_000);
     expect(rest.map(arrivalsOf)).toEqual([2, 2]);
@@ -159,6 +160,8 @@ describe(PortalPagesController.name, () => {
     await page.goto(`${service.url}/dashboard`);
     await page.evaluate((key) => (globalThis as any).sessionStorage.setItem('callbacks.apiKey', key), service.key);
     await page.goto(`${service.url}/dashboard#/receiver/shop`);
+    // as the dashboard's own test does: a load with the key already in sessionStorage
+    await page.reload();
     await page.waitForSelector('[data-action=portal-link]');
     await page.check('input[data-capability=edit]');
     await page.selectOption('#portal-ttl', '86400');

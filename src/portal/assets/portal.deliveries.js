@@ -1,7 +1,7 @@
 // The receiver's deliveries: filters (status, window, event type), the list newest
 // first, "Replay all failed since…" (a recovery, followed to the end), and one
 // delivery with each attempt's request as sent, response and phases.
-import { actionButton, confirmAction, flashMessage } from './actions.js';
+import { actionButton, confirmAction, flashMessage, flashNext } from './actions.js';
 import { h, mount, when } from './dom.js';
 import { shortIds } from './ids.js';
 import { portalGet, portalSend } from './portal.api.js';
@@ -110,6 +110,7 @@ function replayFailedPanel(rerender) {
         await new Promise((resolve) => setTimeout(resolve, 500));
         r = await portalGet(`/portal/api/replays/${r.id}`);
       }
+      flashNext(`Replayed ${r.requeued} failed deliveries: ${r.delivered} delivered, ${r.failed} failed again, ${r.pending} pending.`);
       await rerender();
     } catch (error) {
       progress.textContent = error.message;
