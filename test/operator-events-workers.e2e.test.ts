@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperatorEndpointService } from '../src/operator-events/operator-endpoint.service.js';
 import { connect, createTestDatabase, type TestDatabase } from './support/database.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
-import { Receiver } from './support/receiver.js';
+import { closedPort, Receiver } from './support/receiver.js';
 import { waitFor } from './support/service.js';
 
 /**
@@ -34,9 +34,18 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     await database?.drop();
   });
 
-  it('should send each operator event once per cause (batch.completed, callback.exhausted, receiver.failing) with three workers and one SIGKILLed after a stamp', async () => {
+  it('should send each operator event once per cause (batch.completed, callback.exhausted, receiver.failing, host.circuit_opened) with three workers and one SIGKILLed after a stamp', async () => {
     // HTTP_TIMEOUT_MS and the lease margin short: the killed worker's rows are reaped within ~3 s
-    const env = { DATABASE_URL: database.url, DISPATCH_POLL_MS: '100', HTTP_TIMEOUT_MS: '2000', DISPATCH_LEASE_MARGIN_MS: '1000' };
+    // a host that refuses connections: its breaker opens after 3 in a row (then a probe each 300 ms)
+    const env = {
+      DATABASE_URL: database.url,
+      DISPATCH_POLL_MS: '100',
+      HTTP_TIMEOUT_MS: '2000',
+      DISPATCH_LEASE_MARGIN_MS: '1000',
+      HOST_BREAKER_FAILURES: '3',
+      HOST_BREAKER_COOLDOWN_MS: '300',
+    };
+    const refused = `http://127.0.0.1:${await closedPort()}`;
     const api = await spawnService({ ...env, ROLE: 'api', LOG_LEVEL: 'error' });
     procs.push(api);
     const worker = { ...env, ROLE: 'worker', LOG_LEVEL: 'log', DISPATCH_CONCURRENCY: '8', HOST_MAX_IN_FLIGHT: '1000' };
@@ -48,7 +57,8 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     const secret: string = put.body.secrets[0].secret;
     expect((await call(api.url, '/v1/receivers/shop', { method: 'PUT', json: { url: `${target.url}/shop?code=503`, maxAttempts: 1 } })).status).toBe(201);
 
-    // 40 batches due at one moment: 30 calls each that succeed, 2 that fail for good, 1 to the failing receiver
+    // 40 batches due at one moment: 30 calls each that succeed, 2 that fail for good, 1 to the failing receiver, and
+    // in the first 8 one to the host that refuses connections
     const runAt = new Date(Date.now() + 1500).toISOString();
     const batchIds: string[] = [];
     const exhaustedIds: string[] = [];
@@ -57,6 +67,7 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
         ...Array.from({ length: 30 }, (_, i) => ({ url: `${target.url}/ok/${b}/${i}?sleep=20`, runAt })),
         ...Array.from({ length: 2 }, (_, i) => ({ url: `${target.url}/bad/${b}/${i}?code=500&sleep=20`, maxAttempts: 1, runAt })),
         { receiver: 'shop', runAt },
+        ...(b < 8 ? [{ url: `${refused}/down/${b}`, maxAttempts: 1, runAt }] : []),
       ];
       const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { label: `b${b}`, callbacks } });
       expect(status).toBe(202);
@@ -104,17 +115,19 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
         .sort(),
     ).toEqual([...batchIds].sort());
     expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'batch.completed'`)).toBe(40);
-    // callback.exhausted: one per callback failed for good (2 per batch and the receiver's)
+    // callback.exhausted: one per callback failed for good (2 per batch, the receiver's, the refused host's)
     expect(
       ofType('callback.exhausted')
         .map(([, d]) => d.data.callbackId)
         .sort(),
     ).toEqual([...exhaustedIds].sort());
-    expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'callback.exhausted'`)).toBe(120);
+    expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'callback.exhausted'`)).toBe(128);
+    // host.circuit_opened: once, though three workers' reports of its failures landed, and its probes failed again
+    expect(ofType('host.circuit_opened').map(([, d]) => d.data.host)).toEqual([refused]);
     // receiver.failing: once, though 40 failures landed from several workers
     expect(ofType('receiver.failing')).toHaveLength(1);
     expect(await count(`SELECT count(*)::int AS n FROM event WHERE type = 'receiver.failing'`)).toBe(1);
-    expect(deliveries.size).toBe(40 + 120 + 1);
+    expect(deliveries.size).toBe(40 + 128 + 1 + 1);
     // a redelivery (an operator call in flight on the killed worker) keeps its webhook-id; nothing else arrives twice
     for (const [id, d] of deliveries) expect(d.webhookIds.size, id).toBe(1);
     const redelivered = [...deliveries.values()].filter((d) => d.n > 1).length;

@@ -128,6 +128,20 @@ describe(OperatorEndpointService.name, () => {
     expect(detail.callbacks).toHaveLength(2);
   });
 
+  it('should send batch.completed to a notify receiver, signed with that receiver’s own secret', async () => {
+    const put = await service.api('/v1/receivers/partner', { method: 'PUT', json: { url: `${target.url}/partner` } });
+    expect(put.status).toBe(201);
+    const partnerSecret = (await jsonOf(put)).secrets[0].secret as string;
+    const b = await batch({ notify: { receiver: 'partner' }, callbacks: [{ url: `${target.url}/a` }] });
+    await completed(b.id);
+    await waitFor(() => operatorCalls(target, 'batch.completed').length >= 1, 10_000);
+    const [call] = operatorCalls(target, 'batch.completed');
+    expect(call.request.url).toBe('/partner');
+    expect(call.eventId).toBe(`batch.completed:${b.id}`);
+    expect(verifies(partnerSecret, call.request)).toBe(true);
+    expect(verifies(secret, call.request)).toBe(false);
+  });
+
   it('should refuse a notify with both url and receiver, or an unknown receiver, storing nothing', async () => {
     const before = (await db.query('SELECT count(*)::int AS n FROM batch')).rows[0].n;
     for (const notify of [{ url: `${target.url}/d`, receiver: 'x' }, { receiver: 'nobody' }, {}]) {

@@ -54,6 +54,14 @@ export type OperatorEventType = (typeof OPERATOR_EVENT_TYPES)[number];
  * reads them, so a disable or enable under way is waited for and the row stored held
  * or not as the receiver then is.
  *
+ * Lock order (a known limit): the receivers are read FOR SHARE last, after the
+ * caller's own locks. A write-back that holds the operator endpoint's receiver row
+ * (its own deliveries' outcomes: lockReceivers) and waits for a receiver, or a host
+ * row, that this transaction holds closes a cycle, which Postgres breaks after
+ * deadlock_timeout (1 s) by failing one of the two; both retry (the write-back keeps
+ * its rows, a breaker report its results), so the cost is a stall, never a second
+ * event or a lost one: the failed transaction's change and event went together.
+ *
  * Cost when nothing is configured: one probe of operator_endpoint_pkey per source row
  * (the caller's source selects only what changed), and the empty CTEs below.
  */
