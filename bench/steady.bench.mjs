@@ -16,11 +16,14 @@
 //    and never over 2x what the window holds (rate x window);
 //  - the due backlog stays under 2 s of load;
 //  - pick-up p99 of the last minute stays within 2x the first minute's.
+// And what the steady phase cost: CPU of the service process (API and worker) and of
+// Postgres (all its processes), µs per callback the receiver answered meanwhile.
 //
 //   npm run bench:steady                 (embedded 18)
 //   DATABASE_URL=postgresql://… npm run bench:steady    (a stock server)
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BENCH_KEY, connect, freshDatabase, main, row, startService, waitUntil } from './lib/harness.mjs';
+import { postgresCpuMs, processCpuMs } from './lib/cpu.mjs';
+import { BENCH_KEY, backendPidOf, connect, freshDatabase, main, row, startService, waitUntil } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 
 const PEAK_N = Number(process.env.BENCH_PEAK_N ?? 20_000);
@@ -122,12 +125,17 @@ export async function steadyScenario(server) {
     const service = await startService(url, { RETENTION_HOURS: String(WINDOW_S / 3600) });
     const db = await connect(url);
     const serverVersion = await version(db);
+    const backendPid = await backendPidOf(db);
+    const cpu = async () => ({ service: processCpuMs(service.pid), postgres: postgresCpuMs(backendPid), sent: (await receiver.stats()).count });
+    let cpuStart;
+    let cpuEnd;
     const samples = [];
     let outstanding = 0;
     let late = 0;
     let failed = null;
     const posts = new Set();
     try {
+      cpuStart = await cpu();
       const t0 = Date.now();
       const end = t0 + STEADY_S * 1000;
       const sampler = (async () => {
@@ -161,6 +169,7 @@ export async function steadyScenario(server) {
       }
       await Promise.all(posts);
       await sampler;
+      cpuEnd = await cpu();
       if (failed) throw failed;
     } finally {
       await db.end();
@@ -177,6 +186,8 @@ export async function steadyScenario(server) {
     const lastP99 = Math.max(...samples.slice(-perMinute).map((s) => s.p99));
     const sent = mean(samples.slice(1).map((s) => s.sentPerS));
     const label = `${serverVersion}, ${STEADY_S} s at ${LOAD} of the peak, window ${WINDOW_S} s`;
+    const steadySent = cpuEnd.sent - cpuStart.sent;
+    const perCallbackUs = (k) => ((cpuEnd[k] - cpuStart[k]) * 1000) / steadySent;
     return [
       row(`steady: peak whole job, same run (${PEAK_N.toLocaleString('en-US')} callbacks, ${serverVersion})`, peakRate, 'callbacks/s'),
       row(`steady: sent per second after the first sample (${label}); baseline: the offered load`, sent, 'callbacks/s', {
@@ -195,6 +206,12 @@ export async function steadyScenario(server) {
       }),
       row('steady: due backlog at most; baseline: 1 s of load', maxDue, 'callbacks', { baseline: rate, target: 2 * rate, higherIsBetter: false }),
       row(`steady: pick-up p99, last minute; baseline: the first minute's`, lastP99, 'ms', { baseline: firstP99, target: 2 * firstP99, higherIsBetter: false }),
+      row(
+        `steady: service process CPU (API and worker) per callback over the steady phase (${steadySent.toLocaleString('en-US')} sent)`,
+        perCallbackUs('service'),
+        'µs',
+      ),
+      row('steady: Postgres CPU (all its processes) per callback over the steady phase', perCallbackUs('postgres'), 'µs'),
     ];
   } finally {
     await receiver.close();
