@@ -189,11 +189,19 @@ describe(PortalPagesController.name, () => {
 
   it('should load inside an iframe of an origin PORTAL_FRAME_ANCESTORS allows', async () => {
     const { page } = browser;
-    const { url } = await mint('shop', []);
+    const res = await service.api('/v1/receivers/shop/portal-sessions', { method: 'POST', json: { theme: { '--accent': 'rgb(1, 2, 3)' } } });
+    const { url } = await jsonOf(res);
     await page.goto(allowed.page(url));
     const frame = page.frameLocator('#portal');
     await frame.locator('#deliveries tbody tr').first().waitFor({ timeout: 15_000 });
     expect(await frame.locator('#receiver-name').textContent()).toBe('shop');
+    // the session's theme: its CSS variables colour the page
+    expect(
+      await frame
+        .locator('#deliveries a')
+        .first()
+        .evaluate((a) => (globalThis as any).getComputedStyle(a).color),
+    ).toBe('rgb(1, 2, 3)');
     // read only: no replay, rotate or edit controls
     expect(await frame.locator('[data-action=replay], [data-action=rotate], [data-action=send-test]').count()).toBe(0);
     await page.screenshot({ path: `${SCREENSHOTS}/portal-embedded.png` });

@@ -338,6 +338,30 @@ describe(PortalGuard.name, () => {
       expect((await portal('/portal/api/receiver', { bearer: mine.token }, { method: 'PATCH', json: { headers: {} } })).status).toBe(200);
     });
 
+    it('should let edit change the URL and headers, disable and enable, and refuse bad settings with a 400 that changes nothing', async () => {
+      expect((await service.api('/v1/receivers/g', { method: 'PUT', json: { url: `${receiver.url}/g` } })).status).toBe(201);
+      const { token } = await mint('g', { capabilities: ['edit'] });
+      const patch = (json: unknown) => portal('/portal/api/receiver', { bearer: token }, { method: 'PATCH', json });
+      for (const bad of [
+        {},
+        { url: 'ftp://127.0.0.1/x' },
+        { headers: { 'bad header': 'x' } },
+        { disabled: 'yes' },
+        { name: 'h' },
+        { url: `${receiver.url}/g2`, eventTypes: ['x'] },
+      ]) {
+        expect((await patch(bad)).status, JSON.stringify(bad)).toBe(400);
+      }
+      const unchanged = await service.apiJson('/v1/receivers/g');
+      expect([unchanged.url, unchanged.headers, unchanged.disabled, unchanged.eventTypes]).toEqual([`${receiver.url}/g`, {}, false, []]);
+      const changed = await jsonOf(await patch({ url: `${receiver.url}/g2`, headers: { 'x-shop': 'g' } }));
+      expect([changed.url, changed.headers]).toEqual([`${receiver.url}/g2`, { 'x-shop': 'g' }]);
+      expect((await jsonOf(await patch({ disabled: true }))).disabled).toBe(true);
+      expect((await service.apiJson('/v1/receivers/g')).disabled).toBe(true);
+      expect((await portal('/portal/api/test', { bearer: token }, { method: 'POST' })).status).toBe(403);
+      expect((await jsonOf(await patch({ disabled: false }))).disabled).toBe(false);
+    });
+
     it('should let replay send one failed delivery and all failed since a time, each once more', async () => {
       const { token } = await mint('a', { capabilities: ['replay'] });
       const auth = { cookie: token, csrf: await csrfOf(token) };
