@@ -20,7 +20,7 @@ const MIN_SECRET_BYTES = 24;
  * (no receiver route can name it) plus its operator_endpoint row: so its deliveries
  * are ordinary callbacks of that receiver, signed with its own whsec_ secrets
  * (rotated with the same 24 h overlap), held while it is disabled, counted in its
- * health, and a recovery can name it. Disabling and enabling run the receiver's task
+ * health, and in the history by its destination (a recovery by `host` reaches it). Disabling and enabling run the receiver's task
  * (its held events released in chunks).
  */
 @Injectable()
