@@ -7,7 +7,7 @@
 //    first post until the last is stored as done.
 // 2. Steady: a fresh database, the same service with RETENTION_HOURS = the window
 //    (BENCH_WINDOW_S, 180 s). Batches of 500 posted at a fixed pace (BENCH_LOAD of the
-//    peak, 0.5), whatever the service answers, for BENCH_STEADY_S (480 s). Every 30 s it
+//    peak, 0.5; or BENCH_STEADY_RATE callbacks/s), whatever the service answers, for BENCH_STEADY_S (480 s). Every 30 s it
 //    prints stored callbacks and attempts, the due backlog, pick-up p50/p99 (first
 //    attempt's start after the callback was stored) and the rates sent and done.
 //
@@ -28,6 +28,8 @@ import { BenchReceiver } from './lib/receiver.mjs';
 
 const PEAK_N = Number(process.env.BENCH_PEAK_N ?? 20_000);
 const LOAD = Number(process.env.BENCH_LOAD ?? 0.5);
+/** A fixed steady load, callbacks/s, instead of BENCH_LOAD of the peak: so runs of two builds on a shared machine offer the same load. */
+const FIXED_RATE = process.env.BENCH_STEADY_RATE ? Number(process.env.BENCH_STEADY_RATE) : null;
 const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 180);
 const STEADY_S = Number(process.env.BENCH_STEADY_S ?? 480);
 const SAMPLE_S = Number(process.env.BENCH_SAMPLE_S ?? 30);
@@ -114,7 +116,7 @@ export async function steadyScenario(server) {
   const version = async (db) => (await db.query(`SELECT current_setting('server_version') AS v`)).rows[0].v;
   try {
     const peakRate = await peak(server, receiver);
-    const rate = peakRate * LOAD;
+    const rate = FIXED_RATE ?? peakRate * LOAD;
     const intervalMs = (PER_BATCH / rate) * 1000;
     const windowRows = rate * WINDOW_S;
     console.log(
@@ -185,7 +187,7 @@ export async function steadyScenario(server) {
     const firstP99 = Math.max(...samples.slice(0, perMinute).map((s) => s.p99));
     const lastP99 = Math.max(...samples.slice(-perMinute).map((s) => s.p99));
     const sent = mean(samples.slice(1).map((s) => s.sentPerS));
-    const label = `${serverVersion}, ${STEADY_S} s at ${LOAD} of the peak, window ${WINDOW_S} s`;
+    const label = `${serverVersion}, ${STEADY_S} s at ${FIXED_RATE ? `${FIXED_RATE}/s` : `${LOAD} of the peak`}, window ${WINDOW_S} s`;
     const steadySent = cpuEnd.sent - cpuStart.sent;
     const perCallbackUs = (k) => ((cpuEnd[k] - cpuStart[k]) * 1000) / steadySent;
     return [
