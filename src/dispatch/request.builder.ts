@@ -1,11 +1,10 @@
+import { USER_AGENT } from '../common/user-agent.js';
 import type { AppConfig } from '../config/app.config.js';
 import { signWebhook } from '../signing/signature.js';
 import type { ClaimedCallback } from './claim.repository.js';
 import type { RecordedOutcome } from './outcome.repository.js';
 import { nextState } from './retry.policy.js';
 import type { CallResult, OutgoingCall } from './transport/http.transport.js';
-
-export const USER_AGENT = 'callback-dispatch/0.1';
 
 /**
  * The request for one attempt: the client's headers plus the Standard Webhooks

@@ -5,7 +5,7 @@ import { CallbackService, toCallbackView } from '../callbacks/callback.service.j
 import type { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { AppConfig } from '../config/app.config.js';
-import { USER_AGENT } from '../dispatch/request.builder.js';
+import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
 import { LatencyService } from '../history/latency.service.js';
 import { ReceiverService, toReceiverView } from '../receivers/receiver.service.js';
