@@ -3,8 +3,8 @@
 // once; same run, taking turns each round:
 //   - the service: an API process (ROLE=api) and one worker (ROLE=worker, window 200,
 //     the per-host cap lifted above it; synchronous_commit off on its claims and
-//     write-backs, DISPATCH_SYNCHRONOUS_COMMIT's default; its 3,000-call warm-up
-//     before it listens);
+//     write-backs, DISPATCH_SYNCHRONOUS_COMMIT's default; no warm-up since
+//     2026-12-03, the peers keep theirs);
 //   - a pg-boss 12 + axios worker (bench/peer/pgboss-axios.worker.mjs) in both its
 //     shapes, 8 batches of 200 at once and one batch at a time: each round's better one
 //     is the one compared;

@@ -52,7 +52,6 @@ export async function transportScenario() {
   const transport = new HttpTransport(new HttpService(dispatchAxios()), loadConfig({}, { allowPrivateNetworks: ['127.0.0.0/8'] }));
   const url = `${receiver.url()}/hook`;
   try {
-    await transport.warmUp();
     await undiciWindow({ urls: [url], total: 2_000, window: WINDOW });
     await transportWindow(transport, url, 2_000, WINDOW);
     await receiver.records(); // forget the warm-up requests

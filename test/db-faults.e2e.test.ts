@@ -49,7 +49,6 @@ describe('workers cut off from Postgres', () => {
       DATABASE_URL: proxy.urlFor(t.directUrl),
       DISPATCH_POLL_MS: String(POLL_MS),
       DISPATCH_LEASE_MARGIN_MS: '1000',
-      WARM_UP_CALLS: '0',
       LOG_LEVEL: 'log',
     });
     processes.push(worker);

@@ -43,7 +43,7 @@ describe(`${MaintenanceService.name} with a callback that kills its worker`, () 
   });
 
   it('should fail it after maxAttempts lost attempts, saying the worker was lost, and send it no more', { timeout: 120_000 }, async () => {
-    const env = { DATABASE_URL: database.url, DISPATCH_POLL_MS: '100', DISPATCH_LEASE_MARGIN_MS: '1000', WARM_UP_CALLS: '0' };
+    const env = { DATABASE_URL: database.url, DISPATCH_POLL_MS: '100', DISPATCH_LEASE_MARGIN_MS: '1000' };
     const start = async () => {
       const w = await spawnService(env);
       workers.push(w);

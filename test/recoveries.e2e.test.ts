@@ -259,7 +259,7 @@ describe(`${RecoveryService.name} across a crash`, () => {
   });
 
   it('should finish a recovery whose process was killed mid-way: the leader resumes it, each callback requeued once', { timeout: 120_000 }, async () => {
-    const env = { DATABASE_URL: t.url, DISPATCH_POLL_MS: '200', WARM_UP_CALLS: '0' };
+    const env = { DATABASE_URL: t.url, DISPATCH_POLL_MS: '200' };
     const first = await spawnService(env);
     processes.push(first);
     expect((await call(first.url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.73:9/crash', disabled: true } })).status).toBe(201);

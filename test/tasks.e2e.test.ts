@@ -258,7 +258,7 @@ describe(`${TaskRunner.name} across a crash`, () => {
   });
 
   it('should finish a disable whose process was killed mid-way: the leader resumes it', { timeout: 180_000 }, async () => {
-    const env = { DATABASE_URL: t.url, DISPATCH_POLL_MS: '200', WARM_UP_CALLS: '0' };
+    const env = { DATABASE_URL: t.url, DISPATCH_POLL_MS: '200' };
     const first = await spawnService(env);
     processes.push(first);
     expect((await call(first.url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.65:9/crash' } })).status).toBe(201);

@@ -4,7 +4,7 @@
 import http from 'node:http';
 import axios from 'axios';
 
-/** The warm-up's made-up calls, as many as the service's WARM_UP_CALLS. */
+/** The warm-up's made-up calls: 3,000, as the service sent until 2026-12-03 (it sends none since). */
 export const WARM_UP_CALLS = Number(process.env.PEER_WARM_UP_CALLS ?? 3_000);
 
 export const client = axios.create({

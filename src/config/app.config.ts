@@ -60,8 +60,6 @@ export class AppConfig {
   @IsInt() @Min(1) @Max(5000) writebackIntervalMs = 20;
   /** WRITEBACK_MAX_ROWS: a write-back is flushed early at this many outcomes (500). */
   @IsInt() @Min(1) @Max(10000) writebackMaxRows = 500;
-  /** WARM_UP_CALLS: synthetic calls to a throw-away loopback server a worker makes at start, so its first callbacks run on compiled code (3000; 0: none). */
-  @IsInt() @Min(0) @Max(100000) warmUpCalls = 3000;
   /** SHUTDOWN_GRACE_MS: on SIGTERM, how long in-flight calls may finish (10000 ms). */
   @IsInt() @Min(0) shutdownGraceMs = 10_000;
 
@@ -198,7 +196,6 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   DATABASE_LOCK_TIMEOUT_MS: ['databaseLockTimeoutMs', int],
   WRITEBACK_INTERVAL_MS: ['writebackIntervalMs', int],
   WRITEBACK_MAX_ROWS: ['writebackMaxRows', int],
-  WARM_UP_CALLS: ['warmUpCalls', int],
   SHUTDOWN_GRACE_MS: ['shutdownGraceMs', int],
   HTTP_TIMEOUT_MS: ['httpTimeoutMs', int],
   HTTP_MAX_TIMEOUT_MS: ['httpMaxTimeoutMs', int],

@@ -90,13 +90,6 @@ export class ClaimRepository {
     return front.concat(past);
   }
 
-  /** `n` made-up rows shaped as a claim's (claimShapedRows), parsed as a claim's are: the warm-up's; nothing is claimed. */
-  async claimShapedRows(n: number): Promise<ClaimedCallback[]> {
-    const rows: ClaimedCallback[] = [];
-    for (let from = 0; from < n; from += 500) rows.push(...(await this.db.query<ClaimedCallback>(claims.claimShapedRows(Math.min(500, n - from)))));
-    return rows;
-  }
-
   /**
    * The hosts, one entry per row, of due rows of `keys` with a priority above `below`
    * (a smaller number) bound for `hosts` (dueAhead): what should pass the claimed rows

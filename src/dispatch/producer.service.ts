@@ -4,7 +4,6 @@ import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { NotifyListener } from '../database/notify.listener.js';
-import { newSigningSecret } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { claimLimit, nextRecheckMs } from './claim.policy.js';
@@ -51,10 +50,7 @@ export class ProducerService {
   private claimWhenRoom = false;
   private heartbeat?: NodeJS.Timeout;
   private dueTimer?: NodeJS.Timeout;
-  // Epoch milliseconds, so doubles from the start: a field first set to 0 (a small
-  // integer) and later to a time changes the object's layout, and V8 then dropped
-  // the compiled code of every method that read this producer, at the first real claim.
-  private dueAt = Number.NEGATIVE_INFINITY;
+  private dueAt = 0;
   /** The due timer armed is a look again at overdue rows (not a row falling due), and the delay of such looks now (nextRecheckMs). */
   private dueIsRecheck = false;
   private recheckMs: number;
@@ -62,7 +58,7 @@ export class ProducerService {
   private wokenByRecheck = false;
   /** Rows of this priority or higher (a smaller number) may have come due: the next claim looks (yieldToHigher). */
   private lookAbove?: number;
-  private lastError = Number.NEGATIVE_INFINITY;
+  private lastError = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -95,26 +91,11 @@ export class ProducerService {
     this.queuedListeners.push(listener);
   }
 
-  /**
-   * Runs the claim statements once on no rows, so their first real run is not a cold
-   * one (see WorkerService.warmUp). Returns WARM_UP_CALLS made-up rows shaped and
-   * queued as claimed ones are (parsed by the driver, their secrets attached), for
-   * the pipeline's warm-up (SenderService.warmUp); nothing is claimed.
-   */
-  async warmUp(): Promise<QueuedCallback[]> {
+  /** Runs the claim statements once on no rows, so their first real run is not a cold one (see WorkerService.warmUp); nothing is claimed. */
+  async warmUp(): Promise<void> {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
     await this.claims.nextDueAt();
     await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
-    const rows = await this.claims.claimShapedRows(this.config.warmUpCalls);
-    const secrets = [newSigningSecret()];
-    return rows.map((row) => Object.assign(row, { secrets }));
-  }
-
-  /** Queues the warm-up's made-up rows (warmUp's, pointed at the loopback server) as claimed ones are, and tells the sender. */
-  queueWarmUp(rows: QueuedCallback[]): void {
-    const now = Date.now();
-    for (const row of rows) this.queues.push(row, now);
-    this.queuedListeners.forEach((l) => l());
   }
 
   async start(): Promise<void> {

@@ -6,13 +6,10 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
-import { tracing } from '../tracing/tracing.setup.js';
 import { HttpTransport } from './transport/http.transport.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;
-/** How long the warm-up waits for its outcomes to be written (they match no row). */
-const WARM_UP_WRITE_BACK_MS = 5_000;
 
 /**
  * Step 2: the sender keeps at most DISPATCH_CONCURRENCY calls in flight, taking
@@ -45,36 +42,6 @@ export class SenderService {
   }
 
   /**
-   * The JIT warm-up, before the first claim (state `warming`): `rows`, made up by the
-   * producer (ProducerService.warmUp: parsed by the driver as a claim's rows are,
-   * secrets attached), pointed at a throw-away loopback server
-   * (HttpTransport.withLoopbackRoute), go the whole way a claimed row goes: the
-   * producer's queues, this window, signing, HttpService and undici, the host limits,
-   * the metrics, the completer's buffer and its write-back statement, which matches
-   * no row (their callback ids are new) and so stores nothing. The attempt and
-   * write-back metrics are reset after. With tracing on it is skipped: it would
-   * export thousands of made-up spans.
-   *
-   * A worker started on a backlog otherwise ran its first ~20,000 callbacks on cold
-   * code, with V8 compiling the hot functions on its helper threads meanwhile
-   * (bench/README.md, "allocations, the attempt foreign key, JIT warm-up").
-   */
-  async warmUp(rows: QueuedCallback[] = []): Promise<void> {
-    await this.transport.warmUp();
-    if (rows.length === 0 || tracing.tracer) return;
-    await this.transport.withLoopbackRoute(async (url) => {
-      const host = new URL(url).origin;
-      for (const row of rows) Object.assign(row, { url, host });
-      const sent = new Promise<void>((resolve) => (this.idle = resolve));
-      this.producer.queueWarmUp(rows);
-      await sent;
-      this.idle = undefined;
-    });
-    await this.completer.drain(Date.now() + WARM_UP_WRITE_BACK_MS);
-    this.metrics.forgetWarmUp();
-  }
-
-  /**
    * Fills the window from the waiting queues, at most START_SLICE calls per turn of
    * the event loop. Starting a whole claim (hundreds of calls) in one synchronous
    * run keeps the responses already on the wire waiting unread, and that wait would
@@ -85,7 +52,7 @@ export class SenderService {
       if (started === START_SLICE) {
         this.continueStarting ??= setImmediate(() => {
           this.continueStarting = undefined;
-          if (this.status.state === 'running' || this.status.state === 'warming') this.fill();
+          if (this.status.state === 'running') this.fill();
         });
         return;
       }
@@ -134,7 +101,6 @@ export class SenderService {
       return;
     }
     this.fill();
-    if (this.status.state === 'warming' && this.sending.size === 0 && this.producer.queued === 0) this.idle?.(); // the warm-up's last call
     // Otherwise a finished call frees nothing a claim could use: host slots come
     // free with the write-back, which wakes the claim itself.
     this.producer.callFinished();

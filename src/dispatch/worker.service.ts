@@ -3,7 +3,7 @@ import { AppConfig } from '../config/app.config.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { CompleterService } from './completer.service.js';
 import { MaintenanceService } from './maintenance.service.js';
-import { ProducerService, type QueuedCallback } from './producer.service.js';
+import { ProducerService } from './producer.service.js';
 import { SenderService } from './sender.service.js';
 
 /**
@@ -40,33 +40,22 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Runs every hot-path statement once on no rows, and WARM_UP_CALLS made-up
-   * callbacks through the whole pipeline to a throw-away loopback server
-   * (SenderService.warmUp), before the first real claim. A cold first run (query compilation, JIT) blocks the
-   * event loop for tens of milliseconds, which would land in the recorded durations
-   * of the first batch; and on cold code a first drain of 20,000 callbacks cost the
-   * worker a quarter more CPU per callback than one of 60,000 (the warm-up takes
-   * back ~4.5 µs of that, and ~9 µs more since its calls go through an agent built
-   * as the real one; bench/README.md).
+   * Runs every hot-path statement once on no rows before the first real claim: a
+   * cold first run (query compilation, JIT) blocks the event loop for tens of
+   * milliseconds, which would land in the recorded durations of the first batch.
+   * Nothing else is warmed: a pipeline warm-up of made-up calls helped only a fresh
+   * worker's first ~20,000 callbacks and nothing measurable on steady traffic
+   * (bench/README.md, "2026-12-03: the pipeline warm-up goes").
    */
   private async warmUp(): Promise<void> {
-    let rows: QueuedCallback[] = [];
     try {
-      rows = await this.producer.warmUp();
+      await this.producer.warmUp();
       await this.completer.warmUp();
       // Its statements just ran: ready from the start, not from the first claim or maintenance step.
       this.status.markHealthy();
     } catch (error) {
       // The database is away: the loops retry (and say so) once started.
       this.logger.warn(`warm-up skipped: ${(error as Error).message}`);
-    }
-    this.status.state = 'warming';
-    try {
-      await this.sender.warmUp(rows);
-    } catch (error) {
-      this.logger.warn(`warm-up stopped: ${(error as Error).message}`);
-      // Made-up rows, not leases: dropped, not handed back.
-      this.producer.removeWaiting();
     }
   }
 

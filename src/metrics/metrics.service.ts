@@ -82,14 +82,6 @@ export class MetricsService {
     byOutcome.seconds.observe(result.trace.durationMs / 1000);
   }
 
-  /** After the worker's warm-up (SenderService.warmUp): its made-up attempts and write-backs are not counted. */
-  forgetWarmUp(): void {
-    for (const metric of [this.attempts, this.attemptSeconds, this.writeBackSeconds, this.writtenRows]) metric.reset();
-    // A histogram without labels shows zeros from the start; reset() leaves it with no series at all.
-    this.writeBackSeconds.zero({});
-    this.attemptsByOutcome.clear();
-  }
-
   /** Runs one claim and records its duration and rows. */
   async timeClaim<T extends unknown[]>(claim: () => Promise<T>): Promise<T> {
     const started = performance.now();

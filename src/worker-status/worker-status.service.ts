@@ -2,12 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
-/**
- * `warming`: at start, before the first claim, the worker sends made-up callbacks
- * through its whole pipeline to a throw-away loopback server (SenderService.warmUp);
- * it claims nothing.
- */
-export type WorkerState = 'stopped' | 'warming' | 'running' | 'draining';
+export type WorkerState = 'stopped' | 'running' | 'draining';
 
 /** Where this worker's claimed callbacks are right now. */
 export interface WorkerWindow {

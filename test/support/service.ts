@@ -50,8 +50,6 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
       bootstrapApiKey: TEST_KEY,
       secretsKey: TEST_SECRETS_KEY,
       logLevel: 'error',
-      // A short JIT warm-up: the suite starts dozens of services in one process (test/warm-up.e2e.test.ts checks the real one).
-      warmUpCalls: 100,
       ...overrides,
     },
   );

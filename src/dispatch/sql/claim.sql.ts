@@ -423,17 +423,3 @@ export const dueAhead = (keys: string[], hosts: string[], below: number, now: Pr
     ) r
     WHERE r.host = ANY(${hosts}::text[])
   ) d`;
-
-/**
- * Rows shaped as a claim returns them (the same names and types), made up: nothing
- * is read or locked. The warm-up parses a few thousand of them at boot, so the
- * driver's row parsing is compiled before the first real claim, and sends them
- * (SenderService.warmUp).
- */
-export const claimShapedRows = (n: number) => Prisma.sql`
-  SELECT gen_random_uuid() AS id, gen_random_uuid() AS "batchId", gen_random_uuid() AS "apiKeyId",
-         'http://127.0.0.1:9/warm-up' AS url, 'http://127.0.0.1:9' AS host, 'POST' AS method,
-         '{"content-type":"application/json"}'::jsonb AS headers, '{"warmUp":' || i || '}' AS body,
-         1000 AS "timeoutMs", 1 AS "maxAttempts", NULL::int[] AS "retryDelaysMs", 0 AS attempts,
-         1::smallint AS priority, NULL::text AS traceparent, NULL::uuid AS "receiverId"
-  FROM generate_series(1, ${n}::int) AS i`;

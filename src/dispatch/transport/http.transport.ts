@@ -1,7 +1,5 @@
 import { HttpService } from '@nestjs/axios';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { AxiosAdapter, AxiosError, AxiosRequestConfig } from 'axios';
 import { Agent, type buildConnector } from 'undici';
 import type { Outcome } from '../../common/states.js';
@@ -40,8 +38,6 @@ const MAX_RESPONSE_HEADERS = 50;
 const MAX_HEADER_VALUE = 512;
 /** A new connection that takes longer than this is a connect_error. */
 const CONNECT_TIMEOUT_MS = 10_000;
-/** The one address the warm-up's agent may connect to: its own server's. */
-const LOOPBACK_WARM_UP = '127.0.0.1/32';
 
 /** The undici agent calls go through, on `connect` (guarded or proxied). */
 function dispatchAgent(connect: buildConnector.connector): Agent {
@@ -64,8 +60,6 @@ function dispatchAgent(connect: buildConnector.connector): Agent {
 export class HttpTransport implements OnApplicationShutdown {
   private readonly agent: Agent;
   private readonly adapter: AxiosAdapter;
-  /** The warm-up's server while withLoopbackRoute runs: its URLs and the adapter that reaches them. */
-  private loopback?: { prefix: string; adapter: AxiosAdapter };
 
   constructor(
     private readonly http: HttpService,
@@ -82,60 +76,14 @@ export class HttpTransport implements OnApplicationShutdown {
     this.adapter = undiciAdapter(this.agent);
   }
 
-  /**
-   * undici compiles its HTTP parser on first use (~40 ms) and the whole send path
-   * runs cold once. A few calls through the same path to a throw-away server on
-   * loopback (withLoopbackRoute) pay for that at boot, not in the first callback's
-   * recorded duration.
-   */
-  async warmUp(): Promise<void> {
-    await this.withLoopbackRoute(async (url) => {
-      const call = { url, method: 'POST', headers: {}, body: 'warm-up', timeoutMs: 1000 };
-      // Concurrent rounds: opening many connections at once has cold paths of its own.
-      // sendCall, not send: no attempt spans for these.
-      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 8 }, () => this.sendCall(call)));
-    });
-  }
-
-  /**
-   * Runs `use` with a throw-away HTTP server on loopback (answering 200 `ok`) at
-   * `url`. While `use` runs, calls to that server's origin (and only those) go
-   * through an agent of their own, whose policy admits 127.0.0.1 (the worker's, which
-   * refuses loopback, stays as it is): the worker's warm-up sends its made-up
-   * callbacks there before it claims anything (SenderService.warmUp). That agent is
-   * built as the worker's is (dispatchAgent, the guarded connector), so the warm-up's
-   * sockets, timers and parser states have the shapes the real calls' have: with
-   * undici's default connector and timeouts, the first real connections had other
-   * shapes, V8 dropped the code it had compiled for the send path and compiled it
-   * again (~0.5 s on its helper threads) during the first 10,000 real calls
-   * (bench/README.md, "the warm-up's sockets"). The server, the agent and the route
-   * are gone when `use` settles.
-   */
-  async withLoopbackRoute(use: (url: string) => Promise<void>): Promise<void> {
-    const server = createServer((_req, res) => res.end('ok'));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const agent = dispatchAgent(buildGuardedConnector(new NetworkPolicy([LOOPBACK_WARM_UP]), CONNECT_TIMEOUT_MS));
-    const { port } = server.address() as AddressInfo;
-    const origin = `http://127.0.0.1:${port}`;
-    this.loopback = { prefix: `${origin}/`, adapter: undiciAdapter(agent) };
-    try {
-      await use(`${origin}/`);
-    } finally {
-      this.loopback = undefined;
-      await agent.destroy().catch(() => undefined); // the warm-up's own agent: its calls are over
-      server.closeAllConnections();
-      server.close();
-    }
-  }
-
-  private requestConfig(call: OutgoingCall, adapter: AxiosAdapter): AxiosRequestConfig & TracedRequestConfig {
+  private requestConfig(call: OutgoingCall): AxiosRequestConfig & TracedRequestConfig {
     return {
       url: call.url,
       method: call.method,
       headers: call.headers,
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
-      adapter,
+      adapter: this.adapter,
       snippetBytes: this.config.responseSnippetBytes,
     };
   }
@@ -147,9 +95,8 @@ export class HttpTransport implements OnApplicationShutdown {
   }
 
   private async sendCall(call: OutgoingCall): Promise<CallResult> {
-    const adapter = this.loopback && call.url.startsWith(this.loopback.prefix) ? this.loopback.adapter : this.adapter;
     try {
-      const res = await this.http.axiosRef.request<string>(this.requestConfig(call, adapter));
+      const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
       return {
         outcome: classifyStatus(res.status),
