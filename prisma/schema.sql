@@ -75,7 +75,8 @@ CREATE TABLE callback (
   traceparent text,
   receiver_id uuid,
   held boolean NOT NULL DEFAULT false,
-  recovery_id uuid
+  recovery_id uuid,
+  done_at timestamp(3) with time zone NOT NULL DEFAULT 'infinity'::timestamp with time zone
 );
 
 CREATE TABLE event (
@@ -216,15 +217,18 @@ CREATE TABLE task (
   finished_at timestamp(3) with time zone
 );
 
+-- attempt_before: a partition of attempt
+-- callback_live: a partition of callback
+
 ALTER TABLE api_key ADD CONSTRAINT api_key_pkey PRIMARY KEY (id);
 ALTER TABLE api_key ADD CONSTRAINT api_key_weight_check CHECK (((weight >= 1) AND (weight <= 1000)));
-ALTER TABLE attempt ADD CONSTRAINT attempt_pkey PRIMARY KEY (id);
+ALTER TABLE attempt ADD CONSTRAINT attempt_pkey PRIMARY KEY (id, started_at);
 ALTER TABLE batch ADD CONSTRAINT batch_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE batch ADD CONSTRAINT batch_pkey PRIMARY KEY (id);
 ALTER TABLE callback ADD CONSTRAINT callback_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lease_owner IS NOT NULL) = (status = 'in_flight'::text)) AND ((lease_owner IS NULL) = (lease_expires_at IS NULL))));
 ALTER TABLE callback ADD CONSTRAINT callback_ordering_key_check CHECK (((char_length(ordering_key) >= 1) AND (char_length(ordering_key) <= 200)));
-ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id);
+ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id, done_at);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
 ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
@@ -265,28 +269,28 @@ ALTER TABLE task ADD CONSTRAINT task_status_check CHECK ((status = ANY (ARRAY['r
 
 CREATE UNIQUE INDEX api_key_hash_key ON public.api_key USING btree (hash);
 CREATE UNIQUE INDEX api_key_pkey ON public.api_key USING btree (id);
-CREATE INDEX attempt_api_key_id_started_at_idx ON public.attempt USING btree (api_key_id, started_at) INCLUDE (host, outcome, duration_ms);
-CREATE INDEX attempt_callback_id_number_idx ON public.attempt USING btree (callback_id, number);
-CREATE UNIQUE INDEX attempt_pkey ON public.attempt USING btree (id);
-CREATE INDEX attempt_receiver_idx ON public.attempt USING btree (receiver_id, started_at) INCLUDE (outcome, duration_ms) WHERE (receiver_id IS NOT NULL);
+CREATE INDEX attempt_api_key_id_started_at_idx ON ONLY public.attempt USING btree (api_key_id, started_at) INCLUDE (host, outcome, duration_ms);
+CREATE INDEX attempt_callback_id_number_idx ON ONLY public.attempt USING btree (callback_id, number);
+CREATE UNIQUE INDEX attempt_pkey ON ONLY public.attempt USING btree (id, started_at);
+CREATE INDEX attempt_receiver_idx ON ONLY public.attempt USING btree (receiver_id, started_at) INCLUDE (outcome, duration_ms) WHERE (receiver_id IS NOT NULL);
 CREATE INDEX batch_api_key_id_created_at_idx ON public.batch USING btree (api_key_id, created_at);
 CREATE UNIQUE INDEX batch_api_key_id_idempotency_key_key ON public.batch USING btree (api_key_id, idempotency_key);
 CREATE INDEX batch_completed_idx ON public.batch USING btree (completed_at) WHERE (completed_at IS NOT NULL);
 CREATE INDEX batch_open_idx ON public.batch USING btree (created_at) WHERE (completed_at IS NULL);
 CREATE UNIQUE INDEX batch_pkey ON public.batch USING btree (id);
-CREATE INDEX callback_api_key_id_created_at_idx ON public.callback USING btree (api_key_id, created_at);
-CREATE INDEX callback_batch_id_status_idx ON public.callback USING btree (batch_id, status);
-CREATE INDEX callback_due_idx ON public.callback USING btree (next_attempt_at) WHERE (status = 'pending'::text);
-CREATE INDEX callback_finished_idx ON public.callback USING btree (completed_at) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
-CREATE INDEX callback_key_due_idx ON public.callback USING btree (api_key_id, priority, next_attempt_at) WHERE (status = 'pending'::text);
-CREATE INDEX callback_lease_idx ON public.callback USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
-CREATE INDEX callback_ordering_idx ON public.callback USING btree (api_key_id, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
-CREATE INDEX callback_pending_host_idx ON public.callback USING btree (host, next_attempt_at) WHERE (status = 'pending'::text);
-CREATE UNIQUE INDEX callback_pkey ON public.callback USING btree (id);
-CREATE INDEX callback_receiver_idx ON public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
-CREATE INDEX callback_receiver_open_idx ON public.callback USING btree (receiver_id, status, held) WHERE ((receiver_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
-CREATE INDEX callback_recovery_idx ON public.callback USING btree (recovery_id, status) WHERE (recovery_id IS NOT NULL);
-CREATE INDEX callback_unsuccessful_idx ON public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
+CREATE INDEX callback_api_key_id_created_at_idx ON ONLY public.callback USING btree (api_key_id, created_at);
+CREATE INDEX callback_batch_id_status_idx ON ONLY public.callback USING btree (batch_id, status);
+CREATE INDEX callback_due_idx ON ONLY public.callback USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX callback_finished_idx ON ONLY public.callback USING btree (completed_at) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
+CREATE INDEX callback_key_due_idx ON ONLY public.callback USING btree (api_key_id, priority, next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX callback_lease_idx ON ONLY public.callback USING btree (lease_expires_at) WHERE (lease_expires_at IS NOT NULL);
+CREATE INDEX callback_ordering_idx ON ONLY public.callback USING btree (api_key_id, ordering_key, id) WHERE ((ordering_key IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
+CREATE INDEX callback_pending_host_idx ON ONLY public.callback USING btree (host, next_attempt_at) WHERE (status = 'pending'::text);
+CREATE UNIQUE INDEX callback_pkey ON ONLY public.callback USING btree (id, done_at);
+CREATE INDEX callback_receiver_idx ON ONLY public.callback USING btree (receiver_id, id) WHERE (receiver_id IS NOT NULL);
+CREATE INDEX callback_receiver_open_idx ON ONLY public.callback USING btree (receiver_id, status, held) WHERE ((receiver_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'in_flight'::text])));
+CREATE INDEX callback_recovery_idx ON ONLY public.callback USING btree (recovery_id, status) WHERE (recovery_id IS NOT NULL);
+CREATE INDEX callback_unsuccessful_idx ON ONLY public.callback USING btree (api_key_id, status, id) WHERE (status = ANY (ARRAY['failed'::text, 'cancelled'::text]));
 CREATE UNIQUE INDEX event_api_key_id_event_id_key ON public.event USING btree (api_key_id, event_id);
 CREATE INDEX event_api_key_id_id_idx ON public.event USING btree (api_key_id, id);
 CREATE INDEX event_api_key_id_type_id_idx ON public.event USING btree (api_key_id, type, id);

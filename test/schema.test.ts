@@ -18,7 +18,7 @@ async function schemaDump(db: pg.Client): Promise<string> {
            c.is_nullable = 'NO' AS not_null, c.column_default
     FROM information_schema.columns c
     JOIN pg_catalog.pg_attribute a ON a.attrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND a.attname = c.column_name
-    WHERE c.table_schema = 'public' AND c.table_name <> '_prisma_migrations'
+    WHERE c.table_schema = 'public' AND c.table_name <> '_prisma_migrations' AND NOT (SELECT relispartition FROM pg_class WHERE oid = a.attrelid)
     ORDER BY c.table_name, c.ordinal_position`);
   const tables = new Map<string, string[]>();
   for (const c of columns) {
@@ -26,15 +26,23 @@ async function schemaDump(db: pg.Client): Promise<string> {
     tables.set(c.table_name, [...(tables.get(c.table_name) ?? []), def]);
   }
   for (const [table, defs] of tables) out.push(`CREATE TABLE ${table} (`, defs.join(',\n'), ');', '');
+  // Partitions carry their parent's columns, constraints and indexes; the time partitions are the service's (src/retention), not the migrations'.
+  for (const r of await q(`
+    SELECT k.relname AS part, p.relname AS parent FROM pg_inherits i JOIN pg_class k ON k.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+    WHERE k.relispartition AND k.relkind = 'r' AND k.relnamespace = 'public'::regnamespace ORDER BY 2, 1`))
+    out.push(`-- ${r.part}: a partition of ${r.parent}`);
+  out.push('');
   for (const r of await q(`
     SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
     WHERE connamespace = 'public'::regnamespace AND conrelid <> 'public._prisma_migrations'::regclass
+      AND NOT (SELECT relispartition FROM pg_class WHERE oid = conrelid)
       AND contype <> 'n' -- NOT NULL, with the columns above (Postgres 18 also lists it as a constraint, 15 to 17 do not)
     ORDER BY 1, 2`))
     out.push(`ALTER TABLE ${r.tbl} ADD CONSTRAINT ${r.conname} ${r.def};`);
   out.push('');
   for (const r of await q(`
     SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> '_prisma_migrations'
+      AND NOT (SELECT relispartition FROM pg_class WHERE oid = format('%I.%I', schemaname, tablename)::regclass)
     ORDER BY tablename, indexname`))
     out.push(`${r.indexdef};`);
   out.push('');
@@ -109,7 +117,7 @@ describe('database schema', () => {
       SELECT c.table_name, c.column_name, c.is_nullable = 'YES' AS nullable, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type
       FROM information_schema.columns c
       JOIN pg_catalog.pg_attribute a ON a.attrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND a.attname = c.column_name
-      WHERE c.table_schema = 'public' AND c.table_name <> '_prisma_migrations'`);
+      WHERE c.table_schema = 'public' AND c.table_name <> '_prisma_migrations' AND NOT (SELECT relispartition FROM pg_class WHERE oid = a.attrelid)`);
     const actual = new Map<string, Map<string, { nullable: boolean; type: string }>>();
     for (const r of rows) {
       if (!actual.has(r.table_name)) actual.set(r.table_name, new Map());

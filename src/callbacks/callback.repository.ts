@@ -226,7 +226,7 @@ export class CallbackRepository {
    */
   cancelCallbacks(apiKeyId: string, ids: string[]): Promise<Array<{ id: string }>> {
     return this.db.query(Prisma.sql`
-      UPDATE callback SET status = ${STATUS.cancelled}, completed_at = now(), lease_owner = NULL, lease_expires_at = NULL
+      UPDATE callback SET status = ${STATUS.cancelled}, completed_at = now(), done_at = now(), lease_owner = NULL, lease_expires_at = NULL
       WHERE id = ANY(${ids}::uuid[]) AND api_key_id = ${apiKeyId}::uuid AND status IN ${UNFINISHED}
       RETURNING id`);
   }

@@ -12,5 +12,5 @@ import { dueAt, receiverDisabled } from '../receivers/receiver-hold.sql.js';
  * re-opened by the same statement or transaction (reopenBatches).
  */
 export const REQUEUE_COLUMNS = Prisma.sql`
-  status = ${STATUS.pending}, next_attempt_at = ${dueAt(Prisma.sql`now()`, receiverDisabled)}, completed_at = NULL,
+  status = ${STATUS.pending}, next_attempt_at = ${dueAt(Prisma.sql`now()`, receiverDisabled)}, completed_at = NULL, done_at = 'infinity',
   max_attempts = GREATEST(max_attempts, attempts + 1), held = ${receiverDisabled}`;

@@ -127,6 +127,7 @@ export const detachReceiverChunk = (taskId: string, receiverId: string, size: Ch
     UPDATE callback SET receiver_id = NULL,
            status = CASE WHEN callback.id = ANY(o.ids) THEN ${STATUS.cancelled} ELSE callback.status END,
            completed_at = CASE WHEN callback.id = ANY(o.ids) THEN now() ELSE callback.completed_at END,
+           done_at = CASE WHEN callback.id = ANY(o.ids) THEN now() ELSE callback.done_at END,
            lease_owner = CASE WHEN callback.id = ANY(o.ids) THEN NULL ELSE callback.lease_owner END,
            lease_expires_at = CASE WHEN callback.id = ANY(o.ids) THEN NULL ELSE callback.lease_expires_at END,
            held = false,

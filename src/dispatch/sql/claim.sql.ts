@@ -375,9 +375,10 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
           lease_expires_at = CASE WHEN p.gone THEN NULL
                                   ELSE ${a.now} + (c.timeout_ms + ${a.leaseMarginMs}::int) * interval '1 millisecond' END,
           completed_at = CASE WHEN p.gone THEN ${a.now} ELSE c.completed_at END,
+          done_at = CASE WHEN p.gone THEN ${a.now} ELSE c.done_at END,
           last_error = CASE WHEN p.gone THEN 'endpoint_gone: this URL answered 410 Gone; not called again' ELSE c.last_error END
       FROM pick p
-      WHERE c.id = p.id
+      WHERE c.id = p.id AND c.done_at = 'infinity'
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
                 c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.gone
     ), spent AS (

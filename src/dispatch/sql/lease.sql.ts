@@ -38,10 +38,11 @@ export const reapExpiredLeases = (now: Prisma.Sql, limit: number, d: OperatorEve
         SET attempts = c.attempts + 1,
             status = CASE WHEN ${exhausted} THEN ${STATUS.failed} ELSE ${STATUS.pending} END,
             completed_at = CASE WHEN ${exhausted} THEN ${now} ELSE NULL END,
+            done_at = CASE WHEN ${exhausted} THEN ${now} ELSE 'infinity' END,
             last_status_code = NULL, last_error = ${WORKER_LOST},
             lease_owner = NULL, lease_expires_at = NULL,
             next_attempt_at = CASE WHEN ${exhausted} THEN c.next_attempt_at ELSE ${dueAt(now, Prisma.sql`c.held`)} END
-        FROM x WHERE c.id = x.id
+        FROM x WHERE c.id = x.id AND c.done_at = 'infinity'
         RETURNING c.id, c.api_key_id, c.batch_id, c.external_id, c.url, c.receiver_id, c.attempts, c.last_status_code, c.last_error,
                   c.completed_at, c.status
       ),`,

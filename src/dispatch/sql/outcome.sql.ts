@@ -56,10 +56,11 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
       SET status = o.status, attempts = o.number,
           next_attempt_at = CASE WHEN o.next_attempt_ms IS NULL THEN c.next_attempt_at
                                  ELSE ${dueAt(at(Prisma.sql`o.next_attempt_ms`), Prisma.sql`c.held`)} END,
-          completed_at = ${at(Prisma.sql`o.completed_ms`)}, last_status_code = o.status_code, last_error = o.error,
+          completed_at = ${at(Prisma.sql`o.completed_ms`)}, done_at = COALESCE(${at(Prisma.sql`o.completed_ms`)}, 'infinity'),
+          last_status_code = o.status_code, last_error = o.error,
           lease_owner = NULL, lease_expires_at = NULL
       FROM o
-      WHERE c.id = o.callback_id AND c.lease_owner = ${owner}
+      WHERE c.id = o.callback_id AND c.lease_owner = ${owner} AND c.done_at = 'infinity'
       RETURNING c.id, c.api_key_id, c.host, c.receiver_id
     )
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
@@ -79,7 +80,7 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
  */
 export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
   UPDATE callback SET status = ${STATUS.pending}, lease_owner = NULL, lease_expires_at = NULL
-  WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner}`;
+  WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner} AND done_at = 'infinity'`;
 
 /**
  * Locks the receivers of a write-back's rows, in id order, first in its transaction:

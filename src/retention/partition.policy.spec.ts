@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { partitionName, partitionWidthMs, partitionsToDrop, partitionsToMake, type PartitionBounds } from './partition.policy.js';
+
+const S = 1_000;
+const M = 60 * S;
+const H = 60 * M;
+const at = (iso: string) => Date.parse(iso);
+
+describe('partition policy', () => {
+  it('should make a partition a tenth of the window wide, in whole seconds, and a day wide when history is kept forever', () => {
+    expect(partitionWidthMs(720)).toBe(72 * H);
+    expect(partitionWidthMs(0.05)).toBe(18 * S);
+    expect(partitionWidthMs(0.0001)).toBe(1 * S);
+    expect(partitionWidthMs(0)).toBe(24 * H);
+  });
+
+  it('should cover from a width ago to ten minutes (or two widths) ahead, aligned, starting where the last one ends', () => {
+    const now = at('2026-12-03T17:00:05Z');
+    const w = 72 * H;
+    const fresh = partitionsToMake([], now, w);
+    expect(fresh[0].from).toBe(Math.floor((now - w) / w) * w); // on the grid of the width, from epoch
+    expect(fresh[0].from).toBeLessThanOrEqual(now - w);
+    fresh.forEach((p, i) => {
+      expect(p.to - p.from).toBe(w);
+      if (i > 0) expect(p.from).toBe(fresh[i - 1].to);
+    });
+    expect(fresh.at(-1)!.to).toBeGreaterThanOrEqual(now + 2 * w);
+    expect(fresh.at(-2)!.to).toBeLessThan(now + 2 * w);
+    const live: PartitionBounds = { name: 'callback_live', from: Infinity, to: null };
+    const last: PartitionBounds = { name: 'callback_20261203_165000', from: at('2026-12-03T16:50:00Z'), to: at('2026-12-03T17:08:00Z') };
+    const made = partitionsToMake([live, last], now, 18 * S);
+    expect(made[0]).toEqual({ from: at('2026-12-03T17:08:00Z'), to: (Math.floor(at('2026-12-03T17:08:00Z') / (18 * S)) + 1) * 18 * S });
+    expect(made.at(-1)!.to).toBeGreaterThanOrEqual(now + 10 * M);
+    expect(partitionsToMake([live, { ...last, to: now + 11 * M }], now, 18 * S)).toEqual([]);
+  });
+
+  it("should go on from the migration's bound back onto the grid, and after a long stop from a width ago", () => {
+    const now = at('2026-12-03T17:00:05Z');
+    const before: PartitionBounds = { name: 'attempt_before', from: null, to: at('2026-12-03T17:00:07Z') };
+    expect(partitionsToMake([before], now, 18 * S)[0]).toEqual({ from: at('2026-12-03T17:00:07Z'), to: at('2026-12-03T17:00:18Z') });
+    const old: PartitionBounds = { name: 'callback_20261101_000000', from: at('2026-11-01T00:00:00Z'), to: at('2026-11-04T00:00:00Z') };
+    expect(partitionsToMake([old], now, 72 * H)[0].from).toBe(Math.floor((now - 72 * H) / (72 * H)) * 72 * H);
+  });
+
+  it('should drop only partitions wholly before the cutoff, never the queue', () => {
+    const parts: PartitionBounds[] = [
+      { name: 'callback_live', from: Infinity, to: null },
+      { name: 'attempt_before', from: null, to: 100 },
+      { name: 'a', from: 100, to: 200 },
+      { name: 'b', from: 200, to: 300 },
+    ];
+    expect(partitionsToDrop(parts, 200).map((p) => p.name)).toEqual(['attempt_before', 'a']);
+    expect(partitionsToDrop(parts, 99)).toEqual([]);
+  });
+
+  it('should name a partition by its table and lower bound', () => {
+    expect(partitionName('callback', at('2026-12-03T17:00:18Z'))).toBe('callback_20261203_170018');
+  });
+});

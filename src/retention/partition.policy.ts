@@ -1,0 +1,60 @@
+/**
+ * Which time partitions of the history (ARCHITECTURE.md, "History layout") to make and
+ * which to drop: plain decisions on epoch milliseconds, table-tested.
+ */
+
+/** The partitioned history tables and the column each is partitioned by. */
+export const HISTORY_TABLES = [
+  { table: 'callback', key: 'done_at' },
+  { table: 'attempt', key: 'started_at' },
+] as const;
+
+const DAY_MS = 86_400_000;
+/** Partitions are made at least this far ahead of now, and at least two widths. */
+const AHEAD_MS = 10 * 60_000;
+
+/** One partition's bounds: `from` null is MINVALUE; `to` null is MAXVALUE (the queue's `'infinity'` partition). */
+export interface PartitionBounds {
+  name: string;
+  from: number | null;
+  to: number | null;
+}
+
+/**
+ * A tenth of the retention window in whole seconds (at least 1 s), so stored history is
+ * at most the window and one width; a day when history is kept forever.
+ */
+export function partitionWidthMs(retentionHours: number): number {
+  if (retentionHours <= 0) return DAY_MS;
+  return Math.max(1_000, Math.round((retentionHours * 3_600_000) / 10 / 1_000) * 1_000);
+}
+
+/**
+ * The partitions to make so that the instants from a width ago to `AHEAD_MS` (at least
+ * two widths) ahead have one: each `width` wide, from the highest bound made so far (or,
+ * after a long stop, from a width ago, leaving the gap empty), aligned to the width.
+ */
+export function partitionsToMake(existing: PartitionBounds[], now: number, width: number): Array<{ from: number; to: number }> {
+  const uppers = existing.map((p) => p.to).filter((to): to is number => to !== null && Number.isFinite(to));
+  const restart = Math.floor((now - width) / width) * width;
+  let from = Math.max(restart, ...uppers);
+  const until = now + Math.max(AHEAD_MS, 2 * width);
+  const out: Array<{ from: number; to: number }> = [];
+  while (from < until) {
+    const to = (Math.floor(from / width) + 1) * width; // back on the grid after a width change or the migration's bound
+    out.push({ from, to });
+    from = to;
+  }
+  return out;
+}
+
+/** The partitions wholly before `cutoff`: every row in them finished (or was started) before it. Never the queue's. */
+export function partitionsToDrop(existing: PartitionBounds[], cutoff: number): PartitionBounds[] {
+  return existing.filter((p) => p.to !== null && Number.isFinite(p.to) && p.to <= cutoff);
+}
+
+/** `callback_20261203_170000`: the table and the partition's lower bound (UTC, whole seconds). */
+export function partitionName(table: string, from: number): string {
+  const iso = new Date(from).toISOString(); // 2026-12-03T17:00:00.000Z
+  return `${table}_${iso.slice(0, 10).replaceAll('-', '')}_${iso.slice(11, 19).replaceAll(':', '')}`;
+}
