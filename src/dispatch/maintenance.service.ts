@@ -3,6 +3,7 @@ import { CaughtErrors } from '../common/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { partitionsAheadMs, partitionWidthMs } from '../retention/partition.policy.js';
 import { RetentionService } from '../retention/retention.service.js';
 import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
@@ -36,8 +37,11 @@ interface Task {
  *   after a rotation ended, 1,000 per statement (an index probe when there are none);
  * - idle tasks (DISPATCH_POLL_MS): runs on the tasks (src/tasks) whose runner stopped
  *   (its process died) for TASK_IDLE_MS;
- * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): purges
- *   finished callbacks and empty batches past the retention window, and finished tasks;
+ * - history partitions (RETENTION_PURGE_INTERVAL_MS, or half of how far ahead they are made if less): makes the time
+ *   partitions of the history ahead (src/retention), kept forever or not;
+ * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): drops the
+ *   history's partitions past the retention window, purges what finished before it was
+ *   partitioned and empty batches, and finished tasks;
  * - receiver auto-disable (RECEIVER_CHECK_INTERVAL_MS, off when
  *   RECEIVER_DISABLE_AFTER_HOURS is 0): disables receivers whose every attempt failed
  *   for that long, holding their callbacks until someone enables them again.
@@ -73,6 +77,11 @@ export class MaintenanceService {
       { name: 'expired secrets', everyMs: this.config.dispatchPollMs, run: () => this.deleteExpiredSecrets() },
       { name: 'idle tasks', everyMs: this.config.dispatchPollMs, run: async () => void (await this.runner.resumeIdle()) },
     ];
+    tasks.push({
+      name: 'history partitions',
+      everyMs: Math.min(this.config.retentionPurgeIntervalMs, partitionsAheadMs(partitionWidthMs(this.config.retentionHours)) / 2),
+      run: () => this.retention.makePartitions(new Date()),
+    });
     if (this.config.retentionHours > 0) {
       tasks.push({ name: 'retention', everyMs: this.config.retentionPurgeIntervalMs, run: async () => void (await this.retention.purge()) });
       tasks.push({ name: 'finished tasks', everyMs: this.config.retentionPurgeIntervalMs, run: () => this.purgeFinishedTasks() });

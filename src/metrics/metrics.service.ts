@@ -56,6 +56,12 @@ export class MetricsService {
     help: 'Receivers the service disabled because every attempt failed for RECEIVER_DISABLE_AFTER_HOURS',
     registers: [this.registry],
   });
+  private readonly partitionsDropped = new Counter({
+    name: 'retention_partitions_dropped_total',
+    help: 'History partitions past the retention window this process detached and dropped, by table',
+    labelNames: ['table'],
+    registers: [this.registry],
+  });
   private readonly httpSeconds = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'API requests by method, route pattern and status',
@@ -80,6 +86,11 @@ export class MetricsService {
     }
     byOutcome.count.inc();
     byOutcome.seconds.observe(result.trace.durationMs / 1000);
+  }
+
+  /** Retention dropped a partition of `table` (callback or attempt). */
+  partitionDropped(table: string): void {
+    this.partitionsDropped.labels(table).inc();
   }
 
   /** Runs one claim and records its duration and rows. */

@@ -7,14 +7,14 @@ const H = 60 * M;
 const at = (iso: string) => Date.parse(iso);
 
 describe('partition policy', () => {
-  it('should make a partition a tenth of the window wide, in whole seconds, and a day wide when history is kept forever', () => {
+  it('should make a partition a tenth of the window wide, in whole seconds (10 s at least), and a day wide when history is kept forever', () => {
     expect(partitionWidthMs(720)).toBe(72 * H);
     expect(partitionWidthMs(0.05)).toBe(18 * S);
-    expect(partitionWidthMs(0.0001)).toBe(1 * S);
+    expect(partitionWidthMs(0.0001)).toBe(10 * S);
     expect(partitionWidthMs(0)).toBe(24 * H);
   });
 
-  it('should cover from a width ago to ten minutes (or two widths) ahead, aligned, starting where the last one ends', () => {
+  it('should cover from a width ago to two minutes (or two widths) ahead, aligned, starting where the last one ends', () => {
     const now = at('2026-12-03T17:00:05Z');
     const w = 72 * H;
     const fresh = partitionsToMake([], now, w);
@@ -27,11 +27,13 @@ describe('partition policy', () => {
     expect(fresh.at(-1)!.to).toBeGreaterThanOrEqual(now + 2 * w);
     expect(fresh.at(-2)!.to).toBeLessThan(now + 2 * w);
     const live: PartitionBounds = { name: 'callback_live', from: Infinity, to: null };
-    const last: PartitionBounds = { name: 'callback_20261203_165000', from: at('2026-12-03T16:50:00Z'), to: at('2026-12-03T17:08:00Z') };
+    const lastTo = Math.floor((now + M) / (18 * S)) * 18 * S; // a minute ahead, on the grid
+    const last: PartitionBounds = { name: 'callback_20261203_165000', from: lastTo - 18 * S, to: lastTo };
     const made = partitionsToMake([live, last], now, 18 * S);
-    expect(made[0]).toEqual({ from: at('2026-12-03T17:08:00Z'), to: (Math.floor(at('2026-12-03T17:08:00Z') / (18 * S)) + 1) * 18 * S });
-    expect(made.at(-1)!.to).toBeGreaterThanOrEqual(now + 10 * M);
-    expect(partitionsToMake([live, { ...last, to: now + 11 * M }], now, 18 * S)).toEqual([]);
+    expect(made[0]).toEqual({ from: lastTo, to: lastTo + 18 * S });
+    expect(made.at(-1)!.to).toBeGreaterThanOrEqual(now + 2 * M);
+    expect(made.at(-2)!.to).toBeLessThan(now + 2 * M);
+    expect(partitionsToMake([live, { ...last, to: now + 3 * M }], now, 18 * S)).toEqual([]);
   });
 
   it("should go on from the migration's bound back onto the grid, and after a long stop from a width ago", () => {

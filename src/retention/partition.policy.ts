@@ -10,8 +10,10 @@ export const HISTORY_TABLES = [
 ] as const;
 
 const DAY_MS = 86_400_000;
+/** The narrowest partition: a window of seconds keeps up to this much more. */
+const MIN_WIDTH_MS = 10_000;
 /** Partitions are made at least this far ahead of now, and at least two widths. */
-const AHEAD_MS = 10 * 60_000;
+const AHEAD_MS = 2 * 60_000;
 
 /** One partition's bounds: `from` null is MINVALUE; `to` null is MAXVALUE (the queue's `'infinity'` partition). */
 export interface PartitionBounds {
@@ -21,24 +23,29 @@ export interface PartitionBounds {
 }
 
 /**
- * A tenth of the retention window in whole seconds (at least 1 s), so stored history is
+ * A tenth of the retention window in whole seconds (at least 10 s), so stored history is
  * at most the window and one width; a day when history is kept forever.
  */
 export function partitionWidthMs(retentionHours: number): number {
   if (retentionHours <= 0) return DAY_MS;
-  return Math.max(1_000, Math.round((retentionHours * 3_600_000) / 10 / 1_000) * 1_000);
+  return Math.max(MIN_WIDTH_MS, Math.round((retentionHours * 3_600_000) / 10 / 1_000) * 1_000);
+}
+
+/** How far ahead of now partitions are made: two widths, at least two minutes. Made again twice as often. */
+export function partitionsAheadMs(width: number): number {
+  return Math.max(AHEAD_MS, 2 * width);
 }
 
 /**
- * The partitions to make so that the instants from a width ago to `AHEAD_MS` (at least
- * two widths) ahead have one: each `width` wide, from the highest bound made so far (or,
+ * The partitions to make so that the instants from a width ago to `partitionsAheadMs`
+ * ahead have one: each `width` wide, from the highest bound made so far (or,
  * after a long stop, from a width ago, leaving the gap empty), aligned to the width.
  */
 export function partitionsToMake(existing: PartitionBounds[], now: number, width: number): Array<{ from: number; to: number }> {
   const uppers = existing.map((p) => p.to).filter((to): to is number => to !== null && Number.isFinite(to));
   const restart = Math.floor((now - width) / width) * width;
   let from = Math.max(restart, ...uppers);
-  const until = now + Math.max(AHEAD_MS, 2 * width);
+  const until = now + partitionsAheadMs(width);
   const out: Array<{ from: number; to: number }> = [];
   while (from < until) {
     const to = (Math.floor(from / width) + 1) * width; // back on the grid after a width change or the migration's bound
@@ -49,7 +56,7 @@ export function partitionsToMake(existing: PartitionBounds[], now: number, width
 }
 
 /** The partitions wholly before `cutoff`: every row in them finished (or was started) before it. Never the queue's. */
-export function partitionsToDrop(existing: PartitionBounds[], cutoff: number): PartitionBounds[] {
+export function partitionsToDrop<T extends PartitionBounds>(existing: T[], cutoff: number): T[] {
   return existing.filter((p) => p.to !== null && Number.isFinite(p.to) && p.to <= cutoff);
 }
 

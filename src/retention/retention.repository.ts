@@ -8,10 +8,12 @@ export class RetentionRepository {
   constructor(private readonly db: ApiDatabase) {}
 
   /**
-   * Deletes up to `limit` callbacks finished before `cutoff`; their attempts go with
+   * Deletes up to `limit` finished callbacks of the queue's partition (`callback_live`:
+   * finished before the history was partitioned, so `done_at` is still 'infinity'; the
+   * others go with their partitions) finished before `cutoff`; their attempts go with
    * them (the statement trigger `callback_attempts_delete`, through
    * `attempt_callback_id_number_idx`; attempts have no foreign key). Found through
-   * `callback_finished_idx (completed_at) WHERE status IN (finished)`. Locks: the
+   * `callback_live_finished_idx (completed_at) WHERE status IN (finished)`. Locks: the
    * chosen rows only, `FOR UPDATE SKIP LOCKED`, so a purge never waits on (or
    * blocks) a write-back or a retry touching a row, and two purging workers take
    * disjoint rows. A finished row is only changed by a manual retry, which the lock
@@ -20,14 +22,14 @@ export class RetentionRepository {
   purgeFinishedCallbacks(cutoff: Date, limit: number): Promise<number> {
     return this.db.execute(Prisma.sql`
       WITH doomed AS (
-        SELECT id FROM callback
+        SELECT id FROM callback_live
         WHERE status IN ${FINISHED} AND completed_at < ${cutoff}
         ORDER BY completed_at
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )
       DELETE FROM callback c USING doomed
-      WHERE c.id = doomed.id AND c.status IN ${FINISHED}`);
+      WHERE c.id = doomed.id AND c.done_at = 'infinity' AND c.status IN ${FINISHED}`);
   }
 
   /**

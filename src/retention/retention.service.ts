@@ -1,27 +1,37 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppConfig } from '../config/app.config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { HISTORY_TABLES, partitionWidthMs, partitionsToDrop, partitionsToMake } from './partition.policy.js';
+import { PartitionRepository } from './partition.repository.js';
 import { RetentionRepository } from './retention.repository.js';
 
 export interface PurgeResult {
   callbacks: number;
   batches: number;
+  /** Partitions of the history detached and dropped. */
+  partitions: number;
 }
 
 /**
- * Purges finished callbacks (with their attempts) and then empty completed batches
- * older than RETENTION_HOURS, in statements of RETENTION_PURGE_BATCH rows with a
- * pause between them, so dispatch never waits long behind it. Run by the
- * maintenance leader (dispatch/maintenance.service.ts) every
- * RETENTION_PURGE_INTERVAL_MS; purges that overlap (a lead changing hands) take
- * disjoint rows.
+ * Keeps the history to RETENTION_HOURS (ARCHITECTURE.md, "History layout"). Finished
+ * callbacks sit in time partitions by when they finished, attempts by when they
+ * started; a pass drops each partition wholly before the cutoff (no row deleted) and
+ * makes the partitions ahead. Every process makes them at start too, before it can
+ * finish a row. Then, in statements of RETENTION_PURGE_BATCH rows with a pause
+ * between them, it deletes the finished callbacks still in the queue's partition
+ * (those finished before the history was partitioned) with their attempts, and empty
+ * completed batches. Run by the maintenance leader (dispatch/maintenance.service.ts)
+ * every RETENTION_PURGE_INTERVAL_MS; passes that overlap (a lead changing hands) take
+ * disjoint rows, and partition changes take a lock.
  *
- * The latency history of the kept window stays exact: an attempt is only deleted
- * with its callback, once that callback finished before the cutoff, and every
- * attempt of it started before it finished.
+ * Nothing unfinished is dropped: an unfinished callback (due later, held, waiting on
+ * its ordering key) is in the queue's partition. The latency history of the kept
+ * window stays exact: it reads attempts by when they started, and a partition of
+ * attempts goes only once all of it started before the cutoff.
  */
 @Injectable()
-export class RetentionService implements OnModuleDestroy {
+export class RetentionService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(RetentionService.name);
   private running?: Promise<PurgeResult>;
   private stopping = false;
@@ -29,7 +39,14 @@ export class RetentionService implements OnModuleDestroy {
   constructor(
     private readonly config: AppConfig,
     private readonly repo: RetentionRepository,
+    private readonly partitions: PartitionRepository,
+    private readonly metrics: MetricsService,
   ) {}
+
+  /** The partitions a finished row or a new attempt may need, before this process can write one. */
+  async onModuleInit(): Promise<void> {
+    await this.makePartitions(new Date());
+  }
 
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
@@ -42,15 +59,35 @@ export class RetentionService implements OnModuleDestroy {
     return this.running;
   }
 
+  /** Makes the history's partitions from where they end to a while ahead of `now`. */
+  async makePartitions(now: Date): Promise<void> {
+    const width = partitionWidthMs(this.config.retentionHours);
+    for (const { table } of HISTORY_TABLES) {
+      const made = await this.partitions.makePartitions(table, (existing) => partitionsToMake(existing, now.getTime(), width));
+      if (made.length > 0) this.logger.debug(`retention: made ${made.length} partitions of ${table} (${made[0]} to ${made.at(-1)})`);
+    }
+  }
+
   private async purgeOnce(now: Date): Promise<PurgeResult> {
-    if (this.config.retentionHours === 0) return { callbacks: 0, batches: 0 };
+    await this.makePartitions(now);
+    if (this.config.retentionHours === 0) return { callbacks: 0, batches: 0, partitions: 0 };
     const cutoff = new Date(now.getTime() - this.config.retentionHours * 3_600_000);
+    let partitions = 0;
+    for (const { table } of HISTORY_TABLES) {
+      for (const p of partitionsToDrop(await this.partitions.partitionsOf(table), cutoff.getTime())) {
+        if (this.stopping) break;
+        await this.partitions.dropPartition(table, p.name, p.detaching);
+        this.metrics.partitionDropped(table);
+        partitions++;
+        this.logger.log(`retention: dropped ${p.name}, ${table} rows ${table === 'attempt' ? 'started' : 'finished'} before ${new Date(p.to!).toISOString()}`);
+      }
+    }
     const callbacks = await this.inSlices((limit) => this.repo.purgeFinishedCallbacks(cutoff, limit));
     const batches = await this.inSlices((limit) => this.repo.purgeEmptyBatches(cutoff, limit));
     if (callbacks + batches > 0) {
       this.logger.log(`retention: purged ${callbacks} callbacks (with their attempts) and ${batches} batches finished before ${cutoff.toISOString()}`);
     }
-    return { callbacks, batches };
+    return { callbacks, batches, partitions };
   }
 
   /** Repeats `slice` until it deletes less than a full slice (or the service stops), pausing between slices. */

@@ -74,15 +74,17 @@ CREATE TRIGGER "callback_host_rows" AFTER INSERT ON "callback" REFERENCING NEW T
 
 -- attempt: PARTITION BY RANGE (started_at), partitions of the same width, dropped the
 -- same way. The table as it is becomes attempt_before, the partition of everything
--- started before the next hour but one (a validated check spares the attach's scan);
--- the service makes the partitions from there on, and drops this one whole once its
--- bound is past the retention window.
+-- started before the next hour but one (a validated check spares the attach's scan):
+-- workers of the version before, still running during a rolling upgrade, write
+-- attempts there meanwhile, as they make no partitions. Empty (a new install), its
+-- bound is now. The service makes the partitions from the bound on, and drops this
+-- one whole once its bound is past the retention window.
 ALTER TABLE "attempt" RENAME TO "attempt_before";
 CREATE TABLE "attempt" (LIKE "attempt_before" INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE ("started_at");
 ALTER SEQUENCE "attempt_id_seq" OWNED BY "attempt"."id";
 DO $$
 DECLARE
-  bound TIMESTAMPTZ := date_trunc('hour', now()) + interval '2 hours';
+  bound TIMESTAMPTZ := CASE WHEN EXISTS (SELECT 1 FROM "attempt_before") THEN date_trunc('hour', now()) + interval '2 hours' ELSE now() END;
 BEGIN
   EXECUTE format('ALTER TABLE "attempt_before" ADD CONSTRAINT "attempt_before_bound" CHECK ("started_at" < %L::timestamptz) NOT VALID', bound);
   ALTER TABLE "attempt_before" VALIDATE CONSTRAINT "attempt_before_bound";

@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '../database/prisma.service.js';
+import { Prisma } from '../generated/prisma/client.js';
+import { partitionName, type PartitionBounds } from './partition.policy.js';
+
+/** Session-level advisory lock key of partition changes, so two processes never make the same partition. */
+const PARTITIONS_LOCK = 72707371;
+
+type Runner = Pick<PrismaService, '$queryRaw' | '$executeRaw'>;
+
+/**
+ * The time partitions of the history tables (ARCHITECTURE.md, "History layout"):
+ * listed from the catalog, made ahead, detached and dropped. Identifiers and bounds
+ * are ours (table names of HISTORY_TABLES, instants), never a caller's text; DDL takes
+ * no parameters, so they are written into the statement.
+ */
+@Injectable()
+export class PartitionRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /** `table`'s partitions with their bounds in epoch ms (null: MINVALUE / MAXVALUE), and whether a detach of it is pending. */
+  async partitionsOf(table: string, db: Runner = this.prisma): Promise<Array<PartitionBounds & { detaching: boolean }>> {
+    const rows = await db.$queryRaw<Array<{ name: string; from_ms: number | null; to_ms: number | null; detaching: boolean }>>(Prisma.sql`
+      SELECT c.relname AS name,
+             extract(epoch FROM (regexp_match(b.expr, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS from_ms,
+             extract(epoch FROM (regexp_match(b.expr, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS to_ms,
+             i.inhdetachpending AS detaching
+      FROM pg_inherits i
+      JOIN pg_class c ON c.oid = i.inhrelid
+      CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS expr) b
+      WHERE i.inhparent = ${table}::regclass`);
+    return rows.map((r) => ({
+      name: r.name,
+      from: r.from_ms === null ? null : Number(r.from_ms),
+      to: r.to_ms === null ? null : Number(r.to_ms),
+      detaching: r.detaching,
+    }));
+  }
+
+  /**
+   * Makes the partitions `decide` asks for, given the partitions as they are under the
+   * lock: each a table like the parent, then attached (SHARE UPDATE EXCLUSIVE on the
+   * parent, which reads and writes pass; an empty table is checked at once). Returns
+   * the names made.
+   */
+  async makePartitions(table: string, decide: (existing: PartitionBounds[]) => Array<{ from: number; to: number }>): Promise<string[]> {
+    return this.prisma.$transaction(
+      async (tx) => {
+        await tx.$executeRaw(Prisma.sql`SELECT pg_advisory_xact_lock(${PARTITIONS_LOCK}::int, hashtext(${table})::int)`);
+        const made: string[] = [];
+        for (const { from, to } of decide(await this.partitionsOf(table, tx))) {
+          const name = partitionName(table, from);
+          const literal = (ms: number) => `'${new Date(ms).toISOString()}'`;
+          await tx.$executeRaw(Prisma.sql`CREATE TABLE ${Prisma.raw(name)} (LIKE ${Prisma.raw(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
+          await tx.$executeRaw(
+            Prisma.sql`ALTER TABLE ${Prisma.raw(table)} ATTACH PARTITION ${Prisma.raw(name)} FOR VALUES FROM (${Prisma.raw(literal(from))}) TO (${Prisma.raw(literal(to))})`,
+          );
+          made.push(name);
+        }
+        return made;
+      },
+      { timeout: 60_000 },
+    );
+  }
+
+  /**
+   * Detaches `name` from `table` without blocking reads or writes of the parent
+   * (`CONCURRENTLY`: two transactions, waiting for those that may still see it; a
+   * detach a stop interrupted is finished instead), then drops it. No row is deleted:
+   * no dead tuples, no vacuum.
+   */
+  async dropPartition(table: string, name: string, detaching: boolean): Promise<void> {
+    await this.prisma.$executeRaw(
+      Prisma.sql`ALTER TABLE ${Prisma.raw(table)} DETACH PARTITION ${Prisma.raw(name)} ${Prisma.raw(detaching ? 'FINALIZE' : 'CONCURRENTLY')}`,
+    );
+    await this.prisma.$executeRaw(Prisma.sql`DROP TABLE ${Prisma.raw(name)}`);
+  }
+}
