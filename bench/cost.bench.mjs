@@ -113,7 +113,7 @@ export async function costScenario(server, { n = N } = {}) {
     phases.push(['dispatch (claim, send, write-back with its attempt, batch completion)', costs(before, after, n)]);
 
     // Everything finished is made a month old (not counted), then the leader's purge deletes it.
-    await db.query(`UPDATE callback SET completed_at = completed_at - interval '40 days'`);
+    await db.query(`UPDATE callback SET completed_at = completed_at - interval '40 days', done_at = 'infinity'`); // purged row by row
     await db.query(`UPDATE batch SET completed_at = completed_at - interval '40 days', created_at = created_at - interval '40 days'`);
     const stored = await count(db, 'true');
     before = await snapshot(db, pid);

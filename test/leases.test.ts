@@ -304,11 +304,11 @@ describe(ClaimRepository.name, () => {
     expect(rows).toHaveLength(200);
     const [claimPlan, writePlan] = [await planOf(seen[0]), await planOf(seen[1])];
     // Key by key (its share), each key's due rows as one range of the key index, never a scan of the whole queue.
-    expect(claimPlan, claimPlan).toMatch(/Index (Only )?Scan using callback_key_due_idx on callback/);
-    expect(claimPlan, claimPlan).not.toMatch(/Bitmap Heap Scan on callback|Seq Scan on callback|callback_due_idx/);
-    // By primary key (an index or bitmap scan of callback_pkey), never the whole table.
-    expect(writePlan, writePlan).toMatch(/(Index|Bitmap Index) Scan on callback_pkey|Index Scan using callback_pkey on callback/);
-    expect(writePlan, writePlan).not.toMatch(/Seq Scan on callback|callback_lease_idx|callback_batch_id_status_idx/);
+    expect(claimPlan, claimPlan).toMatch(/Index (Only )?Scan using callback_live_key_due_idx on callback_live/);
+    expect(claimPlan, claimPlan).not.toMatch(/Bitmap Heap Scan on callback|Seq Scan on callback|callback_(live_)?due_idx/);
+    // By primary key in the queue's partition (an index or bitmap scan of callback_live_pkey), never the whole table.
+    expect(writePlan, writePlan).toMatch(/(Index|Bitmap Index) Scan on callback_live_pkey|Index Scan using callback_live_pkey on callback_live/);
+    expect(writePlan, writePlan).not.toMatch(/Seq Scan on callback|callback_(live_)?lease_idx|callback_(live_)?batch_id_status_idx/);
   });
 
   it("should pass over held rows (a disabled receiver's) in the front walk and past it, keeping the key and host index walks", async () => {
@@ -342,11 +342,11 @@ describe(ClaimRepository.name, () => {
     const free = ids.filter((id) => !held.includes(id)).sort();
     const seen = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
     const frontPlan = await planOf(seen[0], '(ANALYZE, COSTS OFF, TIMING OFF)');
-    expect(frontPlan).toMatch(/Index Scan using callback_key_due_idx on callback/);
+    expect(frontPlan).toMatch(/Index Scan using callback_live_key_due_idx on callback_live/);
     expect(frontPlan).not.toMatch(/Seq Scan on callback|Bitmap Heap Scan on callback/);
     // Held rows are due HELD_SHIFT later: the key's due walk does not even read them.
     const dueWalk = /CTE cand\n([\s\S]*?)\n {2}CTE /.exec(frontPlan)![1];
-    const keyWalk = /Index Scan using callback_key_due_idx on callback[^\n]*\n((?: {10,}.*\n)*)/.exec(dueWalk)![0];
+    const keyWalk = /Index Scan using callback_live_key_due_idx on callback_live[^\n]*\n((?: {10,}.*\n)*)/.exec(dueWalk)![0];
     expect(keyWalk).not.toMatch(/Rows Removed by Filter/);
     expect((await db.query(`SELECT status, count(*)::int AS n FROM callback WHERE held GROUP BY status`)).rows).toEqual([{ status: 'pending', n: 20 }]);
     // Released, they are due exactly as before, and claimed.

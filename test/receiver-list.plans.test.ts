@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listReceiversWithHealth, type ReceiverListArgs } from '../src/receivers/receiver-list.sql.js';
-import { checkPlan, explainStatement, planDatabase } from './support/plans.js';
+import { autovacuumOff, checkPlan, explainStatement, planDatabase } from './support/plans.js';
 
 /**
  * The receivers list's one statement (a page of receivers with each one's health) on a
@@ -41,10 +41,9 @@ describe('receiver list plans', () => {
   beforeAll(async () => {
     let keys: string[];
     ({ url, drop, db, server, keys } = await planDatabase());
+    await autovacuumOff(db, 'callback', 'attempt');
     const [a, b] = keys;
     key = a;
-    await db.query(`ALTER TABLE callback SET (autovacuum_enabled = off)`);
-    await db.query(`ALTER TABLE attempt SET (autovacuum_enabled = off)`);
     // Key a's receivers r000..r299: every tenth failing (since 1 to 30 hours ago), r007 disabled; key b has as many of the same names.
     await db.query(
       `INSERT INTO receiver (id, api_key_id, name, url, failing_since, last_failure_at, disabled, disabled_at, disabled_reason)

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../src/config/app.config.js';
 import { countRecoverable, recoveryChunk, type RecoveryFilter } from '../src/recoveries/recovery.sql.js';
 import { chunkSettings } from '../src/tasks/task-database.js';
-import { checkPlan, explainStatement, planDatabase } from './support/plans.js';
+import { autovacuumOff, checkPlan, explainStatement, planDatabase } from './support/plans.js';
 
 /**
  * A recovery's statements (its count and its chunk, as the tasks' connections run it)
@@ -35,6 +35,7 @@ describe('recovery plans', () => {
   beforeAll(async () => {
     let keys: string[];
     ({ url, drop, db, server, keys } = await planDatabase());
+    await autovacuumOff(db, 'callback');
     const [a, b] = keys;
     const receivers = (
       await db.query<{ id: string }>(
@@ -44,7 +45,6 @@ describe('recovery plans', () => {
       )
     ).rows.map((r) => r.id);
     const batch = (await db.query<{ id: string }>(`INSERT INTO batch (id, api_key_id, total) VALUES (gen_random_uuid(), $1, 0) RETURNING id`, [a])).rows[0].id;
-    await db.query(`ALTER TABLE callback SET (autovacuum_enabled = off)`);
     // n callbacks of `receiver` (key `key`) in `status`, accepted over the last 10 hours
     const insert = (n: number, key: string, receiver: string, status: string) =>
       db.query(

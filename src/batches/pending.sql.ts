@@ -1,4 +1,5 @@
 import { STATUS } from '../common/states.js';
+import { QUEUE } from '../callbacks/queue.sql.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**
@@ -11,7 +12,7 @@ import { Prisma } from '../generated/prisma/client.js';
  */
 export const countPending = (apiKeyId: string, atMost: number) => Prisma.sql`
   SELECT count(*)::int AS n FROM (
-    SELECT 1 FROM callback c
+    SELECT 1 FROM ${QUEUE} c
     WHERE c.status = ${STATUS.pending}
       AND (c.api_key_id, c.priority) >= (${apiKeyId}::uuid, 0::smallint) AND (c.api_key_id, c.priority) <= (${apiKeyId}::uuid, 2::smallint)
     ORDER BY c.api_key_id, c.priority, c.next_attempt_at

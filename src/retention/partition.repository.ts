@@ -3,6 +3,29 @@ import { PrismaService } from '../database/prisma.service.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { partitionName, type PartitionBounds } from './partition.policy.js';
 
+/**
+ * The statements that make partition `name` of `table` for [from, to): a table like the
+ * parent with the parent's indexes (`indexes`, from pg_indexes), named after it
+ * (callback_due_idx: callback_20261203_170000_due_idx) so plans read alike, then
+ * attached, which adopts them.
+ */
+export function partitionStatements(
+  table: string,
+  name: string,
+  from: number,
+  to: number,
+  indexes: Array<{ indexname: string; indexdef: string }>,
+): Prisma.Sql[] {
+  const literal = (ms: number) => Prisma.raw(`'${new Date(ms).toISOString()}'`);
+  return [
+    Prisma.sql`CREATE TABLE ${Prisma.raw(name)} (LIKE ${Prisma.raw(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
+    ...indexes.map(({ indexname, indexdef }) =>
+      Prisma.raw(indexdef.replace(`INDEX ${indexname} ON ONLY public.${table} `, `INDEX ${name}_${indexname.slice(table.length + 1)} ON public.${name} `)),
+    ),
+    Prisma.sql`ALTER TABLE ${Prisma.raw(table)} ATTACH PARTITION ${Prisma.raw(name)} FOR VALUES FROM (${literal(from)}) TO (${literal(to)})`,
+  ];
+}
+
 /** Session-level advisory lock key of partition changes, so two processes never make the same partition. */
 const PARTITIONS_LOCK = 72707371;
 
@@ -48,13 +71,15 @@ export class PartitionRepository {
       async (tx) => {
         await tx.$executeRaw(Prisma.sql`SELECT pg_advisory_xact_lock(${PARTITIONS_LOCK}::int, hashtext(${table})::int)`);
         const made: string[] = [];
-        for (const { from, to } of decide(await this.partitionsOf(table, tx))) {
+        const todo = decide(await this.partitionsOf(table, tx));
+        const indexes = todo.length
+          ? await tx.$queryRaw<Array<{ indexname: string; indexdef: string }>>(
+              Prisma.sql`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ${table}`,
+            )
+          : [];
+        for (const { from, to } of todo) {
           const name = partitionName(table, from);
-          const literal = (ms: number) => `'${new Date(ms).toISOString()}'`;
-          await tx.$executeRaw(Prisma.sql`CREATE TABLE ${Prisma.raw(name)} (LIKE ${Prisma.raw(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
-          await tx.$executeRaw(
-            Prisma.sql`ALTER TABLE ${Prisma.raw(table)} ATTACH PARTITION ${Prisma.raw(name)} FOR VALUES FROM (${Prisma.raw(literal(from))}) TO (${Prisma.raw(literal(to))})`,
-          );
+          for (const statement of partitionStatements(table, name, from, to, indexes)) await tx.$executeRaw(statement);
           made.push(name);
         }
         return made;

@@ -1,4 +1,5 @@
 import { BREAKER, STATUS } from '../../common/states.js';
+import { QUEUE } from '../../callbacks/queue.sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
 
@@ -81,7 +82,7 @@ export interface ClaimArgs {
 
 /** The time of the due row after the first FRONT_SCAN_ROWS (none: the front holds them all). */
 const dueAfterFront = (now: Prisma.Sql) => Prisma.sql`
-  SELECT next_attempt_at FROM callback WHERE status = ${STATUS.pending} AND next_attempt_at <= ${now}
+  SELECT next_attempt_at FROM ${QUEUE} WHERE status = ${STATUS.pending} AND next_attempt_at <= ${now}
   ORDER BY next_attempt_at OFFSET ${FRONT_SCAN_ROWS} LIMIT 1`;
 
 /**
@@ -96,7 +97,7 @@ export const GATE_HOSTS = 64;
  * inside the index.
  */
 const nextDueHost = (after: Prisma.Sql, now: Prisma.Sql) => Prisma.sql`
-  SELECT c.host FROM callback c
+  SELECT c.host FROM ${QUEUE} c
   WHERE c.status = ${STATUS.pending} AND c.host > ${after} AND c.next_attempt_at <= ${now}
   ORDER BY c.host, c.next_attempt_at LIMIT 1`;
 
@@ -136,7 +137,7 @@ const isShut = Prisma.sql`(SELECT shut FROM shut)`;
 const eligible = (r: Prisma.Sql, a: ClaimArgs) => Prisma.sql`
   ${r}.host <> ALL(${a.skipHosts}::text[]) AND ${r}.host NOT IN (SELECT host FROM blocked)
   AND (${r}.ordering_key IS NULL OR NOT EXISTS (
-    SELECT 1 FROM callback o
+    SELECT 1 FROM ${QUEUE} o
     WHERE o.api_key_id = ${r}.api_key_id AND o.ordering_key = ${r}.ordering_key
       AND o.status IN (${STATUS.pending}, ${STATUS.in_flight}) AND o.id < ${r}.id))`;
 
@@ -191,9 +192,9 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
     a,
     Prisma.sql`
     keys AS (
-      (SELECT c.api_key_id AS id FROM callback c WHERE c.status = ${STATUS.pending} ORDER BY c.api_key_id LIMIT 1)
+      (SELECT c.api_key_id AS id FROM ${QUEUE} c WHERE c.status = ${STATUS.pending} ORDER BY c.api_key_id LIMIT 1)
       UNION ALL
-      SELECT (SELECT c.api_key_id FROM callback c WHERE c.status = ${STATUS.pending} AND c.api_key_id > k.id
+      SELECT (SELECT c.api_key_id FROM ${QUEUE} c WHERE c.status = ${STATUS.pending} AND c.api_key_id > k.id
               ORDER BY c.api_key_id LIMIT 1)
       FROM keys k WHERE k.id IS NOT NULL
     ), shares AS MATERIALIZED (
@@ -201,7 +202,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
       FROM keys k JOIN api_key a ON a.id = k.id
       WHERE NOT ${isShut} AND k.id IS NOT NULL
         AND EXISTS (SELECT 1 FROM (VALUES (0), (1), (2)) p(p), LATERAL (
-              SELECT 1 FROM callback c WHERE ${dueOfKey(Prisma.sql`k.id`, Prisma.sql`p.p::smallint`)} ${inKeyOrder} LIMIT 1) d)
+              SELECT 1 FROM ${QUEUE} c WHERE ${dueOfKey(Prisma.sql`k.id`, Prisma.sql`p.p::smallint`)} ${inKeyOrder} LIMIT 1) d)
     ), cand AS MATERIALIZED (
       SELECT x.id, x.api_key_id, x.host, x.url, x.receiver_id, x.status, s.share,
              row_number() OVER (PARTITION BY x.api_key_id, x.priority ORDER BY x.next_attempt_at) * ${PRIORITY_STEP} AS place,
@@ -213,7 +214,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
         -- so SKIP LOCKED passes over those a concurrent claim holds and takes the next.
         SELECT l.* FROM (
           SELECT r.id FROM (
-            SELECT c.id, c.api_key_id, c.host, c.ordering_key FROM callback c
+            SELECT c.id, c.api_key_id, c.host, c.ordering_key FROM ${QUEUE} c
             WHERE ${dueOfKey(Prisma.sql`s.id`, Prisma.sql`p.p::smallint`)} AND NOT c.held
             ${inKeyOrder} LIMIT ${FRONT_SCAN_ROWS}
           ) r
@@ -225,7 +226,7 @@ export function claimFront(a: ClaimArgs): Prisma.Sql {
           -- push it down to) let it, with the queue's statistics always stale, read
           -- callback_due_idx for each row (20,000 entries a lookup). The status of the
           -- row as locked is checked in the ranked step.
-          SELECT c.id, c.api_key_id, c.host, c.url, c.receiver_id, c.priority, c.next_attempt_at, c.status FROM callback c
+          SELECT c.id, c.api_key_id, c.host, c.url, c.receiver_id, c.priority, c.next_attempt_at, c.status FROM ${QUEUE} c
           WHERE c.id = e.id
           FOR UPDATE OF c SKIP LOCKED
         ) l
@@ -271,7 +272,7 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
       FROM due_hosts p
       LEFT JOIN limits l ON l.host = p.host
       CROSS JOIN LATERAL (
-        SELECT c.next_attempt_at AS at FROM callback c WHERE ${dueOf(Prisma.sql`p.host`)}
+        SELECT c.next_attempt_at AS at FROM ${QUEUE} c WHERE ${dueOf(Prisma.sql`p.host`)}
         ORDER BY c.host, c.next_attempt_at LIMIT 1
       ) oldest
       WHERE NOT ${isShut} AND EXISTS (${dueAfterFront(a.now)})
@@ -282,7 +283,7 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
       SELECT d.id, d.api_key_id, d.host, d.url, d.receiver_id, extract(epoch FROM d.next_attempt_at) AS ord
       FROM ready r
       CROSS JOIN LATERAL (
-        SELECT c.id, c.api_key_id, c.host, c.url, c.receiver_id, c.next_attempt_at FROM callback c WHERE ${dueOf(Prisma.sql`r.host`)}
+        SELECT c.id, c.api_key_id, c.host, c.url, c.receiver_id, c.next_attempt_at FROM ${QUEUE} c WHERE ${dueOf(Prisma.sql`r.host`)}
           AND ${eligible(Prisma.sql`c`, a)}
         ORDER BY c.host, c.next_attempt_at
         LIMIT r.room
@@ -416,7 +417,7 @@ export const dueAhead = (keys: string[], hosts: string[], below: number, now: Pr
   CROSS JOIN generate_series(0, ${below}::int - 1) AS p(p)
   CROSS JOIN LATERAL (
     SELECT r.host, r.priority FROM (
-      SELECT c.host, c.priority FROM callback c
+      SELECT c.host, c.priority FROM ${QUEUE} c
       WHERE c.status = ${STATUS.pending} AND NOT c.held
         AND (c.api_key_id, c.priority, c.next_attempt_at) > (k.id, p.p::smallint, '-infinity'::timestamptz)
         AND (c.api_key_id, c.priority, c.next_attempt_at) <= (k.id, p.p::smallint, ${now})

@@ -1,4 +1,5 @@
 import { STATUS } from '../../common/states.js';
+import { QUEUE } from '../../callbacks/queue.sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { dueAt } from '../../receivers/receiver-hold.sql.js';
 import { exhaustedSource } from '../../operator-events/operator-causes.sql.js';
@@ -30,7 +31,7 @@ export const reapExpiredLeases = (now: Prisma.Sql, limit: number, d: OperatorEve
   return withOperatorEvents(
     Prisma.sql`
       x AS MATERIALIZED (
-        SELECT id FROM callback WHERE status = ${STATUS.in_flight} AND lease_expires_at < ${now}
+        SELECT id FROM ${QUEUE} WHERE status = ${STATUS.in_flight} AND lease_expires_at < ${now}
         ORDER BY lease_expires_at LIMIT ${limit}
         FOR UPDATE
       ), reaped AS (
@@ -61,4 +62,4 @@ export const reapExpiredLeases = (now: Prisma.Sql, limit: number, d: OperatorEve
  * walk leaves it no plan but the walk (test/plans.test.ts). No row: `at` is absent.
  */
 export const nextDueAt = () => Prisma.sql`
-  SELECT next_attempt_at AS at FROM callback WHERE status = ${STATUS.pending} ORDER BY next_attempt_at LIMIT 1`;
+  SELECT next_attempt_at AS at FROM ${QUEUE} WHERE status = ${STATUS.pending} ORDER BY next_attempt_at LIMIT 1`;
