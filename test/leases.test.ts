@@ -375,7 +375,7 @@ describe(ClaimRepository.name, () => {
       past = await statementsOf(async () => expect((await claims.claimDue('w', 100, 1000, [])).map((r) => r.id).sort()).toEqual(free));
       expect(past).toHaveLength(2);
       const plan = await planOf(past[1]);
-      expect(plan).toMatch(/callback_pending_host_idx/);
+      expect(plan).toMatch(/callback_(live_)?pending_host_idx/);
       expect(plan).not.toMatch(/Seq Scan on callback/);
     } finally {
       await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);

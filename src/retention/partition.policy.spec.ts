@@ -14,7 +14,7 @@ describe('partition policy', () => {
     expect(partitionWidthMs(0)).toBe(24 * H);
   });
 
-  it('should cover from a width ago to two minutes (or two widths) ahead, aligned, starting where the last one ends', () => {
+  it('should cover from a width ago to two minutes (or two widths) ahead, aligned, after what is covered already', () => {
     const now = at('2026-12-03T17:00:05Z');
     const w = 72 * H;
     const fresh = partitionsToMake([], now, w);
@@ -28,7 +28,7 @@ describe('partition policy', () => {
     expect(fresh.at(-2)!.to).toBeLessThan(now + 2 * w);
     const live: PartitionBounds = { name: 'callback_live', from: Infinity, to: null };
     const lastTo = Math.floor((now + M) / (18 * S)) * 18 * S; // a minute ahead, on the grid
-    const last: PartitionBounds = { name: 'callback_20261203_165000', from: lastTo - 18 * S, to: lastTo };
+    const last: PartitionBounds = { name: 'callback_20261203_165000', from: Math.floor((now - 18 * S) / (18 * S)) * 18 * S, to: lastTo };
     const made = partitionsToMake([live, last], now, 18 * S);
     expect(made[0]).toEqual({ from: lastTo, to: lastTo + 18 * S });
     expect(made.at(-1)!.to).toBeGreaterThanOrEqual(now + 2 * M);
@@ -36,12 +36,20 @@ describe('partition policy', () => {
     expect(partitionsToMake([live, { ...last, to: now + 3 * M }], now, 18 * S)).toEqual([]);
   });
 
-  it("should go on from the migration's bound back onto the grid, and after a long stop from a width ago", () => {
+  it("should go on from the migration's bound back onto the grid, after a long stop from a width ago, and fill a gap", () => {
     const now = at('2026-12-03T17:00:05Z');
-    const before: PartitionBounds = { name: 'attempt_before', from: null, to: at('2026-12-03T17:00:07Z') };
-    expect(partitionsToMake([before], now, 18 * S)[0]).toEqual({ from: at('2026-12-03T17:00:07Z'), to: at('2026-12-03T17:00:18Z') });
+    const w = 18 * S;
+    const bound = at('2026-12-03T17:00:07Z');
+    const before: PartitionBounds = { name: 'attempt_before', from: null, to: bound };
+    expect(partitionsToMake([before], now, w)[0]).toEqual({ from: bound, to: (Math.floor(bound / w) + 1) * w });
     const old: PartitionBounds = { name: 'callback_20261101_000000', from: at('2026-11-01T00:00:00Z'), to: at('2026-11-04T00:00:00Z') };
     expect(partitionsToMake([old], now, 72 * H)[0].from).toBe(Math.floor((now - 72 * H) / (72 * H)) * 72 * H);
+    // partitions made for a later instant (a clock that jumped, or a purge run as of then) leave no hole at now
+    const grid = Math.floor(now / w) * w;
+    const later: PartitionBounds = { name: 'later', from: grid + 10 * w, to: grid + 11 * w };
+    const filled = partitionsToMake([later], now, w);
+    expect(filled.some((p) => p.from <= now && now < p.to)).toBe(true);
+    expect(filled.some((p) => p.from < later.to! && later.from! < p.to)).toBe(false);
   });
 
   it('should drop only partitions wholly before the cutoff, never the queue', () => {

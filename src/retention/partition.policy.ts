@@ -37,20 +37,28 @@ export function partitionsAheadMs(width: number): number {
 }
 
 /**
- * The partitions to make so that the instants from a width ago to `partitionsAheadMs`
- * ahead have one: each `width` wide, from the highest bound made so far (or,
- * after a long stop, from a width ago, leaving the gap empty), aligned to the width.
+ * The partitions to make so that every instant from a width ago to `partitionsAheadMs`
+ * ahead has one: the slots of the width's grid (from epoch) in that range, less what
+ * existing partitions cover (the migration's `attempt_before` ends mid-slot; a clock
+ * that jumped leaves gaps). The queue's partition (from 'infinity') covers no instant.
  */
 export function partitionsToMake(existing: PartitionBounds[], now: number, width: number): Array<{ from: number; to: number }> {
-  const uppers = existing.map((p) => p.to).filter((to): to is number => to !== null && Number.isFinite(to));
-  const restart = Math.floor((now - width) / width) * width;
-  let from = Math.max(restart, ...uppers);
+  const covered = existing
+    .filter((p) => p.from === null || Number.isFinite(p.from))
+    .map((p) => ({ from: p.from ?? -Infinity, to: p.to ?? Infinity }))
+    .sort((a, b) => a.from - b.from);
   const until = now + partitionsAheadMs(width);
   const out: Array<{ from: number; to: number }> = [];
-  while (from < until) {
-    const to = (Math.floor(from / width) + 1) * width; // back on the grid after a width change or the migration's bound
-    out.push({ from, to });
-    from = to;
+  for (let slot = Math.floor((now - width) / width) * width; slot < until; slot += width) {
+    let from = slot;
+    const to = slot + width;
+    for (const c of covered) {
+      if (c.to <= from || c.from >= to) continue;
+      if (c.from > from) out.push({ from, to: c.from });
+      from = Math.max(from, c.to);
+      if (from >= to) break;
+    }
+    if (from < to) out.push({ from, to });
   }
   return out;
 }

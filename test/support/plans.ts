@@ -106,10 +106,11 @@ function asText(v: unknown): string {
   return String(v);
 }
 
-/** A fresh test database for a plan test: a client on it, its server (version and JIT setting) and two API keys. */
+/** A fresh test database for a plan test, with the history's partitions of a day: a client on it, its server (version and JIT setting) and two API keys. */
 export async function planDatabase(): Promise<{ url: string; drop: () => Promise<void>; db: pg.Client; server: string; keys: string[] }> {
   const { url, drop } = await createTestDatabase();
   const db = await connect(url);
+  await historyPartitions(db, 86_400_000);
   const server = (await db.query<{ s: string }>(`SELECT current_setting('server_version') || ' jit=' || current_setting('jit') AS s`)).rows[0].s;
   const keys = (
     await db.query<{ id: string }>(
@@ -127,12 +128,13 @@ export async function planDatabase(): Promise<{ url: string; drop: () => Promise
  */
 export async function historyPartitions(db: pg.Client, widthMs: number): Promise<void> {
   for (const { table } of HISTORY_TABLES) {
-    const { rows } = await db.query<{ to_ms: number | null }>(
-      `SELECT extract(epoch FROM (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS to_ms
-       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass`,
+    const { rows } = await db.query<{ from_ms: number | null; to_ms: number | null }>(
+      `SELECT extract(epoch FROM (regexp_match(b, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS from_ms,
+              extract(epoch FROM (regexp_match(b, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS to_ms
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid, pg_get_expr(c.relpartbound, c.oid) b WHERE i.inhparent = $1::regclass`,
       [table],
     );
-    const existing = rows.map((r, i) => ({ name: String(i), from: null, to: r.to_ms === null ? null : Number(r.to_ms) }));
+    const existing = rows.map((r, i) => ({ name: String(i), from: r.from_ms === null ? null : Number(r.from_ms), to: r.to_ms === null ? null : Number(r.to_ms) }));
     const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`, [table])).rows;
     for (const { from, to } of partitionsToMake(existing, Date.now(), widthMs)) {
       for (const statement of partitionStatements(table, partitionName(table, from), from, to, indexes)) await db.query(statement.text);
