@@ -138,7 +138,8 @@ describe(RetentionService.name, () => {
   it('should keep a window of seconds with a fractional RETENTION_HOURS: sent callbacks go, an unfinished one stays', async () => {
     // 0.0005 h = 1.8 s; the purge runs every second (a tenth of the window, at least 1 s); finished
     // rows sit in partitions of 10 s (the narrowest), each dropped once wholly past the window
-    const worker = await startTestService({ retentionHours: 0.0005 });
+    // attempts' partitions wait for the longest call (HTTP_MAX_TIMEOUT_MS and the lease margin): 3 s here
+    const worker = await startTestService({ retentionHours: 0.0005, httpTimeoutMs: 1_000, httpMaxTimeoutMs: 2_000, dispatchLeaseMarginMs: 1_000 });
     const receiver = await Receiver.start({ host: '127.0.0.6' });
     try {
       expect(worker.app.get(AppConfig).retentionPurgeIntervalMs).toBe(1_000);
@@ -157,7 +158,8 @@ describe(RetentionService.name, () => {
       expect(Date.now() - finishedAt).toBeLessThan(15_000);
       await waitFor(async () => (await worker.api(`/v1/batches/${sent.id}`)).status === 404, 5_000); // the same pass, after the drops
       expect(await count(later.id)).toBe(1);
-      expect((await wdb.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n).toBe(0);
+      // their attempts' partitions a little later (the longest call, 3 s here, after the window)
+      await waitFor(async () => (await wdb.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n === 0, 15_000);
       await wdb.end();
     } finally {
       await worker.dispose();

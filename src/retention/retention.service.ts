@@ -72,9 +72,12 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
     await this.makePartitions(now);
     if (this.config.retentionHours === 0) return { callbacks: 0, batches: 0, partitions: 0 };
     const cutoff = new Date(now.getTime() - this.config.retentionHours * 3_600_000);
+    // An attempt is written when its call ends: its partition stays until no call under way can have started in it.
+    const longestCallMs = this.config.httpMaxTimeoutMs + this.config.dispatchLeaseMarginMs;
+    const cutoffOf = (table: string) => (table === 'attempt' ? Math.min(cutoff.getTime(), now.getTime() - longestCallMs) : cutoff.getTime());
     let partitions = 0;
     for (const { table } of HISTORY_TABLES) {
-      for (const p of partitionsToDrop(await this.partitions.partitionsOf(table), cutoff.getTime())) {
+      for (const p of partitionsToDrop(await this.partitions.partitionsOf(table), cutoffOf(table))) {
         if (this.stopping) break;
         await this.partitions.dropPartition(table, p.name, p.detaching);
         this.metrics.partitionDropped(table);
