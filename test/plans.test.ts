@@ -155,7 +155,9 @@ describe('hot-path plans', () => {
     // One host left open: the walks run and find its rows.
     const open = { ...claimArgs(), skipHosts: hosts.slice(FULL_HOSTS + 1) };
     const [custom] = await explain(claimFront(open), CLAIM_PLANNER);
-    expect(planNodes(custom.Plan).some((n) => n['Index Name'] !== undefined && indexMatches(n['Index Name'], 'callback_key_due_idx') && (n['Actual Rows'] ?? 0) > 0)).toBe(true);
+    expect(
+      planNodes(custom.Plan).some((n) => n['Index Name'] !== undefined && indexMatches(n['Index Name'], 'callback_key_due_idx') && (n['Actual Rows'] ?? 0) > 0),
+    ).toBe(true);
   });
 
   it("should find due rows of a higher priority for a worker's hosts through callback_key_due_idx, a bounded read", async () => {

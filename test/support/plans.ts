@@ -89,7 +89,11 @@ export function checkPlan(
     console.log(`${where}: ${run['Execution Time'].toFixed(1)} ms, cost ${run.Plan['Total Cost']}, indexes ${[...indexes].join(' ')}${run.JIT ? ', JIT' : ''}`);
     expect(run.JIT, `${where}: JIT-compiled (${run.JIT?.Functions} functions)`).toBeUndefined();
     if (!jitOff) expect(run.Plan['Total Cost'], `${where}: costed past jit_above_cost`).toBeLessThan(JIT_ABOVE_COST);
-    for (const index of uses) expect([...indexes].some((used) => indexMatches(used as string, index)), `${where}: uses ${index} (${[...indexes].join(' ')})`).toBe(true);
+    for (const index of uses)
+      expect(
+        [...indexes].some((used) => indexMatches(used as string, index)),
+        `${where}: uses ${index} (${[...indexes].join(' ')})`,
+      ).toBe(true);
     expect(
       seqScans.map((n) => n['Relation Name']),
       `${where}: no sequential scan of the queue or the history`,
@@ -134,7 +138,11 @@ export async function historyPartitions(db: pg.Client, widthMs: number): Promise
        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid, pg_get_expr(c.relpartbound, c.oid) b WHERE i.inhparent = $1::regclass`,
       [table],
     );
-    const existing = rows.map((r, i) => ({ name: String(i), from: r.from_ms === null ? null : Number(r.from_ms), to: r.to_ms === null ? null : Number(r.to_ms) }));
+    const existing = rows.map((r, i) => ({
+      name: String(i),
+      from: r.from_ms === null ? null : Number(r.from_ms),
+      to: r.to_ms === null ? null : Number(r.to_ms),
+    }));
     const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`, [table])).rows;
     for (const { from, to } of partitionsToMake(existing, Date.now(), widthMs)) {
       for (const statement of partitionStatements(table, partitionName(table, from), from, to, indexes)) await db.query(statement.text);
