@@ -3,7 +3,7 @@
 // BENCH_ROWS finished callbacks with an attempt each (a month old) and 10,000 pending,
 // then the migration, timed; while it runs, a client inserts a callback every 10 ms
 // and the longest wait of one insert is printed (what an ingest saw).
-//   npm run build && node bench/history-migration.mjs     (BENCH_ROWS 1000000; DATABASE_URL for another server)
+//   npm run build && npm run bench:history-migration     (BENCH_ROWS 1000000; DATABASE_URL for another server)
 import { connect, distModule, freshDatabase, main, row } from './lib/harness.mjs';
 import { seedFinished } from './lib/seed.mjs';
 
