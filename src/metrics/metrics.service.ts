@@ -56,6 +56,12 @@ export class MetricsService {
     help: 'Receivers the service disabled because every attempt failed for RECEIVER_DISABLE_AFTER_HOURS',
     registers: [this.registry],
   });
+  private readonly partitionsMade = new Counter({
+    name: 'retention_partitions_made_total',
+    help: 'History partitions this process made ahead, by table',
+    labelNames: ['table'],
+    registers: [this.registry],
+  });
   private readonly partitionsDropped = new Counter({
     name: 'retention_partitions_dropped_total',
     help: 'History partitions past the retention window this process detached and dropped, by table',
@@ -86,6 +92,11 @@ export class MetricsService {
     }
     byOutcome.count.inc();
     byOutcome.seconds.observe(result.trace.durationMs / 1000);
+  }
+
+  /** This process made `n` partitions of `table` (callback or attempt) ahead. */
+  partitionsMadeAhead(table: string, n: number): void {
+    this.partitionsMade.labels(table).inc(n);
   }
 
   /** Retention dropped a partition of `table` (callback or attempt). */

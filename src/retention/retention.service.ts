@@ -64,7 +64,9 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
     const width = partitionWidthMs(this.config.retentionHours);
     for (const { table } of HISTORY_TABLES) {
       const made = await this.partitions.makePartitions(table, (existing) => partitionsToMake(existing, now.getTime(), width));
-      if (made.length > 0) this.logger.debug(`retention: made ${made.length} partitions of ${table} (${made[0]} to ${made.at(-1)})`);
+      if (made.length === 0) continue;
+      this.metrics.partitionsMadeAhead(table, made.length);
+      this.logger.log(`retention: made ${made.length} partitions of ${table} (${made[0]} to ${made.at(-1)})`);
     }
   }
 
