@@ -26,6 +26,32 @@ export function partitionStatements(
   ];
 }
 
+export interface PartitionRow {
+  name: string;
+  from_ms: number | null;
+  to_ms: number | null;
+  detaching: boolean;
+}
+
+/** `table`'s partitions from the catalog, with their bounds in epoch ms (null: MINVALUE / MAXVALUE; 'infinity' reads as Infinity). */
+export const partitionsOfSql = (table: string) => Prisma.sql`
+  SELECT c.relname AS name,
+         extract(epoch FROM (regexp_match(b.expr, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS from_ms,
+         extract(epoch FROM (regexp_match(b.expr, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS to_ms,
+         i.inhdetachpending AS detaching
+  FROM pg_inherits i
+  JOIN pg_class c ON c.oid = i.inhrelid
+  CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS expr) b
+  WHERE i.inhparent = ${table}::regclass`;
+
+/** A row of `partitionsOfSql` as bounds. */
+export const partitionBounds = (r: PartitionRow): PartitionBounds & { detaching: boolean } => ({
+  name: r.name,
+  from: r.from_ms === null ? null : Number(r.from_ms),
+  to: r.to_ms === null ? null : Number(r.to_ms),
+  detaching: r.detaching,
+});
+
 /** Session-level advisory lock key of partition changes, so two processes never make the same partition. */
 const PARTITIONS_LOCK = 72707371;
 
@@ -43,21 +69,8 @@ export class PartitionRepository {
 
   /** `table`'s partitions with their bounds in epoch ms (null: MINVALUE / MAXVALUE), and whether a detach of it is pending. */
   async partitionsOf(table: string, db: Runner = this.prisma): Promise<Array<PartitionBounds & { detaching: boolean }>> {
-    const rows = await db.$queryRaw<Array<{ name: string; from_ms: number | null; to_ms: number | null; detaching: boolean }>>(Prisma.sql`
-      SELECT c.relname AS name,
-             extract(epoch FROM (regexp_match(b.expr, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS from_ms,
-             extract(epoch FROM (regexp_match(b.expr, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS to_ms,
-             i.inhdetachpending AS detaching
-      FROM pg_inherits i
-      JOIN pg_class c ON c.oid = i.inhrelid
-      CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS expr) b
-      WHERE i.inhparent = ${table}::regclass`);
-    return rows.map((r) => ({
-      name: r.name,
-      from: r.from_ms === null ? null : Number(r.from_ms),
-      to: r.to_ms === null ? null : Number(r.to_ms),
-      detaching: r.detaching,
-    }));
+    const rows = await db.$queryRaw<PartitionRow[]>(partitionsOfSql(table));
+    return rows.map(partitionBounds);
   }
 
   /**

@@ -16,9 +16,9 @@ export interface PurgeResult {
 /**
  * Keeps the history to RETENTION_HOURS (ARCHITECTURE.md, "History layout"). Finished
  * callbacks sit in time partitions by when they finished, attempts by when they
- * started; a pass drops each partition wholly before the cutoff (no row deleted) and
- * makes the partitions ahead. Every process makes them at start too, before it can
- * finish a row. Then, in statements of RETENTION_PURGE_BATCH rows with a pause
+ * started; a pass drops each partition wholly before the cutoff (no row deleted).
+ * The partitions ahead are made by every process at start, before it can finish a
+ * row, and by the leader's 'history partitions' task (makePartitions). Then, in statements of RETENTION_PURGE_BATCH rows with a pause
  * between them, it deletes the finished callbacks still in the queue's partition
  * (those finished before the history was partitioned) with their attempts, and empty
  * completed batches. Run by the maintenance leader (dispatch/maintenance.service.ts)
@@ -71,7 +71,6 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async purgeOnce(now: Date): Promise<PurgeResult> {
-    await this.makePartitions(now);
     if (this.config.retentionHours === 0) return { callbacks: 0, batches: 0, partitions: 0 };
     const cutoff = new Date(now.getTime() - this.config.retentionHours * 3_600_000);
     // An attempt is written when its call ends: its partition stays until no call under way can have started in it.

@@ -4,7 +4,7 @@ import { beginWith, type LocalSettings } from '../../src/database/pg.statements.
 import type pg from 'pg';
 import { connect, createTestDatabase } from './database.js';
 import { HISTORY_TABLES, partitionName, partitionsToMake } from '../../src/retention/partition.policy.js';
-import { partitionStatements } from '../../src/retention/partition.repository.js';
+import { partitionBounds, partitionsOfSql, partitionStatements, type PartitionRow } from '../../src/retention/partition.repository.js';
 
 /**
  * EXPLAIN ANALYZE of one statement as the service runs it: prepared by name, with a
@@ -132,17 +132,8 @@ export async function planDatabase(): Promise<{ url: string; drop: () => Promise
  */
 export async function historyPartitions(db: pg.Client, widthMs: number): Promise<void> {
   for (const { table } of HISTORY_TABLES) {
-    const { rows } = await db.query<{ from_ms: number | null; to_ms: number | null }>(
-      `SELECT extract(epoch FROM (regexp_match(b, 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS from_ms,
-              extract(epoch FROM (regexp_match(b, 'TO \\(''([^'']+)''\\)'))[1]::timestamptz)::float8 * 1000 AS to_ms
-       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid, pg_get_expr(c.relpartbound, c.oid) b WHERE i.inhparent = $1::regclass`,
-      [table],
-    );
-    const existing = rows.map((r, i) => ({
-      name: String(i),
-      from: r.from_ms === null ? null : Number(r.from_ms),
-      to: r.to_ms === null ? null : Number(r.to_ms),
-    }));
+    const statement = partitionsOfSql(table);
+    const existing = (await db.query<PartitionRow>(statement.text, statement.values)).rows.map(partitionBounds);
     const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`, [table])).rows;
     for (const { from, to } of partitionsToMake(existing, Date.now(), widthMs)) {
       for (const statement of partitionStatements(table, partitionName(table, from), from, to, indexes)) await db.query(statement.text);

@@ -38,7 +38,7 @@ export function copyButton(id) {
 }
 
 /** The Clipboard API (a secure context: https, or this service on 127.0.0.1 / localhost); false when refused or missing. */
-async function copyText(text) {
+export async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
     return true;

@@ -6,6 +6,7 @@
 import { ApiError, send } from './api.js';
 import { actionButton } from './actions.js';
 import { h, when } from './dom.js';
+import { copyText } from './id-link.js';
 
 const TTLS = [
   ['1 hour', 3600],
@@ -54,14 +55,4 @@ export function portalPanel(receiver) {
     run: async () => `Revoked ${(await send('DELETE', path)).revoked} portal session(s).`,
   });
   return h('div#portal-panel', h('div.controls', ttl, ...boxes, make, revoke), result);
-}
-
-/** The Clipboard API (a secure context: https, or this service on 127.0.0.1 / localhost); false when refused or missing. */
-async function copyText(text) {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
