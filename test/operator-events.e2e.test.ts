@@ -179,6 +179,37 @@ describe(OperatorEndpointService.name, () => {
     await db.query("UPDATE receiver SET max_attempts = NULL, failing_since = NULL, last_failure_at = NULL WHERE name = '/operator'");
   });
 
+  it('should send callback.exhausted once for each callback failed without a call because its URL answered 410 Gone, and complete its batch', async () => {
+    // regression: the claim failed these (endpoint_gone) and no callback.exhausted was stored
+    const url = `${target.url}/gone?code=410`;
+    const first = await batch({ callbacks: [{ url }] });
+    await completed(first.id);
+    await waitFor(async () => (await db.query('SELECT count(*)::int AS n FROM gone_endpoint WHERE url = $1', [url])).rows[0].n === 1, 10_000);
+    const called = target.requests.length;
+    const later = await batch({ label: 'after the 410', callbacks: [{ url }, { url, externalId: 'two' }, { url, externalId: 'three' }] });
+    await completed(later.id);
+    const ids = [...first.callbacks, ...later.callbacks].map((c) => c.id);
+    await waitFor(() => operatorCalls(ops, 'callback.exhausted').filter((c) => ids.includes(c.body.data.callbackId)).length >= 4, 10_000);
+    await waitFor(() => operatorCalls(ops, 'batch.completed').some((c) => c.body.data.batchId === later.id), 10_000);
+    await sleep(800); // time for a second event, if there were one
+    expect(target.requests.length).toBe(called); // none of the later ones was sent
+    const exhausted = operatorCalls(ops, 'callback.exhausted').filter((c) => ids.includes(c.body.data.callbackId));
+    expect(exhausted.map((c) => c.body.data.callbackId).sort()).toEqual([...ids].sort()); // each exactly once
+    expect(exhausted.find((c) => c.body.data.callbackId === first.callbacks[0].id)!.body.data).toMatchObject({ attempts: 1, lastStatusCode: 410 });
+    for (const c of later.callbacks) {
+      expect(exhausted.find((e) => e.body.data.callbackId === c.id)!.body.data).toMatchObject({
+        batchId: later.id,
+        url,
+        attempts: 0,
+        lastStatusCode: null,
+        lastError: expect.stringMatching(/^endpoint_gone: /),
+      });
+    }
+    const done = operatorCalls(ops, 'batch.completed').filter((c) => c.body.data.batchId === later.id);
+    expect(done).toHaveLength(1);
+    expect(done[0].body.data.counts).toMatchObject({ failed: 3, pending: 0, in_flight: 0 });
+  });
+
   it('should send receiver.failing once for a run of failures, and receiver.disabled / receiver.enabled once per flip', async () => {
     await service.api('/v1/receivers/shop', { method: 'PUT', json: { url: `${target.url}/shop?code=503`, maxAttempts: 1 } });
     for (let i = 0; i < 3; i++) await completed((await batch({ callbacks: Array.from({ length: 5 }, () => ({ receiver: 'shop' })) })).id);

@@ -43,6 +43,12 @@ export interface ClaimOptions {
   takeKept?: boolean;
   /** Calls the worker can start at once (ClaimArgs.sendRoom); default: all it claims. */
   sendRoom?: number;
+  /**
+   * Called with the ids of due rows a statement met whose URL answered 410 Gone to
+   * their key: left pending, not leased, for the caller to fail without a call
+   * (CompleterService.failGone). Without it they stay pending for a later claim.
+   */
+  onGone?: (ids: string[]) => Promise<void> | void;
 }
 
 /**
@@ -82,10 +88,10 @@ export class ClaimRepository {
       takeKept: options.takeKept ?? false,
       sendRoom: options.sendRoom ?? limit,
     };
-    const front = await this.run(claims.claimFront(args));
+    const front = await this.run(claims.claimFront(args), options);
     const goOn = front.length > 0 ? await options.onClaimed?.(front) : undefined;
     if (front.length >= limit || goOn === false) return front;
-    const past = await this.run(claims.claimPastBlocked({ ...args, limit: limit - front.length, sendRoom: args.sendRoom - front.length }));
+    const past = await this.run(claims.claimPastBlocked({ ...args, limit: limit - front.length, sendRoom: args.sendRoom - front.length }), options);
     if (past.length > 0) await options.onClaimed?.(past);
     return front.concat(past);
   }
@@ -106,7 +112,11 @@ export class ClaimRepository {
     return rows[0]?.at ?? undefined;
   }
 
-  private run(statement: ReturnType<typeof claims.claimFront>): Promise<ClaimedCallback[]> {
-    return this.metrics.timeClaim(() => this.claimDb.query<ClaimedCallback>(statement));
+  /** One claim statement: the rows it leased, after handing those of gone URLs to `onGone`. */
+  private async run(statement: ReturnType<typeof claims.claimFront>, options: ClaimOptions): Promise<ClaimedCallback[]> {
+    const rows = await this.metrics.timeClaim(() => this.claimDb.query<ClaimedCallback & { gone: boolean }>(statement));
+    if (!rows.some((r) => r.gone)) return rows;
+    await options.onGone?.(rows.filter((r) => r.gone).map((r) => r.id));
+    return rows.filter((r) => !r.gone);
   }
 }

@@ -152,7 +152,25 @@ export class CompleterService {
       this.timer ??= setTimeout(() => void this.flush(), Math.min(100 * this.failures, 2000));
       return;
     }
-    const finished = [...new Set(rows.filter((r) => r.completedAt).map((r) => r.batchId))];
+    this.stampBatches([...new Set(rows.filter((r) => r.completedAt).map((r) => r.batchId))]);
+  }
+
+  /**
+   * Fails, without a call, the due rows a claim met whose URL answered 410 Gone
+   * (OutcomeRepository.failGoneEndpoints: with their callback.exhausted events), then
+   * stamps their batches as a write-back's. A failure leaves them pending: the next
+   * claim meets them again.
+   */
+  async failGone(ids: string[]): Promise<void> {
+    try {
+      this.stampBatches(await this.repo.failGoneEndpoints(ids));
+    } catch (error) {
+      this.caught.record('fail_gone', error, 'the rows stay pending; the next claim meets them again');
+    }
+  }
+
+  /** Stamps the batches that finished, off the caller's path, one stamp after the other. */
+  private stampBatches(finished: string[]): void {
     if (finished.length === 0) return;
     // Not awaited by the write: the next write-back (which frees hosts' slots) need
     // not wait for this bookkeeping.

@@ -6,6 +6,7 @@ import { DispatchDatabase } from '../database/dispatch-database.js';
 import { exhaustedCallbacks, failingReceivers } from '../operator-events/operator-causes.sql.js';
 import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 import { receiverHealth } from './receiver-health.policy.js';
+import { failGoneEndpoints } from './sql/gone.sql.js';
 import { lockReceivers, recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
@@ -70,6 +71,12 @@ export class OutcomeRepository {
       if (started.length > 0) await tx.query(failingReceivers(started, this.defaults));
       return ids;
     });
+  }
+
+  /** Fails for good the pending rows of `ids` whose URL answered 410 Gone, with their callback.exhausted events (failGoneEndpoints); returns their batches. */
+  async failGoneEndpoints(ids: string[]): Promise<string[]> {
+    const rows = await this.db.query<{ id: string; batchId: string }>(failGoneEndpoints(ids, this.defaults));
+    return [...new Set(rows.map((r) => r.batchId))];
   }
 
   /** Hands rows still leased to `owner` back untouched; returns how many moved. */

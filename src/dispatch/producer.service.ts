@@ -180,6 +180,7 @@ export class ProducerService {
         // Rows of the front start sending while the claim looks past it.
         const claimed = await this.claims.claimDue(this.status.owner, limit, this.config.dispatchLeaseMarginMs, this.skipHosts(), {
           onClaimed: (rows) => this.enqueue(rows),
+          onGone: (ids) => this.completer.failGone(ids),
           // The slots just handed back, of hosts another worker may have claimed last.
           takeKept: yielded > 0,
           sendRoom: Math.max(0, this.config.dispatchConcurrency - this.held),

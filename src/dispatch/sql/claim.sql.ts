@@ -315,8 +315,11 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
  *   the fair share's, or the oldest first past blocked hosts), but none of a
  *   disabled receiver; the rest are unlocked at commit, untouched.
- * - `moved`: leases them. Rows whose URL answered 410 Gone to their key are failed
- *   here instead, without a call (`endpoint_gone`); other keys' rows to it go out.
+ * - `moved`: leases them. Rows whose URL answered 410 Gone to their key (`gone`) are
+ *   not leased: they come back named (`gone` true, nothing else) for
+ *   failGoneEndpoints (gone.sql.ts) to fail without a call, with their
+ *   callback.exhausted operator events, in a statement of its own that runs only when
+ *   a claim met such a row; other keys' rows to the URL go out.
  * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe,
  *   and marks the hosts whose every free slot this claim took as claimed by `owner`
  *   for HOST_AFFINITY_MS: until then the other workers' claims count them blocked, so
@@ -371,17 +374,12 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
     ), moved AS (
       UPDATE callback c
-      SET status = CASE WHEN p.gone THEN ${STATUS.failed} ELSE ${STATUS.in_flight} END,
-          lease_owner = CASE WHEN p.gone THEN NULL ELSE ${a.owner} END,
-          lease_expires_at = CASE WHEN p.gone THEN NULL
-                                  ELSE ${a.now} + (c.timeout_ms + ${a.leaseMarginMs}::int) * interval '1 millisecond' END,
-          completed_at = CASE WHEN p.gone THEN ${a.now} ELSE c.completed_at END,
-          done_at = CASE WHEN p.gone THEN ${a.now} ELSE c.done_at END,
-          last_error = CASE WHEN p.gone THEN 'endpoint_gone: this URL answered 410 Gone; not called again' ELSE c.last_error END
+      SET status = ${STATUS.in_flight}, lease_owner = ${a.owner},
+          lease_expires_at = ${a.now} + (c.timeout_ms + ${a.leaseMarginMs}::int) * interval '1 millisecond'
       FROM pick p
-      WHERE c.id = p.id AND c.done_at = 'infinity'
+      WHERE c.id = p.id AND c.done_at = 'infinity' AND NOT p.gone
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.gone
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id
     ), spent AS (
       UPDATE host h
       SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -392,14 +390,17 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
           -- the mark only when this claim took every free slot and sends all it took at once: see the comment above
           claimed_by = CASE WHEN m.n >= hs.slots AND m.all_sent THEN ${a.owner} ELSE h.claimed_by END,
           claimed_until = CASE WHEN m.n >= hs.slots AND m.all_sent THEN ${a.now} + ${a.affinityMs}::int * interval '1 millisecond' ELSE h.claimed_until END
-      FROM (SELECT host, count(*) AS n, sum(count(*)) OVER () <= ${a.sendRoom}::int AS all_sent FROM moved WHERE NOT gone GROUP BY host) m
+      FROM (SELECT host, count(*) AS n, sum(count(*)) OVER () <= ${a.sendRoom}::int AS all_sent FROM moved GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
            timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent,
-           receiver_id AS "receiverId"
-    FROM moved WHERE NOT gone`;
+           receiver_id AS "receiverId", false AS gone
+    FROM moved
+    UNION ALL
+    -- rows to a gone URL, untouched: failGoneEndpoints fails them (the rest of the columns null)
+    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone`;
 }
 
 /** Most due rows of one key and priority `dueAhead` reads. */

@@ -1,0 +1,52 @@
+import { STATUS } from '../../common/states.js';
+import { QUEUE } from '../../callbacks/queue.sql.js';
+import { Prisma } from '../../generated/prisma/client.js';
+import { exhaustedSource } from '../../operator-events/operator-causes.sql.js';
+import { withOperatorEvents, type OperatorEventDefaults } from '../../operator-events/operator-event.sql.js';
+
+/** `last_error` of a callback failed without a call because its URL answered 410 Gone to its key before. */
+export const ENDPOINT_GONE = 'endpoint_gone: this URL answered 410 Gone; not called again';
+
+/**
+ * Fails for good, without a call, the pending callbacks of `ids` whose URL answered 410
+ * Gone to their key (`gone_endpoint`), and stores their callback.exhausted operator
+ * events in the same statement: a change and its event commit together or not at all.
+ *
+ * The claim finds these rows (its `pick` probes gone_endpoint for each row it takes)
+ * and hands them back untouched, named, instead of failing them itself: the claim is
+ * the hottest statement, and an operator event stored inside it would put the event
+ * machinery's CTEs, and a statement trigger of an INSERT into `callback`, in every
+ * claim's plan for the rare row that needs them. Here it costs a statement only
+ * when a claim met such a row. A worker killed between the claim and this statement
+ * leaves the rows pending, so a later claim finds them again: nothing is lost. Two
+ * claims that both met a row (it stays pending, so claimable, until this commits)
+ * both run this; the second waits for the first's row lock, then no longer matches
+ * (`done_at` is not `'infinity'` any more): one failure, one event. The event's id
+ * (`callback.exhausted:<id>:<attempts>`) would refuse a second one anyway.
+ *
+ * Locks the rows `FOR UPDATE` in id order (two workers' statements over the same rows
+ * cannot deadlock), through callback_live's primary key. Returns the rows it failed
+ * and their batches, whose completion the caller stamps after the commit (as after a
+ * write-back: batch-completion.sql.ts).
+ */
+export const failGoneEndpoints = (ids: string[], d: OperatorEventDefaults) =>
+  withOperatorEvents(
+    Prisma.sql`
+      x AS MATERIALIZED (
+        SELECT c.id FROM ${QUEUE} c
+        WHERE c.id = ANY(${ids}::uuid[]) AND c.status = ${STATUS.pending}
+          AND EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = c.api_key_id AND g.url = c.url)
+        ORDER BY c.id
+        FOR UPDATE OF c
+      ), failed AS (
+        UPDATE callback c
+        SET status = ${STATUS.failed}, completed_at = now(), done_at = now(), last_error = ${ENDPOINT_GONE},
+            lease_owner = NULL, lease_expires_at = NULL
+        FROM x WHERE c.id = x.id AND c.done_at = 'infinity' AND c.status = ${STATUS.pending}
+        RETURNING c.id, c.api_key_id, c.batch_id, c.external_id, c.url, c.receiver_id, c.attempts, c.last_status_code, c.last_error,
+                  c.completed_at, c.status
+      ),`,
+    exhaustedSource(Prisma.sql`failed`, Prisma.sql`true`),
+    d,
+    Prisma.sql`SELECT id, batch_id AS "batchId" FROM failed`,
+  );
