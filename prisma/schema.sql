@@ -385,7 +385,9 @@ CREATE OR REPLACE FUNCTION public.host_rows_for_new_callbacks()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  INSERT INTO host (host) SELECT DISTINCT n.host FROM new_rows n ORDER BY 1 ON CONFLICT (host) DO NOTHING;
+  INSERT INTO host (host)
+  SELECT DISTINCT n.host FROM new_rows n WHERE NOT EXISTS (SELECT 1 FROM host h WHERE h.host = n.host) ORDER BY 1
+  ON CONFLICT (host) DO NOTHING;
   RETURN NULL;
 END $function$;
 

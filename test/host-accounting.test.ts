@@ -138,4 +138,19 @@ describe(ClaimRepository.name, () => {
     expect(await ofE(claims.claimDue('w1', 100, 1000, [], { ...at(300), sendRoom: 2 }))).toHaveLength(5);
     expect((await db.query('SELECT claimed_by FROM host WHERE host = $1', [E])).rows[0].claimed_by).toBeNull();
   });
+  it('should store callbacks for a host whose row another transaction is updating without waiting for it (regression: ON CONFLICT waited)', async () => {
+    await batch([`${A}/first`]); // the host's row exists
+    // a claim or a write-back changing the host's in_flight, its transaction still open
+    const other = await connect(service.databaseUrl);
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE host SET in_flight = in_flight WHERE host = $1`, [A]);
+      const t0 = performance.now();
+      const stored = await Promise.race([batch([`${A}/second`]).then(() => performance.now() - t0), new Promise<number>((r) => setTimeout(() => r(Infinity), 2000))]);
+      expect(stored).toBeLessThan(1000);
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+    }
+  });
 });

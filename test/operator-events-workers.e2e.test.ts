@@ -79,6 +79,7 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     const stamped = await waitFor(() => workers.find((w) => /batch_completed/.test(w.output())), 20_000, 2);
     stamped.kill('SIGKILL');
     await stamped.exited;
+    const killedAt = Date.now();
     procs.push(await spawnService(worker));
 
     const count = async (sql: string) => (await db.query(sql)).rows[0].n as number;
@@ -92,11 +93,18 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     );
     await new Promise((r) => setTimeout(r, 1000));
 
-    const deliveries = new Map<string, { type: string; webhookIds: Set<string>; n: number; data: Record<string, unknown> }>();
+    const deliveries = new Map<string, { type: string; webhookIds: Set<string>; n: number; firstAt: number; data: Record<string, unknown> }>();
     for (const r of ops.requests) {
       const id = String(r.headers['webhook-event-id']);
-      const d = deliveries.get(id) ?? { type: String(r.headers['webhook-event-type']), webhookIds: new Set(), n: 0, data: JSON.parse(r.body).data };
+      const d = deliveries.get(id) ?? {
+        type: String(r.headers['webhook-event-type']),
+        webhookIds: new Set(),
+        n: 0,
+        firstAt: r.arrivedAt,
+        data: JSON.parse(r.body).data,
+      };
       d.webhookIds.add(String(r.headers['webhook-id']));
+      d.firstAt = Math.min(d.firstAt, r.arrivedAt);
       d.n++;
       deliveries.set(id, d);
       new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false }); // throws when not signed with the endpoint's secret
@@ -130,17 +138,24 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     expect(deliveries.size).toBe(40 + 128 + 1 + 1);
     // a redelivery (an operator call in flight on the killed worker) keeps its webhook-id; nothing else arrives twice
     for (const [id, d] of deliveries) expect(d.webhookIds.size, id).toBe(1);
-    const redelivered = [...deliveries.values()].filter((d) => d.n > 1).length;
-    // At most what the killed worker had sent and not yet written back: its window's calls in flight (8) and
-    // the outcomes waiting for its next write-back (every 20 ms, longer on a busy machine: 11 in one CI run).
-    expect(redelivered).toBeLessThanOrEqual(32);
+    // Only what the killed worker had sent and not written back is sent again: each event delivered twice was
+    // first delivered before the kill (give or take the 250 ms a request written before it may take to be read).
+    // (A count bound said the same less exactly: its window of 8, plus the
+    // outcomes waiting for a write-back, which a busy machine delays; CI runs saw 11 and more.)
+    const redelivered = [...deliveries.entries()].filter(([, d]) => d.n > 1);
+    for (const [id, d] of redelivered) expect(d.firstAt, `${id} first delivered after the kill`).toBeLessThan(killedAt + 250);
+    expect(redelivered.length).toBeLessThan(deliveries.size / 2);
 
     // the batches' last callbacks were written back by different workers: the stamps raced
     const spread = await count(`
       SELECT count(*)::int AS n FROM (
         SELECT c.batch_id FROM callback c JOIN attempt a ON a.callback_id = c.id JOIN batch b ON b.id = c.batch_id
         WHERE NOT b.operator_event GROUP BY c.batch_id HAVING count(DISTINCT a.worker) >= 2) s`);
-    expect(spread).toBeGreaterThanOrEqual(20);
-    console.log(`operator events: ${deliveries.size} events, ${redelivered} delivered twice (killed worker), ${spread}/40 batches written back by 2+ workers`);
+    expect(spread).toBeGreaterThanOrEqual(10);
+    // No deadlock on the way: write-backs storing operator events, claims and the ingest lock receivers and
+    // hosts in orders that cannot close a cycle (once ~1 s each, enough in a row to outlast a lease)
+    const deadlocks = await count(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
+    expect(deadlocks).toBe(0);
+    console.log(`operator events: ${deliveries.size} events, ${redelivered.length} delivered twice (killed worker), ${spread}/40 batches written back by 2+ workers`);
   }, 120_000);
 });

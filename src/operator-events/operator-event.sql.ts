@@ -50,17 +50,18 @@ export type OperatorEventType = (typeof OPERATOR_EVENT_TYPES)[number];
  * operator events: no event about an event) and one callback per target: an
  * ordinary callback, stored, claimed, signed with its receiver's secret (the
  * operator endpoint's own whsec_), retried and kept in the history like any other;
- * held when its receiver is disabled. Receivers are read FOR SHARE, as the ingest
- * reads them, so a disable or enable under way is waited for and the row stored held
- * or not as the receiver then is.
+ * held when its receiver is disabled. Receivers are read `FOR KEY SHARE`: every flip
+ * of `disabled` locks the row `FOR UPDATE` first (the API, the auto-disable), so a
+ * disable or enable under way is waited for and the row stored held or not as the
+ * receiver then is.
  *
- * Lock order (a known limit): the receivers are read FOR SHARE last, after the
- * caller's own locks. A write-back that holds the operator endpoint's receiver row
- * (its own deliveries' outcomes: lockReceivers) and waits for a receiver, or a host
- * row, that this transaction holds closes a cycle, which Postgres breaks after
- * deadlock_timeout (1 s) by failing one of the two; both retry (the write-back keeps
- * its rows, a breaker report its results), so the cost is a stall, never a second
- * event or a lost one: the failed transaction's change and event went together.
+ * Lock order: the receivers are read last, after the caller's own locks. `FOR SHARE`
+ * here closed a cycle with write-backs, which lock their rows' receivers
+ * (lockReceivers) first: one holding the endpoint's receiver (its own deliveries'
+ * outcomes) and waiting for a receiver this transaction held, ~1 s each until
+ * Postgres failed one; enough of them in a row outlasted a lease, and the call was
+ * sent twice. `FOR KEY SHARE` does not conflict with the write-backs' `FOR NO KEY
+ * UPDATE`, so there is no cycle.
  *
  * Cost when nothing is configured: one probe of operator_endpoint_pkey per source row
  * (the caller's source selects only what changed), and the empty CTEs below.
@@ -75,7 +76,7 @@ export function withOperatorEvents(ctes: Prisma.Sql, source: Prisma.Sql, d: Oper
       WHERE r.id IN (SELECT oe.receiver_id FROM src s JOIN operator_endpoint oe ON oe.api_key_id = s.api_key_id
                      UNION SELECT s.notify_receiver_id FROM src s WHERE s.notify_receiver_id IS NOT NULL)
         AND r.deleted_at IS NULL
-      FOR SHARE
+      FOR KEY SHARE
     ), t AS MATERIALIZED (
       SELECT s.api_key_id, s.event_id, r.id AS receiver_id, r.url, oe.host, r.headers, r.timeout_ms, r.max_attempts,
              r.retry_delays_ms, r.disabled

@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
@@ -22,7 +23,9 @@ export default async function setup(project: TestProject) {
     const base = new URL(process.env.DATABASE_URL);
     serverUrl = (db) => Object.assign(new URL(base), { pathname: `/${db}` }).toString();
   } else {
-    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT);
+    // TEST_PG_LOG=<file>: the server's log (deadlocks with their cycle, statement errors) goes there
+    const log = process.env.TEST_PG_LOG;
+    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT, log ? (m) => appendFileSync(log, m.endsWith('\n') ? m : `${m}\n`) : undefined);
     serverUrl = embedded.serverUrl;
     stop = embedded.stop;
   }

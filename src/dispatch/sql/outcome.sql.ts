@@ -86,10 +86,14 @@ export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
  * Locks the receivers of a write-back's rows, in id order, first in its transaction:
  * the API locks a receiver before its callbacks (disable, delete), so the write-back
  * must not hold callback rows while it waits for a receiver (a deadlock, broken after
- * `deadlock_timeout` by failing one of the two).
+ * `deadlock_timeout` by failing one of the two). `FOR NO KEY UPDATE`, the lock its
+ * health update takes anyway: it excludes other write-backs of the receiver, the
+ * ingest's `FOR SHARE` and the API's `FOR UPDATE`, but not the `FOR KEY SHARE` with
+ * which operator events read their endpoint's receiver (withOperatorEvents), which
+ * this transaction may do after this lock, and another write-back while holding it.
  */
 export const lockReceivers = (ids: string[]) => Prisma.sql`
-  SELECT id FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`;
+  SELECT id FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
 
 /** What one write-back's attempts say of one receiver's health (receiverHealth in receiver-health.policy.ts). */
 export interface ReceiverHealth {
