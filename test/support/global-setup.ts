@@ -23,9 +23,10 @@ export default async function setup(project: TestProject) {
     const base = new URL(process.env.DATABASE_URL);
     serverUrl = (db) => Object.assign(new URL(base), { pathname: `/${db}` }).toString();
   } else {
-    // TEST_PG_LOG=<file>: the server's log (deadlocks with their cycle, statement errors) goes there
+    // TEST_PG_LOG=<file>: the server's log (deadlocks with their cycle, statement errors) goes there, when this run starts the server
     const log = process.env.TEST_PG_LOG;
-    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT, log ? (m) => appendFileSync(log, m.endsWith('\n') ? m : `${m}\n`) : undefined);
+    const write = log ? (m: string) => appendFileSync(log, m.endsWith('\n') ? m : `${m}\n`) : undefined;
+    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT, write, write);
     serverUrl = embedded.serverUrl;
     stop = embedded.stop;
   }
