@@ -221,6 +221,46 @@ describe(EventService.name, () => {
     }
   });
 
+  it("should make each delivery as a batch's callback naming its receiver is made: its headers under the event's, its settings or the configured ones", async () => {
+    await putType('parity.check', {});
+    const settings = { headers: { 'x-tenant': 't-1', 'content-type': 'text/plain' }, timeoutMs: 4000, maxAttempts: 3, retryDelaysMs: [100, 200] };
+    await Promise.all([putReceiver('tuned', { eventTypes: ['parity.check'], ...settings }), putReceiver('plain', { eventTypes: ['parity.*'] })]);
+    const payload = { n: 1, s: 'é\u2028' };
+    const event = await published({ type: 'parity.check', payload, orderingKey: 'k-1', priority: 'high' });
+    expect(event.deliveries).toBe(2);
+    const res = await service.api('/v1/batches', {
+      method: 'POST',
+      json: {
+        callbacks: ['tuned', 'plain'].map((r) => ({
+          receiver: r,
+          body: payload,
+          headers: { 'content-type': 'application/json' },
+          orderingKey: `${r}/k-1`,
+          priority: 'high',
+        })),
+      },
+    });
+    expect(res.status).toBe(202);
+    const batch = await jsonOf(res);
+    const columns = async (batchId: string) =>
+      (
+        await db.query(
+          `SELECT r.name, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms, c.max_attempts, c.retry_delays_ms, c.priority, c.ordering_key,
+                  c.held, c.receiver_id
+           FROM callback c JOIN receiver r ON r.id = c.receiver_id WHERE c.batch_id = $1 ORDER BY r.name`,
+          [batchId],
+        )
+      ).rows;
+    const delivered = await columns(event.batchId);
+    // the same, but for the event's own two headers (webhook-* names, which no batch may give)
+    const eventHeaders = { 'webhook-event-id': event.id, 'webhook-event-type': 'parity.check' };
+    expect(delivered).toEqual((await columns(batch.id)).map((c) => ({ ...c, headers: { ...c.headers, ...eventHeaders } })));
+    expect(delivered.map((d) => [d.name, d.timeout_ms, d.max_attempts, d.retry_delays_ms, d.headers['x-tenant'], d.headers['content-type']])).toEqual([
+      ['plain', 15000, 8, null, undefined, 'application/json'],
+      ['tuned', 4000, 3, [100, 200], 't-1', 'application/json'],
+    ]);
+  });
+
   it('should publish without a subscriber deleted while the deliveries were being stored (looked up again)', async () => {
     await putType('victim.test', {});
     await Promise.all([putReceiver('victim', { eventTypes: ['victim.test'] }), putReceiver('survivor', { eventTypes: ['victim.test'] })]);

@@ -4,7 +4,6 @@ import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { pgArray } from '../database/pg-array.js';
-import type { SqlRunner } from '../database/pg.statements.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../receivers/receiver-hold.sql.js';
@@ -168,16 +167,6 @@ export class BatchRepository {
     const created = await this.db.query<{ id: string }>(insertBatchesStatement(items));
     const ids = new Set(created.map((r) => r.id));
     return items.map((i) => ids.has(i.batch.id));
-  }
-
-  /**
-   * The same statement for one batch on a transaction's connection (`tx`), not
-   * coalesced: for a caller that stores rows of its own in the same transaction (an
-   * event and its deliveries: src/events). Answers whether the batch was inserted;
-   * the caller wakes the workers after its commit (DueNotifier).
-   */
-  async insertBatchIn(tx: SqlRunner, batch: NewBatch, rows: NewCallback[]): Promise<boolean> {
-    return (await tx.query<{ id: string }>(insertBatchesStatement([{ batch, rows }]))).length === 1;
   }
 
   /** The key's pending callbacks, counted up to `atMost` (countPending, in its own transaction: COUNT_PLANNER). */

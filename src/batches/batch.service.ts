@@ -117,16 +117,6 @@ export class BatchService {
     };
   }
 
-  /**
-   * Rows for callbacks outside a batch request (an event's deliveries, one per
-   * receiver: src/events), resolved exactly as a batch's are (toRow): the receiver's
-   * url, settings and headers below the callback's own.
-   */
-  callbackRows(callbacks: CallbackInputDto[], receivers: ReadonlyMap<string, ReceiverRow>, traceparent: string | null): NewCallback[] {
-    const dto: CreateBatchDto = { callbacks };
-    return callbacks.map((c, i) => this.toRow(c, dto, i, receivers, traceparent));
-  }
-
   /** One callback's row; settings resolve callback > batch defaults > receiver > configuration. */
   private toRow(c: CallbackInputDto, dto: CreateBatchDto, index: number, receivers: ReadonlyMap<string, ReceiverRow>, traceparent: string | null): NewCallback {
     const d = dto.defaults ?? {};

@@ -1,14 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { BatchService } from '../batches/batch.service.js';
-import type { NewCallback } from '../batches/batch.repository.js';
-import type { CallbackInputDto } from '../batches/dto/create-batch.dto.js';
 import { PendingQuota } from '../batches/pending-quota.service.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { priorityRank } from '../common/states.js';
 import { uuidv7 } from '../common/uuid.js';
+import { destinationOf, MAX_HEADERS } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import { isForeignKeyViolation } from '../database/database.errors.js';
-import type { ReceiverRow } from '../receivers/receiver.repository.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
 import { matchesFilter } from './event-filter.policy.js';
@@ -16,6 +14,7 @@ import { patternsOf, typeNameProblem } from './event-type.policy.js';
 import { EventTypeRepository } from './event-type.repository.js';
 import { EventRepository, type EventSummaryRow } from './event.repository.js';
 import { PayloadSchemaCache } from './payload-schema.cache.js';
+import type { NewDeliveries } from './delivery.sql.js';
 import type { SubscriberRow } from './subscriber.sql.js';
 
 /** Headers of every delivery besides the Standard Webhooks ones: the event's id and type (webhook-id stays the delivery's own). */
@@ -38,7 +37,6 @@ export class EventService {
     private readonly types: EventTypeRepository,
     private readonly schemas: PayloadSchemaCache,
     private readonly receivers: ReceiverService,
-    private readonly batches: BatchService,
     private readonly quota: PendingQuota,
     private readonly config: AppConfig,
   ) {}
@@ -46,10 +44,10 @@ export class EventService {
   /**
    * Stores the event and one callback per receiver that takes it: subscribed to its
    * type (by name or `prefix.*`), its filter passing, named in `receivers` when that
-   * is given, not deleted. Each callback is made as a batch's would be (BatchService.
-   * callbackRows: the receiver's url, settings, headers and secret), all in one
-   * transaction with the event. Nothing is stored when the type is unknown or the
-   * payload fails its schema.
+   * is given, not deleted. Each callback is made as a batch's naming the receiver
+   * would be (the receiver's url, settings, headers and secret), all in one statement
+   * with the event (insertEventStatement). Nothing is stored when the type is unknown,
+   * the payload fails its schema or the subscribers are more than EVENT_MAX_DELIVERIES.
    */
   async publishEvent(apiKeyId: string, given: PublishEventDto, traceparent: string | null): Promise<PublishedEvent> {
     // null stands for left out (the DTO's optional fields let it through)
@@ -88,32 +86,32 @@ export class EventService {
     this.checkFanOut(dto.type, subscribers.length);
     const id = uuidv7();
     const eventId = dto.id ?? id;
-    const rows = this.deliveryRows(subscribers, dto, eventId, body, traceparent);
-    const batch = { id: uuidv7(), apiKeyId, label: `event ${dto.type}`, idempotencyKey: null, requestHash: null, total: rows.length };
-    const event = { id, apiKeyId, eventId, type: dto.type, payload: dto.payload, requestHash, batchId: batch.id, deliveries: rows.length };
-    await this.quota.admit(apiKeyId, rows.length);
+    const deliveries = this.deliveries(subscribers, dto, eventId, body, traceparent);
+    const event = { id, apiKeyId, eventId, type: dto.type, payload: dto.payload, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
+    const n = subscribers.length;
+    await this.quota.admit(apiKeyId, n);
     let createdAt: Date | null;
     try {
-      createdAt = await this.events.insertEvent(event, batch, rows);
+      createdAt = await this.events.insertEvent(event, deliveries);
     } catch (error) {
-      this.quota.notStored(apiKeyId, rows.length);
+      this.quota.notStored(apiKeyId, n);
       throw error;
     }
     if (!createdAt) {
       // the same id published at the same moment: the first one stands
-      this.quota.notStored(apiKeyId, rows.length);
+      this.quota.notStored(apiKeyId, n);
       const existing = await this.events.findEvent(apiKeyId, eventId);
       if (!existing) throw new Error(`event ${eventId} was not inserted, and no event holds its id`);
       return replay(existing, requestHash);
     }
     this.logger.log({
-      msg: `event ${eventId} (${dto.type}) published: ${rows.length} deliveries`,
+      msg: `event ${eventId} (${dto.type}) published: ${n} deliveries`,
       event: 'event_published',
       eventId,
       type: dto.type,
-      deliveries: rows.length,
+      deliveries: n,
     });
-    return { id: eventId, type: dto.type, deliveries: rows.length, batchId: batch.id, createdAt: createdAt.toISOString(), replayed: false };
+    return { id: eventId, type: dto.type, deliveries: n, batchId: event.batchId, createdAt: createdAt.toISOString(), replayed: false };
   }
 
   /**
@@ -132,18 +130,43 @@ export class EventService {
     );
   }
 
-  /** One callback per subscriber: the payload as its JSON body, the event's id and type in headers of their own. */
-  private deliveryRows(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, body: string, traceparent: string | null): NewCallback[] {
-    const callbacks: CallbackInputDto[] = subscribers.map((r) => ({
-      receiver: r.name,
+  /**
+   * One callback per subscriber, made as a batch's callback naming the receiver would be
+   * (BatchService.toRow: the receiver's url, headers, timeout, attempts and retry delays,
+   * else the configured ones) by the insert itself (insertEventStatement): here only
+   * what needs Node per subscriber (its callback id, its url's destination) and the
+   * checks a batch's callback gets. The payload as JSON is every delivery's body; the
+   * event's id and type go in headers of their own.
+   */
+  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, body: string, traceparent: string | null): NewDeliveries {
+    const headers = { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type };
+    const own = Object.keys(headers);
+    const callbackIds: string[] = [];
+    const hosts: string[] = [];
+    for (const r of subscribers) {
+      if ((r.timeoutMs ?? this.config.httpTimeoutMs) > this.config.httpMaxTimeoutMs) {
+        throw new AppError('validation_failed', `receiver ${r.name}: timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
+      }
+      const theirs = Object.keys(r.headers as Record<string, string>).filter((h) => !own.includes(h)).length;
+      if (theirs + own.length > MAX_HEADERS)
+        throw new AppError('validation_failed', `receiver ${r.name} has more than ${MAX_HEADERS} headers with the event's`);
+      callbackIds.push(uuidv7());
+      hosts.push(destinationOf(r.url));
+    }
+    return {
+      callbackIds,
+      receiverIds: subscribers.map((r) => r.id),
+      urls: subscribers.map((r) => r.url),
+      hosts,
       body,
-      headers: { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type },
-      ...(dto.priority !== undefined && { priority: dto.priority }),
+      headers: JSON.stringify(headers),
+      priority: priorityRank(dto.priority ?? 'normal'),
       // ordering holds per receiver: one receiver's slow endpoint never holds back another's deliveries
-      ...(dto.orderingKey !== undefined && { orderingKey: `${r.name}/${dto.orderingKey}` }),
-    }));
-    const byName = new Map(subscribers.map((r) => [r.name, r as unknown as ReceiverRow]));
-    return this.batches.callbackRows(callbacks, byName, traceparent);
+      orderingKey: dto.orderingKey?.toWellFormed() ?? null,
+      traceparent,
+      timeoutMs: this.config.httpTimeoutMs,
+      maxAttempts: this.config.defaultMaxAttempts,
+    };
   }
 
   /** The payload as the body every delivery sends; a 400 naming the JSON path when it fails the type's schema. */
