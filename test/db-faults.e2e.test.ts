@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_IDLE_TIMEOUT_MS } from '../src/dispatch/leader.lock.js';
 import { connect, useTestDatabase } from './support/database.js';
@@ -5,7 +6,7 @@ import { FaultProxy } from './support/fault-proxy.js';
 import { checkedFetch } from './support/openapi-validator.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
-import { jsonOf, startTestService, waitFor } from './support/service.js';
+import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
 
 /** Log lines of a spawned service with `event`, with their times. */
 function events(p: ServiceProcess, event: string): Date[] {
@@ -170,5 +171,124 @@ describe('statement and lock timeouts on every session', () => {
       await locker.end();
       await service.stop();
     }
+  });
+});
+
+/**
+ * Postgres ending a request's transaction to resolve a conflict (a deadlock, 40P01; a
+ * row moved to another partition of `callback` under it, 40001), provoked for real
+ * with a session of the test's own: a statement alone is run again (the ingest, a
+ * cancel), anything else answers 503 `db_conflict` with Retry-After; never a 500, and
+ * nothing stored twice.
+ */
+describe('deadlocks and concurrent updates', () => {
+  const t = useTestDatabase();
+  let service: TestService;
+  let locker: pg.Client;
+  beforeAll(async () => {
+    service = await startTestService({}, t.url);
+    locker = await connect(t.url);
+  });
+  afterAll(async () => {
+    await locker?.query('ROLLBACK').catch(() => undefined);
+    await locker?.end();
+    await service?.stop();
+  });
+
+  const deadlocks = async () => (await locker.query('SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n as number;
+  /** Whether a backend other than the locker waits for a lock in a statement whose text has `text`. */
+  const waiting = async (text: string) =>
+    // (the activity view is read once per transaction unless its snapshot is cleared: the locker is in one)
+    (await locker.query('SELECT pg_stat_clear_snapshot()')) &&
+    (
+      await locker.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND strpos(query, $1) > 0`,
+        [text],
+      )
+    ).rows[0].n === 1;
+  /** A callback that stays pending (due in an hour), so the worker leaves it alone. */
+  const parked = async () => {
+    const res = await service.api('/v1/batches', {
+      method: 'POST',
+      json: { callbacks: [{ url: 'http://127.0.0.79:9/parked', runAt: new Date(Date.now() + 3_600_000).toISOString() }] },
+    });
+    expect(res.status).toBe(202);
+    return ((await res.json()) as { callbacks: Array<{ id: string }> }).callbacks[0].id;
+  };
+  const finish = (id: string) =>
+    locker.query("UPDATE callback SET status = 'failed', completed_at = now(), done_at = now(), last_error = 'by the test' WHERE id = $1", [id]);
+
+  it('should retry an ingest that Postgres ended to break a deadlock, and store its batch once', async () => {
+    for (const name of ['first', 'second']) {
+      expect((await service.api(`/v1/receivers/${name}`, { method: 'PUT', json: { url: `http://127.0.0.79:9/${name}` } })).status).toBe(201);
+    }
+    const [low, high] = (await locker.query("SELECT id FROM receiver WHERE name IN ('first', 'second') ORDER BY id")).rows.map((r) => r.id as string);
+    const before = await deadlocks();
+    await locker.query('BEGIN');
+    await locker.query("SET LOCAL deadlock_timeout = '60s'"); // so the ingest's check (after 1 s) finds the cycle and ends the ingest
+    await locker.query('SELECT 1 FROM receiver WHERE id = $1 FOR UPDATE', [high]);
+    const answer = service.api('/v1/batches', {
+      method: 'POST',
+      headers: { 'idempotency-key': 'deadlocked' },
+      json: { label: 'deadlocked', callbacks: [{ receiver: 'first' }, { receiver: 'second' }] },
+    });
+    // the ingest holds `low` FOR SHARE and waits for `high`; taking `low` closes the cycle
+    await waitFor(() => waiting('INSERT INTO batch'), 5_000);
+    await locker.query('SELECT 1 FROM receiver WHERE id = $1 FOR UPDATE', [low]);
+    await locker.query('COMMIT');
+    const res = await answer;
+    expect(res.status, await res.clone().text()).toBe(202);
+    const { id, callbacks } = (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
+    expect(callbacks).toHaveLength(2);
+    await waitFor(async () => (await deadlocks()) > before, 5_000); // a real deadlock, counted by the server
+    const stored = await locker.query(
+      "SELECT b.id, (SELECT count(*)::int FROM callback c WHERE c.batch_id = b.id) AS n FROM batch b WHERE b.label = 'deadlocked'",
+    );
+    expect(stored.rows).toEqual([{ id, n: 2 }]);
+    // the replay answers the same batch
+    const replay = await service.api('/v1/batches', {
+      method: 'POST',
+      headers: { 'idempotency-key': 'deadlocked' },
+      json: { label: 'deadlocked', callbacks: [{ receiver: 'first' }, { receiver: 'second' }] },
+    });
+    expect(replay.status).toBe(202);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await replay.json()) as { id: string }).id).toBe(id);
+  });
+
+  it('should run a cancel again when its row moved to another partition under it, and answer as for the row it finds', async () => {
+    const id = await parked();
+    await locker.query('BEGIN');
+    await finish(id); // moves the row from callback_live to a history partition, at commit
+    const answer = service.api(`/v1/callbacks/${id}/cancel`, { method: 'POST' });
+    await waitFor(() => waiting('UPDATE callback SET status'), 5_000);
+    await locker.query('COMMIT');
+    const res = await answer;
+    expect(res.status, await res.clone().text()).toBe(409); // failed meanwhile: cannot be cancelled
+    expect(await jsonOf(res)).toMatchObject({ code: 'conflict', details: { status: 'failed' } });
+    expect((await locker.query('SELECT status, last_error FROM callback WHERE id = $1', [id])).rows).toEqual([{ status: 'failed', last_error: 'by the test' }]);
+  });
+
+  it('should answer 503 db_conflict with Retry-After, not 500, when a retry in a transaction meets its row moved under it, and change nothing', async () => {
+    const id = await parked();
+    await finish(id);
+    await locker.query('BEGIN');
+    // a concurrent requeue: back to the queue's partition, at commit
+    await locker.query(
+      "UPDATE callback SET status = 'pending', completed_at = NULL, done_at = 'infinity', next_attempt_at = now() + interval '1 hour' WHERE id = $1",
+      [id],
+    );
+    const answer = service.api(`/v1/callbacks/${id}/retry`, { method: 'POST' });
+    await waitFor(() => waiting('UPDATE callback'), 5_000);
+    await locker.query('COMMIT');
+    const res = await answer;
+    expect(res.status, await res.clone().text()).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await jsonOf(res)).toMatchObject({ code: 'db_conflict', message: expect.stringMatching(/changed concurrently/) });
+    // as the concurrent requeue left it (due in an hour): the retry's own change (due now) is not there
+    const { rows } = await locker.query("SELECT status, next_attempt_at > now() + interval '50 minutes' AS later FROM callback WHERE id = $1", [id]);
+    expect(rows).toEqual([{ status: 'pending', later: true }]);
+    // asked again, as Retry-After says: a pending callback cannot be retried
+    expect((await service.api(`/v1/callbacks/${id}/retry`, { method: 'POST' })).status).toBe(409);
   });
 });

@@ -90,8 +90,19 @@ const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
  * `held` on its unfinished callbacks) either waits for this statement to commit and
  * then sees its rows, or commits first and is read here as it then is. A receiver
  * being deleted (`deleted_at` set) fails the statement on the foreign key.
+ *
+ * Lock order: the receivers in id order, as the write-back locks them
+ * (lockReceivers); read in the scan's order (a sequential scan's is the heap's, which
+ * every update of a receiver's health reshuffles), a statement of two receivers could
+ * deadlock with a write-back of the same two. The batches go in Idempotency-Key order, so
+ * two statements that both carry the same two keys (a client's replays, coalesced in
+ * another order) wait for each other in one direction only. What can still end the
+ * statement (a receiver locked out of that order elsewhere, for one) is retried
+ * (ApiDatabase: PgStatements.retryConflicts); it is one statement alone in its
+ * transaction, so a retry stores nothing twice.
  */
-function insertBatchesStatement(items: PendingBatch[]): Prisma.Sql {
+function insertBatchesStatement(unordered: PendingBatch[]): Prisma.Sql {
+  const items = unordered.length < 2 ? unordered : [...unordered].sort(byIdempotencyKey);
   const batches = items.map((i) => i.batch);
   const b = <K extends keyof NewBatch>(k: K) => batches.map((r) => r[k]);
   const rows = items.flatMap((i) => i.rows);
@@ -108,7 +119,7 @@ function insertBatchesStatement(items: PendingBatch[]): Prisma.Sql {
       ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
       RETURNING id, api_key_id
     ), r AS MATERIALIZED (
-      SELECT id, disabled, deleted_at IS NOT NULL AS deleted FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) FOR SHARE
+      SELECT id, disabled, deleted_at IS NOT NULL AS deleted FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) ORDER BY id FOR SHARE
     ), c AS (
       INSERT INTO callback (id, batch_id, api_key_id, external_id, url, host, method, headers, body, timeout_ms,
                             max_attempts, retry_delays_ms, status, next_attempt_at, priority, ordering_key, traceparent, receiver_id, held)
@@ -214,6 +225,14 @@ export class BatchRepository {
   callbackIds(batchId: string): Promise<Array<{ id: string; externalId: string | null }>> {
     return this.prisma.callback.findMany({ where: { batchId }, select: { id: true, externalId: true }, orderBy: { id: 'asc' } });
   }
+}
+
+/** Batches without a key first, then by key and Idempotency-Key; stable, so replays of one key keep their arrival order. */
+function byIdempotencyKey(a: PendingBatch, b: PendingBatch): number {
+  const ka = a.batch.idempotencyKey;
+  const kb = b.batch.idempotencyKey;
+  if (ka === null || kb === null) return ka === kb ? 0 : ka === null ? -1 : 1;
+  return a.batch.apiKeyId < b.batch.apiKeyId ? -1 : a.batch.apiKeyId > b.batch.apiKeyId ? 1 : ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
 /** The highest priority (smallest number) of `rows`. */

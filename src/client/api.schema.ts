@@ -858,7 +858,7 @@ export interface components {
              * @description Stable error code
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "internal_error" | "not_ready" | "db_timeout";
+            code: "validation_failed" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "idempotency_conflict" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "internal_error" | "not_ready" | "db_timeout" | "db_conflict";
             /** @description What went wrong, for people */
             message: string;
             /** @description Machine-readable detail, e.g. `problems` of a validation error */
@@ -2072,7 +2072,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2158,7 +2158,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2242,7 +2242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2339,7 +2339,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2407,7 +2407,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2507,7 +2507,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2582,7 +2582,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2662,7 +2662,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2740,7 +2740,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2826,7 +2826,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2901,7 +2901,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2985,7 +2985,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3069,7 +3069,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3149,7 +3149,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3235,7 +3235,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3306,7 +3306,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3385,7 +3385,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3474,7 +3474,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3541,7 +3541,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3608,7 +3608,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3675,7 +3675,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3748,7 +3748,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3821,7 +3821,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3898,7 +3898,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3987,7 +3987,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4062,7 +4062,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4130,7 +4130,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4205,7 +4205,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4280,7 +4280,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4378,7 +4378,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4453,7 +4453,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4520,7 +4520,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4589,7 +4589,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4686,7 +4686,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4761,7 +4761,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4836,7 +4836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4904,7 +4904,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4972,7 +4972,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5047,7 +5047,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5131,7 +5131,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5204,7 +5204,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5300,7 +5300,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5373,7 +5373,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5446,7 +5446,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5530,7 +5530,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5665,7 +5665,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5740,7 +5740,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5804,7 +5804,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5868,7 +5868,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5963,7 +5963,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6027,7 +6027,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6100,7 +6100,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6175,7 +6175,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6250,7 +6250,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6343,7 +6343,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6429,7 +6429,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6504,7 +6504,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6586,7 +6586,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6657,7 +6657,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again */
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
             503: {
                 headers: {
                     [name: string]: unknown;

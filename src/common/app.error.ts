@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   internal_error: 500,
   not_ready: 503,
   db_timeout: 503,
+  db_conflict: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

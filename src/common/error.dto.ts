@@ -22,7 +22,7 @@ const WHEN = {
   415: 'unsupported_media_type: the API takes JSON bodies only',
   429: 'rate_limited; `retry-after` says when to try again',
   500: 'internal_error, logged with the request id',
-  503: 'not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; `retry-after` says when to try again',
+  503: 'not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again',
 } as const;
 
 export type ErrorStatus = keyof typeof WHEN;

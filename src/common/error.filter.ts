@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { databaseTimeoutOf, isDatabaseUnavailable } from '../database/database.errors.js';
+import { databaseTimeoutOf, isDatabaseUnavailable, transientConflictOf } from '../database/database.errors.js';
 import { AppError, ErrorCode } from './app.error.js';
 
 export interface ErrorBody {
@@ -68,6 +68,15 @@ export class ErrorFilter implements ExceptionFilter {
           ? 'a database statement waited for a lock longer than DATABASE_LOCK_TIMEOUT_MS and was cancelled; retry shortly'
           : 'a database statement ran longer than DATABASE_STATEMENT_TIMEOUT_MS and was cancelled; retry shortly';
       return { status: 503, body: { code: 'db_timeout', message, requestId }, headers: { 'retry-after': '1' } };
+    }
+    const conflict = transientConflictOf(exception);
+    if (conflict) {
+      this.logger.warn({ msg: `database conflict: ${(exception as Error)?.message ?? String(exception)}`, event: 'db_conflict', conflict, requestId });
+      const message =
+        conflict === 'deadlock'
+          ? 'the database ended this request to resolve a deadlock with another; nothing of it was stored; retry shortly'
+          : 'the database ended this request because a row it needed changed concurrently; nothing of it was stored; retry shortly';
+      return { status: 503, body: { code: 'db_conflict', message, requestId }, headers: { 'retry-after': '1' } };
     }
     if (isDatabaseUnavailable(exception)) {
       return {

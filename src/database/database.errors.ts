@@ -54,3 +54,20 @@ export function databaseTimeoutOf(error: unknown): 'statement' | 'lock' | undefi
   }
   return undefined;
 }
+
+/**
+ * Whether `error` is Postgres ending a transaction to resolve a conflict with another:
+ * a deadlock (SQLSTATE 40P01) or a serialization failure (40001, which includes "tuple
+ * to be locked was already moved to another partition due to concurrent update": a row
+ * of `callback` moved between its partitions by a concurrent finish or retry). Nothing
+ * of the failed transaction was kept, and the same work run again usually succeeds: a
+ * statement alone in its transaction is retried (PgStatements), anything else is
+ * answered 503 `db_conflict` with Retry-After (ErrorFilter), never 500.
+ */
+export function transientConflictOf(error: unknown): 'deadlock' | 'serialization' | undefined {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === '40P01') return 'deadlock';
+    if (e.code === '40001') return 'serialization';
+  }
+  return undefined;
+}

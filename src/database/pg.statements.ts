@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Prisma } from '../generated/prisma/client.js';
+import { transientConflictOf } from './database.errors.js';
 import { statementNamer } from './statement.names.js';
 
 /** How long a statement waits for a free connection before it fails (as "database unavailable"). */
@@ -92,6 +93,9 @@ export function beginWith(settings: LocalSettings): string {
   return ['BEGIN', ...Object.entries(settings).map(([name, value]) => setting('SET LOCAL', name, value))].join('; ');
 }
 
+/** The mean wait before a statement's first retry after a deadlock or serialization failure (PgStatements.retryConflicts), ms. */
+const CONFLICT_RETRY_MS = 25;
+
 /** Runs statements: a pool (each statement on any free connection) or one transaction's connection. */
 export interface SqlRunner {
   /** Runs one statement and returns its rows. */
@@ -137,6 +141,8 @@ export class PgStatements implements SqlRunner {
     prefix: string | null,
     private readonly settings: LocalSettings = {},
     private readonly transactionSettings: LocalSettings = {},
+    /** How many times a statement run alone (query, execute) is run again after a deadlock or serialization failure (retryConflicts). */
+    private readonly conflictRetries = 0,
   ) {
     this.unnamed = prefix === null;
     this.nameOf = prefix === null ? () => '' : statementNamer(prefix);
@@ -146,11 +152,32 @@ export class PgStatements implements SqlRunner {
 
   /** One statement's rows; `settings` on top of the runner's, for this statement only. */
   async query<T>(statement: Prisma.Sql, settings?: LocalSettings): Promise<T[]> {
-    return (await this.runAlone(statement, settings)).rows as T[];
+    return (await this.retryConflicts(() => this.runAlone(statement, settings))).rows as T[];
   }
 
   async execute(statement: Prisma.Sql, settings?: LocalSettings): Promise<number> {
-    return (await this.runAlone(statement, settings)).rowCount ?? 0;
+    return (await this.retryConflicts(() => this.runAlone(statement, settings))).rowCount ?? 0;
+  }
+
+  /**
+   * Runs a statement alone in its transaction again, up to `conflictRetries` times,
+   * when Postgres ended that transaction to resolve a deadlock or a serialization
+   * failure (transientConflictOf): the transaction held that statement only and
+   * was rolled back whole, so nothing of it was kept and running it again stores
+   * nothing twice; it then reads the rows as the other transaction left them. The
+   * waits are short and jittered (CONFLICT_RETRY_MS times the attempt), so two
+   * statements that deadlocked do not meet again in step. A transaction() is never
+   * retried here: its work may have done more than its statements.
+   */
+  private async retryConflicts(run: () => Promise<pg.QueryResult>): Promise<pg.QueryResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (error) {
+        if (attempt > this.conflictRetries || !transientConflictOf(error)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, CONFLICT_RETRY_MS * attempt * (0.5 + Math.random())));
+      }
+    }
   }
 
   private runAlone(statement: Prisma.Sql, settings?: LocalSettings): Promise<pg.QueryResult> {
