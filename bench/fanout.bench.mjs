@@ -5,16 +5,29 @@
 // same 1,000 callbacks sent as one batch naming the receivers (POST /v1/batches), same
 // run; for events taken by one receiver: one-callback batches naming it. The stored
 // callbacks are counted against the deliveries the answers reported.
-// Not here yet: the drain of the deliveries against bench:peer's rate.
-//   node bench/fanout.bench.mjs
+// Then the drain (fanoutDrainScenario): the deliveries of events to 1,000 receivers on
+// a real local receiver, drained by one worker, against the same number of plain
+// callbacks drained the same way (bench:peer's service side: its serviceRound), same
+// run, alternated.
+//   node bench/fanout.bench.mjs   (BENCH_FANOUT_TIMED, BENCH_FANOUT_EVENTS, BENCH_FANOUT_DRAIN_N, BENCH_FANOUT_ROUNDS,
+//                                  BENCH_FANOUT_PARTS=store,drain; BENCH_WINDOW as bench:peer)
 import { Pool } from 'undici';
-import { BENCH_KEY, connect, freshDatabase, main, percentile, row, startService } from './lib/harness.mjs';
+import { BENCH_KEY, backendPidOf, connect, freshDatabase, main, median, percentile, row, startService } from './lib/harness.mjs';
+import { BenchReceiver } from './lib/receiver.mjs';
 import { benchKeyId } from './lib/seed.mjs';
+import { serviceRound } from './peer.bench.mjs';
 
 const RECEIVERS = 10_000;
 const FANOUTS = [1, 10, 1000];
 /** Publishes of the 1,000-receiver type timed one at a time (and as many batches for the baseline). */
 const TIMED = Number(process.env.BENCH_FANOUT_TIMED ?? 100);
+/** Deliveries drained a round (a multiple of DRAIN_FANOUT), and rounds of each side. */
+/** Events of the 1- and 10-receiver types in the rate phase (and one-callback batches); the 1,000-receiver type gets a twentieth. */
+const RATE_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 2000);
+const DRAIN_N = Number(process.env.BENCH_FANOUT_DRAIN_N ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_FANOUT_ROUNDS ?? 2);
+const DRAIN_FANOUT = 1000;
+const PARTS = new Set((process.env.BENCH_FANOUT_PARTS ?? 'store,drain').split(','));
 const auth = { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' };
 const payload = (i) => ({ orderId: `o-${i}`, amount: 1500, currency: 'EUR', lines: [{ sku: 'A-1', qty: 2 }] });
 
@@ -90,7 +103,7 @@ export async function fanoutScenario(databaseUrl) {
     }
     const rates = [];
     for (const n of FANOUTS) {
-      const total = n === 1000 ? 100 : 2000;
+      const total = n === 1000 ? Math.max(4, RATE_EVENTS / 20) : RATE_EVENTS;
       const r = await post(service.url, { path: '/v1/events', connections: 4, total, body: event(n), count: deliveries });
       if (r.counted !== total * n) throw new Error(`fan.${n}: ${r.counted} deliveries reported, expected ${total * n}`);
       expected += r.counted;
@@ -100,10 +113,10 @@ export async function fanoutScenario(databaseUrl) {
     const singles = await post(service.url, {
       path: '/v1/batches',
       connections: 4,
-      total: 2000,
+      total: RATE_EVENTS,
       body: (i) => ({ callbacks: [{ receiver: 'r1', body: payload(i) }] }),
     });
-    expected += 2000;
+    expected += RATE_EVENTS;
     const stored = Number((await db.query('SELECT count(*) FROM callback')).rows[0].count) - before;
     if (stored !== expected) throw new Error(`stored ${stored} callbacks, expected ${expected}`);
     return [
@@ -119,7 +132,7 @@ export async function fanoutScenario(databaseUrl) {
           `fan-out: events of a type taken by ${n.toLocaleString('en-US')} receiver${n > 1 ? 's' : ''} (4 connections${n === 1 ? '; baseline: one-callback batches naming that receiver' : ''})`,
           perSecond,
           'events/s',
-          { baseline: n === 1 ? 2000 / singles.seconds : null },
+          { baseline: n === 1 ? RATE_EVENTS / singles.seconds : null },
         ),
         ...(n > 1 ? [row(`fan-out: their deliveries stored`, perSecondDelivered, 'callbacks/s')] : []),
       ]),
@@ -130,6 +143,112 @@ export async function fanoutScenario(databaseUrl) {
   }
 }
 
+/** `n` receivers d1..dn through the API (each gets its own signing secret), taking `type`, at `url`; 8 at a time. */
+async function putReceivers(api, n, type, url) {
+  const pool = new Pool(api.url, { connections: 8 });
+  try {
+    let next = 1;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next <= n) {
+          const i = next++;
+          const res = await pool.request({ path: `/v1/receivers/d${i}`, method: 'PUT', headers: auth, body: JSON.stringify({ url, eventTypes: [type] }) });
+          const text = await res.body.text();
+          if (res.statusCode !== 201) throw new Error(`PUT receiver answered ${res.statusCode}: ${text.slice(0, 300)}`);
+        }
+      }),
+    );
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
+ * The drain of event deliveries against bench:peer's: one API (ROLE=api), one receiver
+ * answering at once, 1,000 receivers (made through the API, each with its own secret)
+ * at its /hook taking `drain.1000`. Each round stores `n` callbacks, then starts a
+ * worker and times it from the first request to the last stored result
+ * (serviceRound, bench:peer's service side: window BENCH_WINDOW, the per-host cap
+ * above it), once as plain callbacks POSTed as batches (bench:peer's ingest) and once
+ * as the deliveries of n / 1,000 events, and once as batches whose callbacks name
+ * those receivers in turn (what events cost beyond callbacks bound to receivers), in
+ * turns (the order reverses every round). A first round of 2,000 each is not counted. Every callback must succeed on
+ * its one attempt (serviceRound checks).
+ */
+export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = ROUNDS } = {}) {
+  if (n % DRAIN_FANOUT !== 0) throw new Error(`BENCH_FANOUT_DRAIN_N must be a multiple of ${DRAIN_FANOUT}`);
+  const db = await connect(databaseUrl);
+  const pid = await backendPidOf(db);
+  const receiver = await BenchReceiver.start();
+  const api = await startService(databaseUrl, { ROLE: 'api' });
+  try {
+    const res = await fetch(`${api.url}/v1/event-types/drain.1000`, { method: 'PUT', headers: auth, body: '{}' });
+    if (res.status !== 201) throw new Error(`PUT event type answered ${res.status}`);
+    await putReceivers(api, DRAIN_FANOUT, 'drain.1000', `${receiver.url()}/hook`);
+    const publish = (count) => async () => {
+      const r = await post(api.url, {
+        path: '/v1/events',
+        connections: 2,
+        total: count / DRAIN_FANOUT,
+        body: (i) => ({ type: 'drain.1000', payload: payload(i) }),
+        count: (answer) => answer.deliveries,
+      });
+      if (r.counted !== count) throw new Error(`drain.1000: ${r.counted} deliveries reported, expected ${count}`);
+    };
+    // batches of 10,000 callbacks naming the same receivers in turn: what events add beyond the receivers themselves
+    const named = (count) => async () => {
+      for (let from = 0; from < count; from += 10_000) {
+        const callbacks = Array.from({ length: Math.min(10_000, count - from) }, (_, k) => ({
+          receiver: `d${1 + ((from + k) % DRAIN_FANOUT)}`,
+          body: payload(k),
+        }));
+        await post(api.url, { path: '/v1/batches', connections: 1, total: 1, body: () => ({ callbacks }) });
+      }
+    };
+    const ingests = { plain: () => ({}), events: (count) => ({ ingest: publish(count) }), named: (count) => ({ ingest: named(count) }) };
+    const side = (kind, count) => serviceRound(databaseUrl, api, db, pid, receiver, count, ingests[kind](count));
+    const kinds = ['plain', 'events', 'named'];
+    for (const kind of kinds) await side(kind, 2000);
+    const runs = { plain: [], events: [], named: [] };
+    for (let round = 0; round < rounds; round++) {
+      for (const kind of round % 2 === 0 ? kinds : [...kinds].reverse()) runs[kind].push(await side(kind, n));
+    }
+    const m = (kind, k = 'perSecond') => median(runs[kind].map((r) => r[k]));
+    const size = `${n.toLocaleString('en-US')} callbacks, median of ${rounds}`;
+    return [
+      row(
+        `fan-out drain: the deliveries of ${n / DRAIN_FANOUT} events to ${DRAIN_FANOUT.toLocaleString('en-US')} receivers, one worker, first request to the last stored result (baseline: as many plain callbacks, bench:peer's service side, same run, alternated; ${size})`,
+        m('events'),
+        'callbacks/s',
+        { baseline: m('plain'), target: 0.9 * m('plain') },
+      ),
+      row('  its worker + Postgres CPU per delivery (baseline: per plain callback)', m('events', 'worker') + m('events', 'postgres'), 'µs', {
+        baseline: m('plain', 'worker') + m('plain', 'postgres'),
+        higherIsBetter: false,
+      }),
+      row('    of which the worker process', m('events', 'worker'), 'µs', { baseline: m('plain', 'worker'), higherIsBetter: false }),
+      row('    of which Postgres', m('events', 'postgres'), 'µs', { baseline: m('plain', 'postgres'), higherIsBetter: false }),
+      row(
+        `  as many callbacks of batches naming the same ${DRAIN_FANOUT.toLocaleString('en-US')} receivers in turn (baseline: the plain callbacks)`,
+        m('named'),
+        'callbacks/s',
+        { baseline: m('plain') },
+      ),
+      row('    their worker + Postgres CPU per callback (baseline: per plain callback)', m('named', 'worker') + m('named', 'postgres'), 'µs', {
+        baseline: m('plain', 'worker') + m('plain', 'postgres'),
+        higherIsBetter: false,
+      }),
+    ];
+  } finally {
+    await db.end();
+    await api.stop();
+    await receiver.close();
+  }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await main(async (server) => fanoutScenario(await freshDatabase(server, 'bench_fanout')));
+  await main(async (server) => [
+    ...(PARTS.has('store') ? await fanoutScenario(await freshDatabase(server, 'bench_fanout')) : []),
+    ...(PARTS.has('drain') ? await fanoutDrainScenario(await freshDatabase(server, 'bench_fanout_drain')) : []),
+  ]);
 }

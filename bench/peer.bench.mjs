@@ -76,15 +76,18 @@ export async function checkAllSucceededOnce(db) {
  * `env` goes to the worker on top (e.g. DATABASE_DIRECT_URL beside a pooled URL).
  * `wholeJob`: the worker is started (and warm) first, and the job is timed from the
  * first POST to the last stored result, the API's CPU counted with the worker's.
+ * `ingest`: how the `n` callbacks are stored (default: POSTed as batches to the
+ * receiver's /hook; bench:fanout publishes events instead).
  */
-export async function serviceRound(databaseUrl, api, db, backendPid, receiver, n, { inspect, env = {}, wholeJob: whole = false } = {}) {
+export async function serviceRound(databaseUrl, api, db, backendPid, receiver, n, { inspect, env = {}, wholeJob: whole = false, ingest } = {}) {
   const url = `${receiver.url()}/hook`;
-  if (!whole) await ingestThroughApi(api, url, n);
+  ingest ??= () => ingestThroughApi(api, url, n);
+  if (!whole) await ingest();
   await db.query('VACUUM ANALYZE');
   const worker = await startService(databaseUrl, { ...env, ROLE: 'worker', DISPATCH_CONCURRENCY: String(WINDOW), HOST_MAX_IN_FLIGHT: String(WINDOW * 5) });
   try {
     const result = whole
-      ? await wholeJob(receiver, n, [api.pid, worker.pid], backendPid, () => ingestThroughApi(api, url, n), queueEmpty(db))
+      ? await wholeJob(receiver, n, [api.pid, worker.pid], backendPid, ingest, queueEmpty(db))
       : await drain(receiver, n, worker.pid, backendPid, queueEmpty(db));
     await checkAllSucceededOnce(db);
     if (inspect) Object.assign(result, await inspect(worker));

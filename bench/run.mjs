@@ -7,7 +7,7 @@ import { claimScenario } from './claim.bench.mjs';
 import { costScenario } from './cost.bench.mjs';
 import { dispatchScenario } from './dispatch.bench.mjs';
 import { fairnessScenario } from './fairness.bench.mjs';
-import { fanoutScenario } from './fanout.bench.mjs';
+import { fanoutDrainScenario, fanoutScenario } from './fanout.bench.mjs';
 import { flatScenario } from './flat.bench.mjs';
 import { hostCapScenario } from './host-cap.bench.mjs';
 import { ingestScenario } from './ingest.bench.mjs';
@@ -28,6 +28,7 @@ await main(async (server) => [
   ...(await latencyScenario(await freshDatabase(server, 'bench_latency'))),
   ...(await ingestScenario(await freshDatabase(server, 'bench_ingest'))),
   ...(await fanoutScenario(await freshDatabase(server, 'bench_fanout'))),
+  ...(await fanoutDrainScenario(await freshDatabase(server, 'bench_fanout_drain'))),
   ...(await scaleScenario(await freshDatabase(server, 'bench_scale'))),
   ...(await statusScenario(server)),
   ...(await flatScenario(server)),
