@@ -256,6 +256,43 @@ describe('deadlocks and concurrent updates', () => {
     expect(((await replay.json()) as { id: string }).id).toBe(id);
   });
 
+  it('should retry an ingest that deadlocked with the drop of a detached history partition (as retention drops them), and store its batch once', async () => {
+    // What ended a steady benchmark's POST /v1/batches with a 500 (bench/README.md,
+    // 2026-12-03 C2), as far as the locks go: DROP TABLE of a detached partition of
+    // `callback` takes ACCESS EXCLUSIVE on `receiver`, then on `batch` (its foreign
+    // keys' triggers), and an ingest locks `batch`, then `receiver`, at its start.
+    await locker.query('CREATE TABLE callback_zz (LIKE callback INCLUDING DEFAULTS INCLUDING CONSTRAINTS)');
+    await locker.query("ALTER TABLE callback ATTACH PARTITION callback_zz FOR VALUES FROM ('2100-01-01') TO ('2100-01-02')");
+    await locker.query('ALTER TABLE callback DETACH PARTITION callback_zz CONCURRENTLY');
+    expect((await service.api('/v1/receivers/held', { method: 'PUT', json: { url: 'http://127.0.0.79:9/held' } })).status).toBe(201);
+    await parked(); // its destination's secret made: the ingest below goes straight to its insert
+    const dropper = await connect(t.url);
+    try {
+      const before = await deadlocks();
+      await dropper.query("SET deadlock_timeout = '60s'"); // so the ingest's check finds the cycle
+      // a receiver's row held (a PUT, a write-back): the drop queues for `receiver` behind it
+      await locker.query('BEGIN');
+      await locker.query("SELECT 1 FROM receiver WHERE name = 'held' FOR UPDATE");
+      const dropped = dropper.query('DROP TABLE callback_zz');
+      await waitFor(() => waiting('DROP TABLE callback_zz'), 5_000);
+      // the ingest takes `batch`, then queues for `receiver` behind the drop
+      const answer = service.api('/v1/batches', { method: 'POST', json: { label: 'beside a drop', callbacks: [{ url: 'http://127.0.0.79:9/drop' }] } });
+      await waitFor(() => waiting('INSERT INTO batch'), 5_000);
+      await locker.query('COMMIT'); // the drop takes `receiver`, then waits for the ingest's `batch`: a cycle
+      const res = await answer;
+      expect(res.status, await res.clone().text()).toBe(202);
+      await dropped;
+      await waitFor(async () => (await deadlocks()) > before, 5_000);
+      const { id } = (await res.json()) as { id: string };
+      const stored = await locker.query(
+        "SELECT b.id, (SELECT count(*)::int FROM callback c WHERE c.batch_id = b.id) AS n FROM batch b WHERE b.label = 'beside a drop'",
+      );
+      expect(stored.rows).toEqual([{ id, n: 1 }]);
+    } finally {
+      await dropper.end();
+    }
+  });
+
   it('should run a cancel again when its row moved to another partition under it, and answer as for the row it finds', async () => {
     const id = await parked();
     await locker.query('BEGIN');
