@@ -6,72 +6,87 @@
 //
 // Env: BENCH_ATTEMPTS (1000000), BENCH_PG_PORT (54441), BENCH_DATA_DIR (.data/bench-history).
 // The seeded database is kept for the next run; delete BENCH_DATA_DIR to reseed.
-import { startService } from '../dist/app.factory.js';
-import { loadConfig } from '../dist/config/app.config.js';
 import pg from 'pg';
 
 const ATTEMPTS = Number(process.env.BENCH_ATTEMPTS ?? 1_000_000);
 const KEY = 'cbk_bench_history_key_0123456789';
 const DAY = 86_400_000;
-const config = loadConfig(
-  {},
-  {
-    port: 0,
-    role: 'api',
-    logLevel: 'error',
-    bootstrapApiKey: KEY,
-    dataDir: process.env.BENCH_DATA_DIR ?? '.data/bench-history',
-    embeddedPgPort: Number(process.env.BENCH_PG_PORT ?? 54441),
-  },
-);
-const service = await startService(config);
-const db = new pg.Client({ connectionString: service.databaseUrl });
-await db.connect();
 
-try {
-  const {
-    rows: [{ id: keyId }],
-  } = await db.query('SELECT id FROM api_key ORDER BY created_at LIMIT 1');
-  const {
-    rows: [{ n }],
-  } = await db.query('SELECT count(*)::int AS n FROM attempt');
-  if (n !== ATTEMPTS) await seed(keyId);
-  const {
-    rows: [{ lo, hi }],
-  } = await db.query('SELECT min(started_at) AS lo, max(started_at) AS hi FROM attempt');
-  console.log(`${ATTEMPTS} attempts of one key from ${lo.toISOString()} to ${hi.toISOString()}`);
-  const monthAgo = new Date(hi.getTime() - 30 * DAY).toISOString();
-  const end = new Date(hi.getTime() + 1).toISOString();
-  const cases = [
-    ['last 24 h, default bucket (5m)', `to=${end}`],
-    ['30 days, default bucket (1h)', `from=${monthAgo}&to=${end}`],
-    ['30 days, bucket 1d', `from=${monthAgo}&to=${end}&bucket=1d`],
-    ['30 days, one host of 20, 1h', `from=${monthAgo}&to=${end}&host=${encodeURIComponent('https://host-7.example:443')}`],
-    ['7 days, bucket 5m', `from=${new Date(hi.getTime() - 7 * DAY).toISOString()}&to=${end}&bucket=5m`],
-  ];
-  console.log('| query | buckets | attempts | median ms | max ms (of 5) |');
-  console.log('| --- | ---: | ---: | ---: | ---: |');
-  for (const [name, qs] of cases) {
-    const times = [];
-    let body;
-    for (let i = 0; i < 6; i++) {
-      const t0 = performance.now();
-      const res = await fetch(`${service.url}/v1/history/latency?${qs}`, { headers: { authorization: `Bearer ${KEY}` } });
-      body = await res.json();
-      if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(body)}`);
-      if (i > 0) times.push(performance.now() - t0); // the first run warms the plan cache
-    }
-    times.sort((a, b) => a - b);
-    const total = body.items.reduce((s, b) => s + b.count, 0);
-    console.log(`| ${name} | ${body.items.length} | ${total} | ${times[2].toFixed(0)} | ${times[4].toFixed(0)} |`);
+/**
+ * Times `GET /v1/history/latency?<qs>` end to end on a running service: `runs` calls
+ * after one that warms the plan cache. Returns their median and max ms and the last body.
+ */
+export async function timeLatencyHistory(serviceUrl, key, qs, runs = 5) {
+  const times = [];
+  let body;
+  for (let i = 0; i <= runs; i++) {
+    const t0 = performance.now();
+    const res = await fetch(`${serviceUrl}/v1/history/latency?${qs}`, { headers: { authorization: `Bearer ${key}` } });
+    body = await res.json();
+    if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(body)}`);
+    if (i > 0) times.push(performance.now() - t0); // the first run warms the plan cache
   }
-} finally {
-  await db.end();
-  await service.close();
+  times.sort((a, b) => a - b);
+  return { median: times[Math.floor(times.length / 2)], max: times.at(-1), body };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await script();
+
+async function script() {
+  const { startService } = await import('../dist/app.factory.js');
+  const { loadConfig } = await import('../dist/config/app.config.js');
+
+  const config = loadConfig(
+    {},
+    {
+      port: 0,
+      role: 'api',
+      logLevel: 'error',
+      bootstrapApiKey: KEY,
+      dataDir: process.env.BENCH_DATA_DIR ?? '.data/bench-history',
+      embeddedPgPort: Number(process.env.BENCH_PG_PORT ?? 54441),
+    },
+  );
+  const service = await startService(config);
+  const db = new pg.Client({ connectionString: service.databaseUrl });
+  await db.connect();
+
+  try {
+    const {
+      rows: [{ id: keyId }],
+    } = await db.query('SELECT id FROM api_key ORDER BY created_at LIMIT 1');
+    const {
+      rows: [{ n }],
+    } = await db.query('SELECT count(*)::int AS n FROM attempt');
+    if (n !== ATTEMPTS) await seed(db, keyId);
+    const {
+      rows: [{ lo, hi }],
+    } = await db.query('SELECT min(started_at) AS lo, max(started_at) AS hi FROM attempt');
+    console.log(`${ATTEMPTS} attempts of one key from ${lo.toISOString()} to ${hi.toISOString()}`);
+    const monthAgo = new Date(hi.getTime() - 30 * DAY).toISOString();
+    const end = new Date(hi.getTime() + 1).toISOString();
+    const cases = [
+      ['last 24 h, default bucket (5m)', `to=${end}`],
+      ['30 days, default bucket (1h)', `from=${monthAgo}&to=${end}`],
+      ['30 days, bucket 1d', `from=${monthAgo}&to=${end}&bucket=1d`],
+      ['30 days, one host of 20, 1h', `from=${monthAgo}&to=${end}&host=${encodeURIComponent('https://host-7.example:443')}`],
+      ['7 days, bucket 5m', `from=${new Date(hi.getTime() - 7 * DAY).toISOString()}&to=${end}&bucket=5m`],
+    ];
+    console.log('| query | buckets | attempts | median ms | max ms (of 5) |');
+    console.log('| --- | ---: | ---: | ---: | ---: |');
+    for (const [name, qs] of cases) {
+      const { median, max, body } = await timeLatencyHistory(service.url, KEY, qs);
+      const total = body.items.reduce((s, b) => s + b.count, 0);
+      console.log(`| ${name} | ${body.items.length} | ${total} | ${median.toFixed(0)} | ${max.toFixed(0)} |`);
+    }
+  } finally {
+    await db.end();
+    await service.close();
+  }
 }
 
 /** 1M attempts over the last 30 days: 20 hosts, 95% success, log-normal-ish durations. */
-async function seed(keyId) {
+async function seed(db, keyId) {
   const t0 = performance.now();
   await db.query('TRUNCATE batch, callback, attempt CASCADE');
   const {
