@@ -167,6 +167,11 @@ describe(EventService.name, () => {
       `SELECT count(*)::int AS n FROM callback c JOIN event e ON e.batch_id = c.batch_id WHERE e.event_id IN ('evt-replayed', 'evt-raced')`,
     );
     expect(callbacks.rows[0].n).toBe(2); // "exact" only (amount 1, no currency), once per event
+    // the racers that lost stored nothing of their own either: no batch (nor callbacks) without its event
+    const orphans = await db.query(
+      `SELECT count(*)::int AS n FROM batch b WHERE b.label LIKE 'event %' AND NOT EXISTS (SELECT 1 FROM event e WHERE e.batch_id = b.id)`,
+    );
+    expect(orphans.rows[0].n).toBe(0);
   });
 
   it('should send only to the receivers named, and keep ordering per receiver', async () => {
