@@ -90,6 +90,40 @@ describe('history partitions', () => {
     expect((await rowOf(ids.retried)).attempts).toBe(2);
   });
 
+  it('should give way when dropping a partition waits for its locks, so nothing queues behind the drop for long, and drop it later', async () => {
+    // A drop waiting for `receiver` (a transaction holds it: a write-back, a PUT) queued
+    // every claim, ingest and status read behind it: test/db-faults.e2e.test.ts.
+    const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'callback'`)).rows;
+    const old = Date.UTC(2001, 0, 1);
+    const [dropped, leftover] = [partitionName('callback', old), partitionName('callback', old + H)];
+    for (const from of [old, old + H]) {
+      for (const statement of partitionStatements('callback', partitionName('callback', from), from, from + H, indexes)) await db.query(statement.text);
+    }
+    await db.query(`ALTER TABLE callback DETACH PARTITION ${leftover}`); // as a pass stopped between detach and drop leaves it
+    const [holder, probe] = [await connect(service.databaseUrl), await connect(service.databaseUrl)];
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE receiver IN ROW SHARE MODE'); // as a write-back's lockReceivers holds it
+      const purge = service.app.get(RetentionService).purge();
+      const waits: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        await new Promise((r) => setTimeout(r, 150));
+        const started = Date.now();
+        await probe.query('SELECT count(*) FROM receiver'); // as a claim reads it
+        waits.push(Date.now() - started);
+      }
+      await holder.query('COMMIT');
+      const result = await purge;
+      expect(Math.max(...waits), `probe waits ${waits.join(', ')} ms`).toBeLessThan(600); // a drop's try waits 200 ms at most
+      expect(result.partitions).toBeGreaterThanOrEqual(2);
+      const { rows } = await db.query(`SELECT relname FROM pg_class WHERE relname = ANY($1::text[])`, [[dropped, leftover]]);
+      expect(rows).toEqual([]);
+    } finally {
+      await holder.end();
+      await probe.end();
+    }
+  });
+
   it('should keep the latency history of the window exact when older partitions go', async () => {
     // Attempts from two and a half hours ago, in a partition of their own (this fresh database's
     // attempt_before, empty, makes way for it if the test before has not dropped it), beside the window's, sent now.

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { databaseTimeoutOf } from '../database/database.errors.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { partitionName, type PartitionBounds } from './partition.policy.js';
@@ -51,6 +52,15 @@ export const partitionBounds = (r: PartitionRow): PartitionBounds & { detaching:
   to: r.to_ms === null ? null : Number(r.to_ms),
   detaching: r.detaching,
 });
+
+/**
+ * How long one DROP of a detached partition waits for its locks before it gives way
+ * (ms), and how many times a pass tries it (dropDetached). Below Postgres's
+ * deadlock_timeout (1 s), so a drop in a lock cycle gives way before the other side's
+ * deadlock check ends that one.
+ */
+const DROP_LOCK_TIMEOUT_MS = 200;
+const DROP_TRIES = 10;
 
 /** Session-level advisory lock key of partition changes, so two processes never make the same partition. */
 const PARTITIONS_LOCK = 72707371;
@@ -111,6 +121,51 @@ export class PartitionRepository {
     await this.prisma.$executeRaw(
       Prisma.sql`ALTER TABLE ${Prisma.raw(table)} DETACH PARTITION ${Prisma.raw(name)} ${Prisma.raw(detaching ? 'FINALIZE' : 'CONCURRENTLY')}`,
     );
-    await this.prisma.$executeRaw(Prisma.sql`DROP TABLE ${Prisma.raw(name)}`);
+    await this.dropDetached(name);
+  }
+
+  /**
+   * Drops a detached partition, giving way to the service's own traffic. DROP TABLE of
+   * a table with foreign keys takes ACCESS EXCLUSIVE on the tables they reference
+   * (their triggers go): for `callback`'s, on `receiver`, then on `batch`. While it
+   * waits for either, every statement that reads or writes that table queues behind
+   * it (claims, ingests, write-backs, status reads), and an ingest, which locks
+   * `batch` then `receiver` at its start, closes a cycle with it that Postgres breaks
+   * by ending one of the two, usually the ingest (test/db-faults.e2e.test.ts). So each
+   * try waits at most DROP_LOCK_TIMEOUT_MS (`SET LOCAL lock_timeout`, in its own
+   * transaction), then gives way for a pause, up to DROP_TRIES tries; a table every
+   * try missed stays, detached, for the next pass (detachedLeftovers).
+   */
+  async dropDetached(name: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.prisma.pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query(`BEGIN; SET LOCAL lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'`);
+        await client.query(`DROP TABLE ${name}`);
+        await client.query('COMMIT');
+        return;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        if (attempt >= DROP_TRIES || databaseTimeoutOf(error) !== 'lock') throw error;
+      } finally {
+        client.release(broken);
+      }
+      await new Promise((resolve) => setTimeout(resolve, DROP_LOCK_TIMEOUT_MS * (1 + Math.random())));
+    }
+  }
+
+  /**
+   * Tables named as `table`'s partitions that are no longer partitions: detached by a
+   * pass that stopped, or whose every drop gave way, before the drop. Read from the
+   * catalog; `name` is only ever partitionName's `<table>_<yyyymmdd>_<hhmmss>`.
+   */
+  async detachedLeftovers(table: string): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<Array<{ name: string }>>(Prisma.sql`
+      SELECT c.relname AS name FROM pg_class c
+      WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND NOT c.relispartition
+        AND c.relname ~ ${`^${table}_[0-9]{8}_[0-9]{6}$`}
+      ORDER BY c.relname`);
+    return rows.map((r) => r.name);
   }
 }

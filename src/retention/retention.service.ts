@@ -78,6 +78,13 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
     const cutoffOf = (table: string) => (table === 'attempt' ? Math.min(cutoff.getTime(), now.getTime() - longestCallMs) : cutoff.getTime());
     let partitions = 0;
     for (const { table } of HISTORY_TABLES) {
+      for (const name of await this.partitions.detachedLeftovers(table)) {
+        if (this.stopping) break;
+        await this.partitions.dropDetached(name);
+        this.metrics.partitionDropped(table);
+        partitions++;
+        this.logger.log(`retention: dropped ${name}, detached by an earlier pass`);
+      }
       for (const p of partitionsToDrop(await this.partitions.partitionsOf(table), cutoffOf(table))) {
         if (this.stopping) break;
         await this.partitions.dropPartition(table, p.name, p.detaching);
