@@ -146,7 +146,10 @@ describe(ClaimRepository.name, () => {
       await other.query('BEGIN');
       await other.query(`UPDATE host SET in_flight = in_flight WHERE host = $1`, [A]);
       const t0 = performance.now();
-      const stored = await Promise.race([batch([`${A}/second`]).then(() => performance.now() - t0), new Promise<number>((r) => setTimeout(() => r(Infinity), 2000))]);
+      const stored = await Promise.race([
+        batch([`${A}/second`]).then(() => performance.now() - t0),
+        new Promise<number>((r) => setTimeout(() => r(Infinity), 2000)),
+      ]);
       expect(stored).toBeLessThan(1000);
     } finally {
       await other.query('ROLLBACK');

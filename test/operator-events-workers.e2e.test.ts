@@ -156,6 +156,8 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     // hosts in orders that cannot close a cycle (once ~1 s each, enough in a row to outlast a lease)
     const deadlocks = await count(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
     expect(deadlocks).toBe(0);
-    console.log(`operator events: ${deliveries.size} events, ${redelivered.length} delivered twice (killed worker), ${spread}/40 batches written back by 2+ workers`);
+    console.log(
+      `operator events: ${deliveries.size} events, ${redelivered.length} delivered twice (killed worker), ${spread}/40 batches written back by 2+ workers`,
+    );
   }, 120_000);
 });
