@@ -261,19 +261,26 @@ describe('deadlocks and concurrent updates', () => {
     // 2026-12-03 C2), as far as the locks go: DROP TABLE of a detached partition of
     // `callback` takes ACCESS EXCLUSIVE on `receiver`, then on `batch` (its foreign
     // keys' triggers), and an ingest locks `batch`, then `receiver`, at its start.
+    // a detached partition, as retention leaves it before its drop; made under the lock the
+    // service's own partition changes take (PartitionRepository), so they never meet
+    await locker.query('BEGIN');
+    await locker.query("SELECT pg_advisory_xact_lock(72707371, hashtext('callback'))");
     await locker.query('CREATE TABLE callback_zz (LIKE callback INCLUDING DEFAULTS INCLUDING CONSTRAINTS)');
     await locker.query("ALTER TABLE callback ATTACH PARTITION callback_zz FOR VALUES FROM ('2100-01-01') TO ('2100-01-02')");
-    await locker.query('ALTER TABLE callback DETACH PARTITION callback_zz CONCURRENTLY');
+    await locker.query('ALTER TABLE callback DETACH PARTITION callback_zz');
+    await locker.query('COMMIT');
     expect((await service.api('/v1/receivers/held', { method: 'PUT', json: { url: 'http://127.0.0.79:9/held' } })).status).toBe(201);
     await parked(); // its destination's secret made: the ingest below goes straight to its insert
     const dropper = await connect(t.url);
     try {
       const before = await deadlocks();
-      await dropper.query("SET deadlock_timeout = '60s'"); // so the ingest's check finds the cycle
+      // the ingest's check (after 1 s) finds the cycle first; should the cycle close only
+      // after that one check (a slow machine), the drop's own, later, ends the drop instead
+      await dropper.query("SET deadlock_timeout = '3s'");
       // a receiver's row held (a PUT, a write-back): the drop queues for `receiver` behind it
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM receiver WHERE name = 'held' FOR UPDATE");
-      const dropped = dropper.query('DROP TABLE callback_zz');
+      const dropped = dropper.query('DROP TABLE callback_zz').catch((error: Error) => error);
       await waitFor(() => waiting('DROP TABLE callback_zz'), 5_000);
       // the ingest takes `batch`, then queues for `receiver` behind the drop
       const answer = service.api('/v1/batches', { method: 'POST', json: { label: 'beside a drop', callbacks: [{ url: 'http://127.0.0.79:9/drop' }] } });
@@ -289,6 +296,7 @@ describe('deadlocks and concurrent updates', () => {
       );
       expect(stored.rows).toEqual([{ id, n: 1 }]);
     } finally {
+      await dropper.query('DROP TABLE IF EXISTS callback_zz');
       await dropper.end();
     }
   });
