@@ -121,7 +121,7 @@ async function trim(url) {
  * longest gap over the same stretch of a dispatch without it (run first, same service).
  * The slot is seeded again by the next run's historyDatabase.
  */
-async function dropDuringDispatch(databaseUrl, slot, size, n = 20_000) {
+export async function dropDuringDispatch(databaseUrl, slot, size, n = 20_000) {
   const window = 200;
   const receiver = await BenchReceiver.start({ record: true });
   const service = await startService(databaseUrl, dispatchEnv(window));

@@ -110,6 +110,8 @@ const HISTORY_SLOTS = 10;
 export async function partitionRepositoryOn(db) {
   const { PartitionRepository } = await distModule('retention/partition.repository.js');
   const runner = {
+    // dropDetached takes a connection of its own from the service's pool: here the same client.
+    pool: { connect: async () => ({ query: (...args) => db.query(...args), release: () => undefined }) },
     $queryRaw: async (s) => (await db.query(s.text, s.values)).rows,
     $executeRaw: async (s) => (await db.query(s.text, s.values)).rowCount,
     async $transaction(fn) {
@@ -163,6 +165,8 @@ export async function seedHistory(db, keyId, total = 1_000_000) {
   const first = slots[0].from;
   const perSlot = Math.round(total / slots.length);
   for (const table of ['callback', 'attempt']) {
+    // A drop a run left half done (detached, not dropped) would stop the partition being made again.
+    if (repo.detachedLeftovers) for (const name of await repo.detachedLeftovers(table)) await repo.dropDetached(name);
     for (const p of await repo.partitionsOf(table)) {
       const empty = p.name === 'attempt_before' && (await db.query('SELECT NOT EXISTS (SELECT 1 FROM attempt_before) AS e')).rows[0].e;
       if (empty || (p.to !== null && Number.isFinite(p.to) && p.to <= first)) await repo.dropPartition(table, p.name, p.detaching);
