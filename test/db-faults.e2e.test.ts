@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_IDLE_TIMEOUT_MS } from '../src/dispatch/leader.lock.js';
-import { connect, useTestDatabase } from './support/database.js';
+import { connect, inTransactionRetryingDeadlocks, useTestDatabase } from './support/database.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { checkedFetch } from './support/openapi-validator.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
@@ -263,21 +263,12 @@ describe('deadlocks and concurrent updates', () => {
     // keys' triggers), and an ingest locks `batch`, then `receiver`, at its start.
     // a detached partition, as retention leaves it before its drop; made under the lock the
     // service's own partition changes take (PartitionRepository), so they never meet
-    // (the service's statements of the test before may still be under way: a deadlock with one of them is tried again)
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await locker.query('BEGIN');
-        await locker.query("SELECT pg_advisory_xact_lock(72707371, hashtext('callback'))");
-        await locker.query('CREATE TABLE callback_zz (LIKE callback INCLUDING DEFAULTS INCLUDING CONSTRAINTS)');
-        await locker.query("ALTER TABLE callback ATTACH PARTITION callback_zz FOR VALUES FROM ('2100-01-01') TO ('2100-01-02')");
-        await locker.query('ALTER TABLE callback DETACH PARTITION callback_zz');
-        await locker.query('COMMIT');
-        break;
-      } catch (error) {
-        await locker.query('ROLLBACK');
-        if (attempt >= 5 || (error as { code?: string }).code !== '40P01') throw error;
-      }
-    }
+    await inTransactionRetryingDeadlocks(locker, async () => {
+      await locker.query("SELECT pg_advisory_xact_lock(72707371, hashtext('callback'))");
+      await locker.query('CREATE TABLE callback_zz (LIKE callback INCLUDING DEFAULTS INCLUDING CONSTRAINTS)');
+      await locker.query("ALTER TABLE callback ATTACH PARTITION callback_zz FOR VALUES FROM ('2100-01-01') TO ('2100-01-02')");
+      await locker.query('ALTER TABLE callback DETACH PARTITION callback_zz');
+    });
     expect((await service.api('/v1/receivers/held', { method: 'PUT', json: { url: 'http://127.0.0.79:9/held' } })).status).toBe(201);
     await parked(); // its destination's secret made: the ingest below goes straight to its insert
     const dropper = await connect(t.url);

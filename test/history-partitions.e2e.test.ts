@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionName } from '../src/retention/partition.policy.js';
 import { partitionStatements } from '../src/retention/partition.repository.js';
 import { RetentionService } from '../src/retention/retention.service.js';
-import { connect } from './support/database.js';
+import { connect, inTransactionRetryingDeadlocks } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -97,13 +97,13 @@ describe('history partitions', () => {
     const old = Date.UTC(2001, 0, 1);
     const [dropped, leftover] = [partitionName('callback', old), partitionName('callback', old + H)];
     // under the lock of the service's own partition changes (PartitionRepository), so they never meet
-    await db.query('BEGIN');
-    await db.query(`SELECT pg_advisory_xact_lock(72707371, hashtext('callback'))`);
-    for (const from of [old, old + H]) {
-      for (const statement of partitionStatements('callback', partitionName('callback', from), from, from + H, indexes)) await db.query(statement.text);
-    }
-    await db.query(`ALTER TABLE callback DETACH PARTITION ${leftover}`); // as a pass stopped between detach and drop leaves it
-    await db.query('COMMIT');
+    await inTransactionRetryingDeadlocks(db, async () => {
+      await db.query(`SELECT pg_advisory_xact_lock(72707371, hashtext('callback'))`);
+      for (const from of [old, old + H]) {
+        for (const statement of partitionStatements('callback', partitionName('callback', from), from, from + H, indexes)) await db.query(statement.text);
+      }
+      await db.query(`ALTER TABLE callback DETACH PARTITION ${leftover}`); // as a pass stopped between detach and drop leaves it
+    });
     const [holder, probe] = [await connect(service.databaseUrl), await connect(service.databaseUrl)];
     try {
       await holder.query('BEGIN');

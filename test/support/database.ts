@@ -92,3 +92,22 @@ export function useTestDatabase(): { readonly db: pg.Client; readonly url: strin
     },
   };
 }
+
+/**
+ * Runs `work` in a transaction on `client`, again (up to 5 times) when Postgres ends it
+ * for a deadlock: a test's own DDL (a partition attached or detached) can meet the
+ * service's statements still under way, which lock the same tables in another order.
+ */
+export async function inTransactionRetryingDeadlocks(client: pg.Client, work: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.query('BEGIN');
+      await work();
+      await client.query('COMMIT');
+      return;
+    } catch (error) {
+      await client.query('ROLLBACK');
+      if (attempt >= 5 || (error as { code?: string }).code !== '40P01') throw error;
+    }
+  }
+}
