@@ -62,21 +62,13 @@ export class ErrorFilter implements ExceptionFilter {
     }
     const timeout = databaseTimeoutOf(exception);
     if (timeout) {
-      this.logger.warn({ msg: `database timeout: ${(exception as Error)?.message ?? String(exception)}`, event: 'db_timeout', timeout, requestId });
-      const message =
-        timeout === 'lock'
-          ? 'a database statement waited for a lock longer than DATABASE_LOCK_TIMEOUT_MS and was cancelled; retry shortly'
-          : 'a database statement ran longer than DATABASE_STATEMENT_TIMEOUT_MS and was cancelled; retry shortly';
-      return { status: 503, body: { code: 'db_timeout', message, requestId }, headers: { 'retry-after': '1' } };
+      this.logger.warn({ msg: `database timeout: ${errorText(exception)}`, event: 'db_timeout', timeout, requestId });
+      return retryShortly('db_timeout', DB_TIMEOUT_MESSAGES[timeout], requestId);
     }
     const conflict = transientConflictOf(exception);
     if (conflict) {
-      this.logger.warn({ msg: `database conflict: ${(exception as Error)?.message ?? String(exception)}`, event: 'db_conflict', conflict, requestId });
-      const message =
-        conflict === 'deadlock'
-          ? 'the database ended this request to resolve a deadlock with another; nothing of it was stored; retry shortly'
-          : 'the database ended this request because a row it needed changed concurrently; nothing of it was stored; retry shortly';
-      return { status: 503, body: { code: 'db_conflict', message, requestId }, headers: { 'retry-after': '1' } };
+      this.logger.warn({ msg: `database conflict: ${errorText(exception)}`, event: 'db_conflict', conflict, requestId });
+      return retryShortly('db_conflict', DB_CONFLICT_MESSAGES[conflict], requestId);
     }
     if (isDatabaseUnavailable(exception)) {
       return {
@@ -103,4 +95,21 @@ function messageOf(exception: unknown, status: number): string {
   }
   if (status === 413) return 'request body is too large';
   return (exception as Error)?.message ?? 'bad request';
+}
+
+const DB_TIMEOUT_MESSAGES = {
+  lock: 'a database statement waited for a lock longer than DATABASE_LOCK_TIMEOUT_MS and was cancelled; retry shortly',
+  statement: 'a database statement ran longer than DATABASE_STATEMENT_TIMEOUT_MS and was cancelled; retry shortly',
+} as const;
+
+const DB_CONFLICT_MESSAGES = {
+  deadlock: 'the database ended this request to resolve a deadlock with another; nothing of it was stored; retry shortly',
+  serialization: 'the database ended this request because a row it needed changed concurrently; nothing of it was stored; retry shortly',
+} as const;
+
+const errorText = (exception: unknown): string => (exception as Error)?.message ?? String(exception);
+
+/** A 503 the client should simply retry in a second: a database timeout or conflict. */
+function retryShortly(code: ErrorCode, message: string, requestId: string): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  return { status: 503, body: { code, message, requestId }, headers: { 'retry-after': '1' } };
 }
