@@ -133,6 +133,17 @@ CREATE TABLE host (
   claimed_until timestamp(3) with time zone
 );
 
+CREATE TABLE latency_rollup (
+  api_key_id uuid NOT NULL,
+  bucket_ms integer NOT NULL,
+  start timestamp(3) with time zone NOT NULL,
+  count integer NOT NULL,
+  ok integer NOT NULL,
+  pct double precision[] NOT NULL,
+  max double precision,
+  computed_at timestamp(3) with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE operator_endpoint (
   api_key_id uuid NOT NULL,
   receiver_id uuid NOT NULL,
@@ -243,6 +254,8 @@ ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key
 ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
 ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
+ALTER TABLE latency_rollup ADD CONSTRAINT latency_rollup_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE latency_rollup ADD CONSTRAINT latency_rollup_pkey PRIMARY KEY (api_key_id, bucket_ms, start);
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_pkey PRIMARY KEY (api_key_id);
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
@@ -303,6 +316,8 @@ CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
+CREATE UNIQUE INDEX latency_rollup_pkey ON public.latency_rollup USING btree (api_key_id, bucket_ms, start);
+CREATE INDEX latency_rollup_start_idx ON public.latency_rollup USING btree (start);
 CREATE UNIQUE INDEX operator_endpoint_pkey ON public.operator_endpoint USING btree (api_key_id);
 CREATE UNIQUE INDEX operator_endpoint_receiver_id_key ON public.operator_endpoint USING btree (receiver_id);
 CREATE UNIQUE INDEX portal_session_pkey ON public.portal_session USING btree (id);
@@ -323,6 +338,8 @@ CREATE INDEX task_open_idx ON public.task USING btree (updated_at) WHERE (status
 CREATE UNIQUE INDEX task_pkey ON public.task USING btree (id);
 CREATE INDEX task_receiver_idx ON public.task USING btree (receiver_id, created_at) WHERE (receiver_id IS NOT NULL);
 
+CREATE TRIGGER attempt_late_rollups AFTER INSERT ON public.attempt FOR EACH ROW WHEN ((new.started_at < (now() - '00:10:00'::interval))) EXECUTE FUNCTION latency_rollups_of_late_attempt();
+CREATE TRIGGER attempt_late_rollups AFTER INSERT ON public.attempt_before FOR EACH ROW WHEN ((new.started_at < (now() - '00:10:00'::interval))) EXECUTE FUNCTION latency_rollups_of_late_attempt();
 CREATE TRIGGER callback_attempts_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION attempts_of_deleted_callbacks();
 CREATE TRIGGER callback_host_in_flight_delete AFTER DELETE ON public.callback REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_delete();
 CREATE TRIGGER callback_host_in_flight_update AFTER UPDATE ON public.callback REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION host_in_flight_after_update();
@@ -388,6 +405,23 @@ BEGIN
   INSERT INTO host (host)
   SELECT DISTINCT n.host FROM new_rows n WHERE NOT EXISTS (SELECT 1 FROM host h WHERE h.host = n.host) ORDER BY 1
   ON CONFLICT (host) DO NOTHING;
+  RETURN NULL;
+END $function$;
+
+CREATE OR REPLACE FUNCTION public.latency_rollup_closed_before()
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE
+AS $function$ SELECT now() - interval '10 minutes' $function$;
+
+CREATE OR REPLACE FUNCTION public.latency_rollups_of_late_attempt()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  DELETE FROM latency_rollup r
+  WHERE r.api_key_id = NEW.api_key_id AND r.start <= NEW.started_at AND r.start > NEW.started_at - interval '1 day'
+    AND r.start + r.bucket_ms * interval '1 millisecond' > NEW.started_at;
   RETURN NULL;
 END $function$;
 

@@ -156,12 +156,21 @@ describe('history partitions', () => {
     const total = (items: Array<{ count: number }>) => items.reduce((n, b) => n + b.count, 0);
     const window = await history(0.9);
     expect(total(await history(3))).toBe(total(window) + 40);
+    // From a whole hour, the old attempts' hour is closed and whole: it is stored (latency_rollup), and must go with them.
+    const wholeHours = `/v1/history/latency?from=${new Date(Math.floor((Date.now() - 4 * H) / H) * H).toISOString()}&bucket=1h`;
+    const storedOld = async () =>
+      (await db.query(`SELECT coalesce(sum(count), 0)::int AS n FROM latency_rollup WHERE api_key_id = $1 AND start < now() - interval '2 hours'`, [key]))
+        .rows[0].n;
+    expect(total((await service.apiJson(wholeHours)).items)).toBe(total(window) + 40);
+    expect(await storedOld()).toBe(40);
 
     const purged = await service.app.get(RetentionService).purge();
     expect(purged.partitions).toBeGreaterThanOrEqual(1);
     expect(await partitions('attempt')).not.toContain(partitionName('attempt', old));
     expect(await history(0.9)).toEqual(window); // the window's buckets, to the attempt
     expect(total(await history(3))).toBe(total(window)); // the old ones went with their partition
+    expect(await storedOld()).toBe(0);
+    expect(total((await service.apiJson(wholeHours)).items)).toBe(total(window));
     const { rows } = await db.query(`SELECT count(*)::int AS n FROM attempt WHERE callback_id IN (SELECT id FROM callback WHERE batch_id = $1)`, [batch.id]);
     expect(rows[0].n).toBe(30);
   });

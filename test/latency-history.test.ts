@@ -205,6 +205,71 @@ describe(LatencyController.name, () => {
     expect(bare.items).toEqual(spelled.items);
   });
 
+  describe('stored buckets (latency_rollup)', () => {
+    const day = '2026-11-20';
+    const window = `from=${day}T00:00:00.000Z&to=${day}T06:00:00.000Z&bucket=1h`;
+    const stored = async (bucketMs: number) =>
+      (
+        await db.query(
+          `SELECT start, count FROM latency_rollup WHERE api_key_id = $1 AND bucket_ms = $2 AND start >= $3 AND start < $4::timestamptz + interval '1 day' ORDER BY start`,
+          [keyId, bucketMs, `${day}T00:00:00Z`, `${day}T00:00:00Z`],
+        )
+      ).rows.map((r) => [r.start.toISOString(), r.count]);
+
+    beforeAll(async () => {
+      // 01:00–02:00 and 03:00–04:00: 50 attempts each; the other hours of the window stay empty.
+      const { callbackId } = await seedCallback(keyId, HOST_A);
+      const at = (hour: number) =>
+        Array.from(
+          { length: 50 },
+          (_, i) => [Date.parse(`${day}T0${hour}:00:00Z`) - T0 + i * 60_000, (i * 37) % 500, i % 7 ? 'success' : 'timeout'] as [number, number, string],
+        );
+      await seedAttempts(callbackId, keyId, HOST_A, [...at(1), ...at(3)]);
+    });
+
+    it('should store every closed bucket of an unfiltered read, empty ones too, and answer the same from them', async () => {
+      const first = await service.apiJson(`/v1/history/latency?${window}`);
+      expect(first.items.map((b: Bucket) => [b.start, b.count])).toEqual([
+        [`${day}T01:00:00.000Z`, 50],
+        [`${day}T03:00:00.000Z`, 50],
+      ]);
+      expect(await stored(3_600_000)).toEqual([0, 1, 2, 3, 4, 5].map((h) => [`${day}T0${h}:00:00.000Z`, h === 1 || h === 3 ? 50 : 0]));
+      expect(await service.apiJson(`/v1/history/latency?${window}`)).toEqual(first);
+      // The second read came from the stored rows: a stored bucket changed by hand shows.
+      await db.query(`UPDATE latency_rollup SET count = 51 WHERE api_key_id = $1 AND bucket_ms = 3600000 AND start = $2`, [keyId, `${day}T01:00:00Z`]);
+      expect((await service.apiJson(`/v1/history/latency?${window}`)).items[0].count).toBe(51);
+      await db.query(`UPDATE latency_rollup SET count = 50 WHERE api_key_id = $1 AND bucket_ms = 3600000 AND start = $2`, [keyId, `${day}T01:00:00Z`]);
+    });
+
+    it('should store neither the partial buckets at the ends, nor a filtered read, nor a bucket that is not closed', async () => {
+      await service.apiJson(`/v1/history/latency?from=${day}T00:30:00.000Z&to=${day}T05:30:00.000Z&bucket=1d`);
+      await service.apiJson(`/v1/history/latency?${window.replace('1h', '5m')}&host=${encodeURIComponent(HOST_A)}`);
+      expect(await stored(86_400_000)).toEqual([]);
+      expect(await stored(300_000)).toEqual([]);
+      await service.apiJson('/v1/history/latency?bucket=1m');
+      const { rows } = await db.query(`SELECT max(start) AS last FROM latency_rollup WHERE api_key_id = $1 AND bucket_ms = 60000`, [keyId]);
+      expect(rows[0].last.getTime()).toBeLessThanOrEqual(Date.now() - 10 * 60_000 - 60_000);
+    });
+
+    it('should compute a stored bucket again once an attempt is written into it, in every width', async () => {
+      await service.apiJson(`/v1/history/latency?${window}`);
+      const wholeDay = `from=${day}T00:00:00.000Z&to=2026-11-21T00:00:00.000Z&bucket=1d`;
+      await service.apiJson(`/v1/history/latency?${wholeDay}`);
+      expect(await stored(86_400_000)).toEqual([[`${day}T00:00:00.000Z`, 100]]);
+      const { callbackId } = await seedCallback(keyId, HOST_A);
+      await seedAttempts(callbackId, keyId, HOST_A, [[Date.parse(`${day}T03:30:00Z`) - T0, 9_999, 'http_error']]);
+      expect(await stored(3_600_000)).toEqual([0, 1, 2, 4, 5].map((h) => [`${day}T0${h}:00:00.000Z`, h === 1 ? 50 : 0]));
+      const after = await service.apiJson(`/v1/history/latency?${window}`);
+      expect(after.items.map((b: Bucket) => [b.start, b.count, b.failed, b.max])).toEqual([
+        [`${day}T01:00:00.000Z`, 50, 8, 499],
+        [`${day}T03:00:00.000Z`, 51, 9, 9_999],
+      ]);
+      expect((await stored(3_600_000))[3]).toEqual([`${day}T03:00:00.000Z`, 51]);
+      expect(await stored(86_400_000)).toEqual([]);
+      expect((await service.apiJson(`/v1/history/latency?${wholeDay}`)).items.map((b: Bucket) => b.count)).toEqual([101]);
+    });
+  });
+
   it('should need an API key', async () => {
     expect((await service.api('/v1/history/latency', { key: null })).status).toBe(401);
   });

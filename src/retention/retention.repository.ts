@@ -50,4 +50,13 @@ export class RetentionRepository {
       )
       DELETE FROM batch b USING doomed WHERE b.id = doomed.id`);
   }
+
+  /**
+   * Deletes the stored latency buckets (latency_rollup) that start before `before`: a
+   * bucket stored whole would outlive attempts retention dropped. Through
+   * `latency_rollup_start_idx`; no row of it is locked elsewhere for long.
+   */
+  purgeLatencyRollups(before: Date): Promise<number> {
+    return this.db.execute(Prisma.sql`DELETE FROM latency_rollup WHERE start < ${before}`);
+  }
 }

@@ -95,6 +95,10 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
     }
     const callbacks = await this.inSlices((limit) => this.repo.purgeFinishedCallbacks(cutoff, limit));
     const batches = await this.inSlices((limit) => this.repo.purgeEmptyBatches(cutoff, limit));
+    // Stored latency buckets go where attempts may have gone: before the oldest attempt partition, and before the cutoff once rows went one by one.
+    const oldest = Math.min(...(await this.partitions.partitionsOf('attempt')).map((p) => p.from ?? -Infinity));
+    const rollupsBefore = callbacks > 0 ? Math.max(oldest, cutoff.getTime()) : oldest;
+    if (Number.isFinite(rollupsBefore)) await this.repo.purgeLatencyRollups(new Date(rollupsBefore));
     if (callbacks + batches > 0) {
       this.logger.log(`retention: purged ${callbacks} callbacks (with their attempts) and ${batches} batches finished before ${cutoff.toISOString()}`);
     }
