@@ -3,7 +3,6 @@ import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
-import { uuidv7Time } from '../common/uuid.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
@@ -119,63 +118,6 @@ export interface WaitingState {
 }
 export type CallbackWithAttempts = CallbackStatusRow & { attemptRows: AttemptRow[] };
 
-/** How far another process's clock may be behind the one that made an id (ms): done_at and started_at are the workers' clocks. */
-const CLOCK_SKEW_MS = 3_600_000;
-
-/**
- * A time before which the callback `id` cannot have finished nor had an attempt, and
- * no callback made after it either: its UUIDv7 time less CLOCK_SKEW_MS. Null for an id
- * of another version (none the service makes, but rows written by hand may have one).
- */
-export function madeAfter(id: string): Date | null {
-  const t = uuidv7Time(id);
-  // An id from the future was not made by a clock of the service's: the bound stays at most now.
-  return t === null ? null : new Date(Math.min(t, Date.now()) - CLOCK_SKEW_MS);
-}
-
-/**
- * Callbacks by (key, id) with all their attempts, in one statement: primary key
- * (`callback_pkey`, the key id checked on the row: another key's callback is not
- * found), then `attempt_callback_id_number_idx` for the attempts, folded into one
- * JSON column. Only the columns the status API shows: a body may be 256 KiB. Raw
- * SQL because the status read is a hot path: the same read through `findFirst` +
- * `include` cost ~8 ms of CPU per call in the query engine; and run past Prisma
- * (ApiDatabase), which took another ~0.4 ms per statement. The id's time bounds
- * both partitioned tables from below (madeAfter): a callback finishes, and its
- * attempts start, after it was made, so history partitions that ended before are
- * pruned as the statement runs, and a read of a recent callback probes the newest
- * partitions only, not every day of RETENTION_HOURS. Answers
- * per input in order, null where there is no such callback; the rows are pg's own
- * objects (with their ordinal `i`), not copies. Reads, locks nothing.
- */
-export const callbacksByIdSql = (keys: Array<{ apiKeyId: string; id: string }>) => Prisma.sql`
-      SELECT r.i, c.id, c.batch_id AS "batchId", c.external_id AS "externalId", c.url, c.host, c.method,
-             c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts", c.status, c.attempts,
-             c.next_attempt_at AS "nextAttemptAt", c.last_status_code AS "lastStatusCode", c.last_error AS "lastError",
-             c.created_at AS "createdAt", c.completed_at AS "completedAt", c.priority, c.ordering_key AS "orderingKey", c.held,
-             CASE WHEN c.receiver_id IS NULL THEN NULL
-                  ELSE (SELECT json_build_object('name', rv.name, 'disabledReason', rv.disabled_reason)
-                        FROM receiver rv WHERE rv.id = c.receiver_id) END AS receiver,
-             COALESCE((
-               SELECT json_agg(json_build_object(
-                        'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
-                        'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'tunnelMs', a.tunnel_ms, 'firstByteMs', a.first_byte_ms,
-                        'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
-                        'responseHeaders', a.response_headers, 'responseBody', a.response_body) ORDER BY a.number)
-               FROM attempt a WHERE a.callback_id = c.id AND a.started_at >= r.made), '[]') AS "attemptRows"
-      FROM unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.apiKeyId)}::uuid[], ${keys.map((k) => madeAfter(k.id)?.toISOString() ?? '-infinity')}::timestamptz[])
-             WITH ORDINALITY AS r(id, api_key_id, made, i)
-      JOIN callback c ON c.id = r.id AND c.api_key_id = r.api_key_id AND c.done_at >= r.made`;
-
-/**
- * What a page after the cursor `after` adds to prune the history: callbacks made after
- * it finished after it was made, so partitions that ended before are not read.
- */
-function afterCursor(after: string): { doneAt?: { gte: Date } } {
-  const made = madeAfter(after);
-  return made === null ? {} : { doneAt: { gte: made } };
-}
-
 @Injectable()
 export class CallbackRepository {
   private readonly reads = new StatementCoalescer((keys: Array<{ apiKeyId: string; id: string }>) => this.findCallbacks(keys), {
@@ -200,9 +142,35 @@ export class CallbackRepository {
     return this.reads.submit({ apiKeyId, id });
   }
 
-  /** Callbacks by (key, id) with all their attempts (callbacksByIdSql), per input in order, null where there is none. */
+  /**
+   * Callbacks by (key, id) with all their attempts, in one statement: primary key
+   * (`callback_pkey`, the key id checked on the row: another key's callback is not
+   * found), then `attempt_callback_id_number_idx` for the attempts, folded into one
+   * JSON column. Only the columns the status API shows: a body may be 256 KiB. Raw
+   * SQL because the status read is a hot path: the same read through `findFirst` +
+   * `include` cost ~8 ms of CPU per call in the query engine; and run past Prisma
+   * (ApiDatabase), which took another ~0.4 ms per statement. Answers
+   * per input in order, null where there is no such callback; the rows are pg's own
+   * objects (with their ordinal `i`), not copies. Reads, locks nothing.
+   */
   private async findCallbacks(keys: Array<{ apiKeyId: string; id: string }>): Promise<Array<CallbackWithAttempts | null>> {
-    const rows = await this.db.query<CallbackWithAttempts & { i: string }>(callbacksByIdSql(keys));
+    const rows = await this.db.query<CallbackWithAttempts & { i: string }>(Prisma.sql`
+      SELECT r.i, c.id, c.batch_id AS "batchId", c.external_id AS "externalId", c.url, c.host, c.method,
+             c.timeout_ms AS "timeoutMs", c.max_attempts AS "maxAttempts", c.status, c.attempts,
+             c.next_attempt_at AS "nextAttemptAt", c.last_status_code AS "lastStatusCode", c.last_error AS "lastError",
+             c.created_at AS "createdAt", c.completed_at AS "completedAt", c.priority, c.ordering_key AS "orderingKey", c.held,
+             CASE WHEN c.receiver_id IS NULL THEN NULL
+                  ELSE (SELECT json_build_object('name', rv.name, 'disabledReason', rv.disabled_reason)
+                        FROM receiver rv WHERE rv.id = c.receiver_id) END AS receiver,
+             COALESCE((
+               SELECT json_agg(json_build_object(
+                        'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
+                        'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'tunnelMs', a.tunnel_ms, 'firstByteMs', a.first_byte_ms,
+                        'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
+                        'responseHeaders', a.response_headers, 'responseBody', a.response_body) ORDER BY a.number)
+               FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"
+      FROM unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.apiKeyId)}::uuid[]) WITH ORDINALITY AS r(id, api_key_id, i)
+      JOIN callback c ON c.id = r.id AND c.api_key_id = r.api_key_id`);
     const found: Array<CallbackWithAttempts | null> = keys.map(() => null);
     for (const row of rows) found[Number(row.i) - 1] = row;
     return found;
@@ -214,9 +182,7 @@ export class CallbackRepository {
    * failed or cancelled by callback_unsuccessful_idx; pending by the due index; in
    * flight by the lease index, which the planner takes only when told that a lease is
    * held (as the CHECK callback_lease_in_flight_check makes every in-flight row),
-   * else it scanned the whole table (177 ms with a million finished rows). After a
-   * cursor, the history partitions that ended before the cursor was made are not read
-   * (afterCursor).
+   * else it scanned the whole table (177 ms with a million finished rows).
    */
   listCallbacks(apiKeyId: string, f: CallbackFilter): Promise<CallbackStatusRow[]> {
     return this.prisma.callback.findMany({
@@ -228,7 +194,7 @@ export class CallbackRepository {
         ...(f.status === 'in_flight' && { leaseExpiresAt: { not: null } }),
         ...(f.host && { host: f.host }),
         ...(f.since && { createdAt: { gte: f.since } }),
-        ...(f.after && { id: { gt: f.after }, ...afterCursor(f.after) }),
+        ...(f.after && { id: { gt: f.after } }),
       },
       // The columns a list shows: a body may be 256 KiB, and a page 1,000 rows.
       select: STATUS_COLUMNS,

@@ -49,12 +49,3 @@ export function uuidv7(now = Date.now()): string {
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID_RE.test(s);
-
-/**
- * The millisecond timestamp a UUIDv7 carries (its first 48 bits), or null for another
- * version. Every callback id the service makes is a UUIDv7 of the moment it was made.
- */
-export function uuidv7Time(id: string): number | null {
-  if (id[14] !== '7') return null;
-  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
-}
