@@ -43,7 +43,7 @@ async function cycles(databaseUrl) {
   const config = loadConfig({}, { hostMaxInFlight: 10_000 });
   const dispatchDb = new DispatchDatabase(directTarget(databaseUrl), config, new CaughtErrors());
   const claims = new ClaimRepository(dispatchDb, config, new MetricsService());
-  const outcomes = new OutcomeRepository(dispatchDb);
+  const outcomes = new OutcomeRepository(dispatchDb, config);
   const db = await connect(databaseUrl);
   const claimMs = [];
   const writeMs = [];
