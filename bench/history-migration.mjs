@@ -8,7 +8,7 @@ import { connect, distModule, freshDatabase, main, row } from './lib/harness.mjs
 import { seedFinished } from './lib/seed.mjs';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const PARTITIONING = '20261203190000_history_partitions';
+const PARTITIONING = '20261203185000_history_partitions_prepare';
 
 export async function historyMigrationScenario(server) {
   const { migrate, readMigrations } = await distModule('database/migrator.js');

@@ -6,7 +6,7 @@ import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
-const PARTITIONING = '20261203190000_history_partitions';
+const PARTITIONING = '20261203185000_history_partitions_prepare';
 const H = 3_600_000;
 
 /**
@@ -72,6 +72,14 @@ describe('history partitioning migration', () => {
     expect(await count(`SELECT count(*)::int AS n FROM callback_live`)).toBe(2000); // attached as it was, no copy
     expect(await count(`SELECT count(*)::int AS n FROM attempt`)).toBe(1000);
     expect(await count(`SELECT count(*)::int AS n FROM attempt_before`)).toBe(1000);
+    // The queue's foreign keys were adopted by the parent's (no second set, none checked again).
+    const fks = await db.query(
+      `SELECT conname, conparentid <> 0 AS adopted, convalidated FROM pg_constraint WHERE conrelid = 'callback_live'::regclass AND contype = 'f' ORDER BY 1`,
+    );
+    expect(fks.rows).toEqual([
+      { conname: 'callback_batch_id_fkey', adopted: true, convalidated: true },
+      { conname: 'callback_receiver_id_fkey', adopted: true, convalidated: true },
+    ]);
 
     // A day's window: the old finished rows are past it.
     service = await startTestService({ retentionHours: 24 }, url);
@@ -92,5 +100,21 @@ describe('history partitioning migration', () => {
     expect((await service.app.get(RetentionService).purge(new Date(Date.now() + 48 * H))).partitions).toBeGreaterThan(0);
     expect(await count(`SELECT count(*)::int AS n FROM callback`)).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM attempt`)).toBe(0);
+  });
+
+  it('should take a database partitioned by the earlier, one-transaction text as it is: the preparation recorded as not needed, nothing run', async () => {
+    const main = readMigrations().find((m) => m.name === '20261203190000_history_partitions')!;
+    expect(main.earlier).toHaveLength(1);
+    // As a database migrated before the preparation existed: the partitioning recorded with its earlier checksum, no preparation.
+    await db.query(`UPDATE _prisma_migrations SET checksum = $1 WHERE migration_name = $2`, [main.earlier[0], main.name]);
+    await db.query(`DELETE FROM _prisma_migrations WHERE migration_name = $1`, [PARTITIONING]);
+    const before = (await db.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE indexname LIKE '%pkey_new'`)).rows[0].n;
+    expect(await migrate(url)).toEqual([]);
+    const { rows } = await db.query(`SELECT logs, finished_at IS NOT NULL AS done FROM _prisma_migrations WHERE migration_name = $1`, [PARTITIONING]);
+    expect(rows).toEqual([{ logs: 'not needed here', done: true }]);
+    expect((await db.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE indexname LIKE '%pkey_new'`)).rows[0].n).toBe(before);
+    // A text that is neither the current one nor an earlier one is still refused.
+    await db.query(`UPDATE _prisma_migrations SET checksum = repeat('0', 64) WHERE migration_name = $1`, [main.name]);
+    await expect(migrate(url)).rejects.toThrow(/was edited after it was applied/);
   });
 });

@@ -6,19 +6,20 @@
 -- moves the row into the time partition of that instant; a retry sets 'infinity' again.
 -- Time partitions are made ahead and dropped whole by the service (src/retention).
 --
--- The table as it is becomes callback_live, without a copy: its rows all get
--- done_at = 'infinity' (a default, no rewrite), so the validated check below lets it be
--- attached without a scan under an exclusive lock. Rows it holds that finished before
--- this migration stay there and the row-by-row purge removes them as before.
-ALTER TABLE "callback" ADD COLUMN "done_at" TIMESTAMPTZ(3) NOT NULL DEFAULT 'infinity';
+-- The table as it is becomes callback_live, without a copy: its rows all have
+-- done_at = 'infinity' (a default, no rewrite), so the check validated by the migration
+-- before (history_partitions_prepare, outside a transaction) lets it be attached without
+-- a scan under an exclusive lock. Rows it holds that finished before this migration
+-- stay there and the row-by-row purge removes them as before. (This text replaced one
+-- that did the preparation's work here, in this transaction: earlier-checksums.)
+ALTER TABLE "callback" ADD COLUMN IF NOT EXISTS "done_at" TIMESTAMPTZ(3) NOT NULL DEFAULT 'infinity';
 ALTER TABLE "callback" RENAME TO "callback_live";
 CREATE TABLE "callback" (LIKE "callback_live" INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE ("done_at");
-ALTER TABLE "callback_live" ADD CONSTRAINT "callback_live_unfinished" CHECK ("done_at" = 'infinity') NOT VALID;
-ALTER TABLE "callback_live" VALIDATE CONSTRAINT "callback_live_unfinished";
+ALTER TABLE "callback" DROP CONSTRAINT IF EXISTS "callback_live_unfinished"; -- the queue's check, copied by LIKE
 
--- A partitioned table's unique keys include its partition key: (id, done_at). Ids are
--- UUIDv7s the service makes.
-CREATE UNIQUE INDEX "callback_live_pkey_new" ON "callback_live" ("id", "done_at");
+-- A partitioned table's unique keys include its partition key: (id, done_at), built
+-- concurrently by the preparation. Ids are UUIDv7s the service makes.
+CREATE UNIQUE INDEX IF NOT EXISTS "callback_live_pkey_new" ON "callback_live" ("id", "done_at");
 ALTER TABLE "callback_live" DROP CONSTRAINT "callback_pkey";
 ALTER INDEX "callback_live_pkey_new" RENAME TO "callback_live_pkey";
 ALTER TABLE "callback_live" ADD CONSTRAINT "callback_live_pkey" PRIMARY KEY USING INDEX "callback_live_pkey";
@@ -38,11 +39,10 @@ ALTER INDEX "callback_receiver_open_idx" RENAME TO "callback_live_receiver_open_
 ALTER INDEX "callback_recovery_idx" RENAME TO "callback_live_recovery_idx";
 ALTER INDEX "callback_unsuccessful_idx" RENAME TO "callback_live_unsuccessful_idx";
 
--- Foreign keys on the parent first: attaching then adopts the queue's equal ones unvalidated.
+-- Foreign keys on the parent first: attaching then adopts the queue's equal, validated
+-- ones as they are, instead of creating them anew and checking every row.
 ALTER TABLE "callback" ADD CONSTRAINT "callback_batch_id_fkey" FOREIGN KEY ("batch_id") REFERENCES "batch"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "callback" ADD CONSTRAINT "callback_receiver_id_fkey" FOREIGN KEY ("receiver_id") REFERENCES "receiver"("id") ON DELETE SET NULL ON UPDATE CASCADE;
-ALTER TABLE "callback_live" DROP CONSTRAINT "callback_batch_id_fkey";
-ALTER TABLE "callback_live" DROP CONSTRAINT "callback_receiver_id_fkey";
 ALTER TABLE "callback" ATTACH PARTITION "callback_live" FOR VALUES FROM ('infinity') TO (MAXVALUE);
 ALTER TABLE "callback_live" DROP CONSTRAINT "callback_live_unfinished";
 
@@ -74,21 +74,28 @@ CREATE TRIGGER "callback_host_rows" AFTER INSERT ON "callback" REFERENCING NEW T
 
 -- attempt: PARTITION BY RANGE (started_at), partitions of the same width, dropped the
 -- same way. The table as it is becomes attempt_before, the partition of everything
--- started before the next hour but one (a validated check spares the attach's scan):
+-- started before the next hour but one (the check the preparation validated spares the
+-- attach's scan; its bound is read back from it):
 -- workers of the version before, still running during a rolling upgrade, write
 -- attempts there meanwhile, as they make no partitions. Empty (a new install), its
 -- bound is now. The service makes the partitions from the bound on, and drops this
 -- one whole once its bound is past the retention window.
 ALTER TABLE "attempt" RENAME TO "attempt_before";
 CREATE TABLE "attempt" (LIKE "attempt_before" INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE ("started_at");
+ALTER TABLE "attempt" DROP CONSTRAINT IF EXISTS "attempt_before_bound"; -- the old table's bound, copied by LIKE
 ALTER SEQUENCE "attempt_id_seq" OWNED BY "attempt"."id";
 DO $$
 DECLARE
-  bound TIMESTAMPTZ := CASE WHEN EXISTS (SELECT 1 FROM "attempt_before") THEN date_trunc('hour', now()) + interval '2 hours' ELSE now() END;
+  prepared TEXT := (SELECT substring(pg_get_constraintdef(oid) FROM '''([^'']+)''') FROM pg_constraint
+                    WHERE conrelid = '"attempt_before"'::regclass AND conname = 'attempt_before_bound' AND convalidated);
+  bound TIMESTAMPTZ := COALESCE(prepared::timestamptz,
+                                CASE WHEN EXISTS (SELECT 1 FROM "attempt_before") THEN date_trunc('hour', now()) + interval '2 hours' ELSE now() END);
 BEGIN
-  EXECUTE format('ALTER TABLE "attempt_before" ADD CONSTRAINT "attempt_before_bound" CHECK ("started_at" < %L::timestamptz) NOT VALID', bound);
-  ALTER TABLE "attempt_before" VALIDATE CONSTRAINT "attempt_before_bound";
-  CREATE UNIQUE INDEX "attempt_before_pkey_new" ON "attempt_before" ("id", "started_at");
+  IF prepared IS NULL THEN
+    EXECUTE format('ALTER TABLE "attempt_before" ADD CONSTRAINT "attempt_before_bound" CHECK ("started_at" < %L::timestamptz) NOT VALID', bound);
+    ALTER TABLE "attempt_before" VALIDATE CONSTRAINT "attempt_before_bound";
+  END IF;
+  CREATE UNIQUE INDEX IF NOT EXISTS "attempt_before_pkey_new" ON "attempt_before" ("id", "started_at");
   ALTER TABLE "attempt_before" DROP CONSTRAINT "attempt_pkey";
   ALTER INDEX "attempt_before_pkey_new" RENAME TO "attempt_before_pkey";
   ALTER TABLE "attempt_before" ADD CONSTRAINT "attempt_before_pkey" PRIMARY KEY USING INDEX "attempt_before_pkey";
