@@ -15,12 +15,14 @@
 //
 //   npm run build && npm run bench:history-layout     (BENCH_N 50000, BENCH_ROUNDS 2; DATABASE_URL for another server)
 import { postgresRunNs } from './lib/cpu.mjs';
-import { backendPidOf, connect, freshDatabase, main, row, startService } from './lib/harness.mjs';
+import { backendPidOf, connect, distModule, freshDatabase, main, row } from './lib/harness.mjs';
 
 const N = Number(process.env.BENCH_N ?? 50_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CHUNK = 500;
 const PURGE_CHUNK = 1000;
+/** The first migration of the history's partitioning: the schema before it is the one compared. */
+const PARTITIONING = '20261203185000_history_partitions_prepare';
 
 /** Makes `<table>_p`: `table` partitioned by RANGE (`key`), with its indexes and triggers, and for callbacks the partition of `done_at = 'infinity'` (the queue). */
 async function partitionedCopy(db, table, key, { addDoneAt }) {
@@ -136,9 +138,19 @@ async function round(db, pid, layout, keyId, batchId, n) {
 
 export async function historyLayoutScenario(server) {
   const url = await freshDatabase(server, 'bench_layout');
-  // the service migrates the database: its tables, indexes and triggers are the ones measured
-  await (await startService(url, { ROLE: 'api', RETENTION_HOURS: '0' })).stop();
+  // The service's migrations up to the history's partitioning: its tables, indexes and
+  // triggers as they were before it are "today's table", and this script partitions a copy.
+  const { migrate, readMigrations } = await distModule('database/migrator.js');
+  const all = readMigrations();
+  await migrate(
+    url,
+    all.slice(
+      0,
+      all.findIndex((m) => m.name === PARTITIONING),
+    ),
+  );
   const db = await connect(url);
+  await db.query(`INSERT INTO api_key (id, name, prefix, hash) VALUES (gen_random_uuid(), 'layout', 'pl', md5(random()::text))`);
   try {
     const pid = await backendPidOf(db);
     const version = (await db.query(`SELECT current_setting('server_version') AS v`)).rows[0].v;
