@@ -1,5 +1,5 @@
 // How long the migration that partitions the history takes on a filled database
-// (README, "History and retention"): a database migrated to the schema before it,
+// (docs/operations.md, "Postgres"): a database migrated to the schema before it,
 // BENCH_ROWS finished callbacks with an attempt each (a month old) and 10,000 pending,
 // then the migration, timed; while it runs, a client inserts a callback every 10 ms
 // and the longest wait of one insert is printed (what an ingest saw).

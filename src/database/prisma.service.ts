@@ -22,7 +22,7 @@ export class PrismaService extends PrismaClient implements OnApplicationShutdown
 
   constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, caught: CaughtErrors, config: AppConfig) {
     // The timeouts as session settings on a direct connection; behind a pooler ApiDatabase's transactions set them
-    // (and Prisma's own short statements rely on the role's settings: README, Postgres).
+    // (and Prisma's own short statements rely on the role's settings: docs/operations.md, Postgres).
     const pool = openPool(
       target.url,
       POOL_SIZE,
