@@ -89,7 +89,7 @@ async function ingest(api, receiver, n) {
 async function monthOld(db) {
   const { partitionWidthMs, partitionsToMake } = await distModule('retention/partition.policy.js');
   const repo = await partitionRepositoryOn(db);
-  const width = partitionWidthMs(Number(HISTORY_RETENTION_HOURS));
+  const width = partitionWidthMs(HISTORY_RETENTION_HOURS);
   const past = Date.now() - 40 * 86_400_000;
   for (const table of ['callback', 'attempt']) {
     for (const p of await repo.partitionsOf(table))
@@ -114,7 +114,7 @@ async function dropPastWindow(db) {
   const { partitionsToDrop } = await distModule('retention/partition.policy.js');
   const { RetentionRepository } = await distModule('retention/retention.repository.js');
   const repo = await partitionRepositoryOn(db);
-  const cutoff = Date.now() - Number(HISTORY_RETENTION_HOURS) * 3_600_000;
+  const cutoff = Date.now() - HISTORY_RETENTION_HOURS * 3_600_000;
   for (const table of ['callback', 'attempt'])
     for (const p of partitionsToDrop(await repo.partitionsOf(table), cutoff)) await repo.dropPartition(table, p.name, p.detaching);
   const batches = new RetentionRepository({ execute: async (s) => (await db.query(s.text, s.values)).rowCount });

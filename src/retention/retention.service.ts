@@ -77,6 +77,7 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
     const longestCallMs = this.config.httpMaxTimeoutMs + this.config.dispatchLeaseMarginMs;
     const cutoffOf = (table: string) => (table === 'attempt' ? Math.min(cutoff.getTime(), now.getTime() - longestCallMs) : cutoff.getTime());
     let partitions = 0;
+    let oldestAttempts = -Infinity; // where the attempt partitions left after the drops start
     for (const { table } of HISTORY_TABLES) {
       for (const name of await this.partitions.detachedLeftovers(table)) {
         if (this.stopping) break;
@@ -85,19 +86,22 @@ export class RetentionService implements OnModuleInit, OnModuleDestroy {
         partitions++;
         this.logger.log(`retention: dropped ${name}, detached by an earlier pass`);
       }
-      for (const p of partitionsToDrop(await this.partitions.partitionsOf(table), cutoffOf(table))) {
+      const existing = await this.partitions.partitionsOf(table);
+      const dropped = new Set<string>();
+      for (const p of partitionsToDrop(existing, cutoffOf(table))) {
         if (this.stopping) break;
         await this.partitions.dropPartition(table, p.name, p.detaching);
+        dropped.add(p.name);
         this.metrics.partitionDropped(table);
         partitions++;
         this.logger.log(`retention: dropped ${p.name}, ${table} rows ${table === 'attempt' ? 'started' : 'finished'} before ${new Date(p.to!).toISOString()}`);
       }
+      if (table === 'attempt') oldestAttempts = Math.min(...existing.filter((p) => !dropped.has(p.name)).map((p) => p.from ?? -Infinity));
     }
     const callbacks = await this.inSlices((limit) => this.repo.purgeFinishedCallbacks(cutoff, limit));
     const batches = await this.inSlices((limit) => this.repo.purgeEmptyBatches(cutoff, limit));
     // Stored latency buckets go where attempts may have gone: before the oldest attempt partition, and before the cutoff once rows went one by one.
-    const oldest = Math.min(...(await this.partitions.partitionsOf('attempt')).map((p) => p.from ?? -Infinity));
-    const rollupsBefore = callbacks > 0 ? Math.max(oldest, cutoff.getTime()) : oldest;
+    const rollupsBefore = callbacks > 0 ? Math.max(oldestAttempts, cutoff.getTime()) : oldestAttempts;
     if (Number.isFinite(rollupsBefore)) await this.repo.purgeLatencyRollups(new Date(rollupsBefore));
     if (callbacks + batches > 0) {
       this.logger.log(`retention: purged ${callbacks} callbacks (with their attempts) and ${batches} batches finished before ${cutoff.toISOString()}`);
