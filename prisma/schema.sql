@@ -236,7 +236,6 @@ ALTER TABLE api_key ADD CONSTRAINT api_key_weight_check CHECK (((weight >= 1) AN
 ALTER TABLE attempt ADD CONSTRAINT attempt_pkey PRIMARY KEY (id, started_at);
 ALTER TABLE batch ADD CONSTRAINT batch_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE batch ADD CONSTRAINT batch_pkey PRIMARY KEY (id);
-ALTER TABLE callback ADD CONSTRAINT callback_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lease_owner IS NOT NULL) = (status = 'in_flight'::text)) AND ((lease_owner IS NULL) = (lease_expires_at IS NULL))));
 ALTER TABLE callback ADD CONSTRAINT callback_ordering_key_check CHECK (((char_length(ordering_key) >= 1) AND (char_length(ordering_key) <= 200)));
 ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id, done_at);

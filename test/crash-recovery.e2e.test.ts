@@ -31,7 +31,7 @@ describe(`${WorkerService.name} across process crashes`, () => {
       p.kill('SIGKILL');
       await p.exited;
     }
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     receiver.requests.length = 0;
   });
   afterAll(async () => {

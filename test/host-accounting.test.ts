@@ -68,7 +68,7 @@ describe(ClaimRepository.name, () => {
     expect(second.map((r) => r.host)).toEqual(Array(5).fill(A));
     expect(await counts()).toEqual({ [A]: [5, 5], [B]: [3, 3] });
 
-    await db.query('DELETE FROM batch WHERE id = $1', [b.id]);
+    await db.query('DELETE FROM callback WHERE batch_id = $1', [b.id]);
     expect(await counts()).toEqual({ [A]: [0, 0], [B]: [0, 0] });
   });
 

@@ -111,7 +111,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should never give one row to two concurrent claimers, and leave other states untouched', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     const due = await batchOf(300);
     const future = await batchOf(20, { runAt: new Date(Date.now() + 3_600_000).toISOString() });
     await db.query(`UPDATE callback SET status = 'succeeded', completed_at = now() WHERE id = ANY($1)`, [due.slice(0, 50)]);
@@ -136,7 +136,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should skip hosts it is told are full', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     await batchOf(5);
     const other = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.2:9/x' }] } });
     expect(other.status).toBe(202);
@@ -145,7 +145,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should discard a write-back from a worker whose lease expired and was taken over', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     const [id] = await batchOf(1);
     const [row] = await claims.claimDue('old', 10, 1000, []);
     // Time set, not rewritten: the reaper and the next claim run past the lease's end.
@@ -170,7 +170,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should store each row its own response headers, whatever they hold, and none for a call without a response', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     await batchOf(3);
     const rows = await claims.claimDue('w', 10, 1000, []);
     expect(rows).toHaveLength(3);
@@ -188,7 +188,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should discard the write-back of a callback cancelled while in flight', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     const [id] = await batchOf(1);
     const [row] = await claims.claimDue('w', 10, 1000, []);
     expect((await service.api(`/v1/callbacks/${id}/cancel`, { method: 'POST' })).status).toBe(200);
@@ -197,7 +197,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should hand back released claims untouched and stamp a batch complete only when nothing is left', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     const ids = await batchOf(3);
     const rows = await claims.claimDue('w', 10, 1000, []);
     expect(await outcomes.releaseClaims('someone-else', ids)).toBe(0);
@@ -215,7 +215,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it('should read host limits through the host index, not every destination ever called', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     // Months of traffic leave one host row per destination; few are busy, paused or throttled.
     await db.query(`INSERT INTO host (host) SELECT 'https://customer-' || i || '.example.com:443' FROM generate_series(1, 20000) AS i`);
     try {
@@ -232,7 +232,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it("should take another host's rows past a larger backlog of a host at its cap, reading at most the front of it", async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     // Host A: more due rows than the front walk reads, at its cap. Host B: a few rows behind them.
     const ids = await batchOf(1);
     const {
@@ -271,12 +271,12 @@ describe(ClaimRepository.name, () => {
       }
     } finally {
       await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);
-      await db.query('DELETE FROM batch');
+      await db.query('DELETE FROM callback; DELETE FROM batch');
     }
   });
 
   it('should claim by walking the key due index and write back by primary key, even when the statistics say nothing is due', async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     // Statistics taken while nothing is pending or in flight, then a burst: the
     // planner believes no row matches, as right after every quiet spell.
     const [seed] = await batchOf(1);
@@ -312,7 +312,7 @@ describe(ClaimRepository.name, () => {
   });
 
   it("should pass over held rows (a disabled receiver's) in the front walk and past it, keeping the key and host index walks", async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     const ids = await batchOf(40);
     const held = ids.filter((_, i) => i % 2 === 0); // every other row, the oldest first
     const {
@@ -379,7 +379,7 @@ describe(ClaimRepository.name, () => {
       expect(plan).not.toMatch(/Seq Scan on callback/);
     } finally {
       await db.query(`UPDATE host SET in_flight = 0 WHERE host = 'http://127.0.0.2:9'`);
-      await db.query('DELETE FROM batch');
+      await db.query('DELETE FROM callback; DELETE FROM batch');
     }
   });
 });

@@ -24,7 +24,7 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     await service?.dispose();
   });
   beforeEach(async () => {
-    await db.query('DELETE FROM batch');
+    await db.query('DELETE FROM callback; DELETE FROM batch');
     await db.query('DELETE FROM receiver');
     receiverId = (await db.query(`INSERT INTO receiver (id, api_key_id, name) VALUES (gen_random_uuid(), $1, 'r') RETURNING id`, [keyId])).rows[0].id;
   });

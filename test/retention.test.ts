@@ -102,7 +102,7 @@ describe(RetentionService.name, () => {
     expect(await service.app.get(RetentionService).purge()).toEqual({ callbacks: 0, batches: 0, partitions: 0 });
   });
 
-  it('should delete the attempts of callbacks deleted with their batch, and no others (no foreign key: a trigger)', async () => {
+  it('should delete the attempts of callbacks deleted row by row, and no others (no foreign key: a trigger)', async () => {
     const gone = await batch(50);
     const goneCallbacks = [await callback(gone, 'succeeded', 50, 3), await callback(gone, 'failed', 50, 1)];
     const stays = await batch(50);
@@ -113,11 +113,11 @@ describe(RetentionService.name, () => {
       (await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = ANY($1::uuid[])', [callbackIds])).rows[0].n;
     expect(await count(goneCallbacks)).toBe(4);
 
-    await db.query('DELETE FROM batch WHERE id = $1', [gone]);
+    await db.query('DELETE FROM callback WHERE batch_id = $1', [gone]);
 
     expect(await count(goneCallbacks)).toBe(0);
     expect((await snapshot()).filter((a) => a.callback_id === kept)).toEqual(keptAttempts);
-    await db.query('DELETE FROM batch WHERE id = $1', [stays]);
+    await db.query('DELETE FROM callback WHERE batch_id = $1', [stays]);
     expect(await count([kept])).toBe(0);
   });
 

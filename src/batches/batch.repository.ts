@@ -74,8 +74,9 @@ const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
  * a batch's callbacks are only inserted when the batch was. The callback columns go
  * as array literals built here (`pgArray`), one text parameter each. (One JSON
  * document through `json_to_recordset` was cheaper in Node but cost Postgres
- * 9–20 ms per 1,000 rows against 1.5 ms for `unnest`.) The foreign key check runs
- * at the end of the statement and sees the new batch rows. With an idempotency key
+ * 9–20 ms per 1,000 rows against 1.5 ms for `unnest`.) `callback.batch_id` has no
+ * foreign key to check row by row: the join to `b` is what ties each callback to its
+ * batch (migration callback_batch_no_fkey). With an idempotency key
  * the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a
  * concurrent duplicate waits for the first to commit and inserts nothing (nor do
  * two duplicates in one statement: the second is skipped). Takes no lock but the

@@ -72,8 +72,9 @@ const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
  *   the request's time in Node.
  * Locks: the new rows, the subscribers' rows FOR SHARE in id order (the order the
  * write-back and the ingest lock receivers in, so none of them deadlock on two
- * receivers; the foreign keys then take KEY SHARE on rows already locked, and on the
- * batch), the event's unique index entry on a conflict.
+ * receivers; the receiver's foreign key then takes KEY SHARE on rows already locked;
+ * `batch_id` has none, see migration callback_batch_no_fkey), the event's unique index
+ * entry on a conflict.
  */
 export function insertEventStatement(event: NewEvent, d: NewDeliveries): Prisma.Sql {
   const total = d.callbackIds.length;

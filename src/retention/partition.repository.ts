@@ -127,11 +127,11 @@ export class PartitionRepository {
   /**
    * Drops a detached partition, giving way to the service's own traffic. DROP TABLE of
    * a table with foreign keys takes ACCESS EXCLUSIVE on the tables they reference
-   * (their triggers go): for `callback`'s, on `receiver`, then on `batch`. While it
-   * waits for either, every statement that reads or writes that table queues behind
-   * it (claims, ingests, write-backs, status reads), and an ingest, which locks
-   * `batch` then `receiver` at its start, closes a cycle with it that Postgres breaks
-   * by ending one of the two, usually the ingest (test/db-faults.e2e.test.ts). So each
+   * (their triggers go): for `callback`'s, on `receiver` (`batch_id` has had no foreign
+   * key since migration callback_batch_no_fkey; with it, an ingest, which held `batch`
+   * and waited for `receiver`, closed a cycle with the drop). While it waits, every
+   * statement that reads or writes `receiver` queues behind it (ingests naming
+   * receivers, write-backs of their callbacks, receiver reads). So each
    * try waits at most DROP_LOCK_TIMEOUT_MS (`SET LOCAL lock_timeout`, in its own
    * transaction), then gives way for a pause, up to DROP_TRIES tries; a table every
    * try missed stays, detached, for the next pass (detachedLeftovers).
