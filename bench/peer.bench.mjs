@@ -20,10 +20,13 @@
 // to the last stored result). CPU of the worker process(es), of Postgres (all its
 // processes) and of the whole machine is read over the drain, per delivered callback.
 // The headline is the worse of the two fair ratios (service against the best peer).
-//   node bench/peer.bench.mjs     (BENCH_N, BENCH_WINDOW, BENCH_ROUNDS)
+// With BENCH_STATEMENTS=1 (a server loading pg_stat_statements), each side's Postgres
+// time in the whole job is also printed statement by statement, per callback.
+//   node bench/peer.bench.mjs     (BENCH_N, BENCH_WINDOW, BENCH_ROUNDS, BENCH_STATEMENTS)
 import { drain, wholeJob } from './lib/drain.mjs';
 import { connect, freshDatabase, main, median, row, startService, BENCH_KEY, backendPidOf } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
+import { resetStatements, statementTimes, statementsCounted } from './lib/statements.mjs';
 import { undiciWindow } from './lib/undici-window.mjs';
 import { graphilePeer, peerRound, pgBossPeer } from './peer/rounds.mjs';
 
@@ -33,6 +36,7 @@ const N = Number(process.env.BENCH_N ?? 20_000);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PER_BATCH = 10_000;
+const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 
 const bodyOf = (i) => ({ event: 'bench', n: i });
 
@@ -103,11 +107,18 @@ const PG_BOSS_1 = pgBossPeer(1);
 /** Each side's rounds of one shape (drain only, or the whole job); per round, pg-boss's better shape is `pgBoss`, the better peer `best`. */
 async function shapeRound(dbs, receiver, api, n, wholeJob) {
   const { service, pgBoss, graphile } = dbs;
+  // BENCH_STATEMENTS: each side's statements in the whole job, counted from a reset just before its round
+  const counted = async (db, round) => {
+    if (!STATEMENTS || !wholeJob) return round();
+    await resetStatements(db);
+    const result = await round();
+    return { ...result, statements: await statementTimes(db, n) };
+  };
   const r = {};
-  r.pgBoss8 = await peerRound(PG_BOSS_8, pgBoss.url, pgBoss.db, pgBoss.pid, receiver, n, { wholeJob });
-  r.pgBoss1 = await peerRound(PG_BOSS_1, pgBoss.url, pgBoss.db, pgBoss.pid, receiver, n, { wholeJob });
-  r.graphile = await peerRound(graphilePeer, graphile.url, graphile.db, graphile.pid, receiver, n, { wholeJob });
-  r.service = await serviceRound(service.url, api, service.db, service.pid, receiver, n, { wholeJob });
+  r.pgBoss8 = await counted(pgBoss.db, () => peerRound(PG_BOSS_8, pgBoss.url, pgBoss.db, pgBoss.pid, receiver, n, { wholeJob }));
+  r.pgBoss1 = await counted(pgBoss.db, () => peerRound(PG_BOSS_1, pgBoss.url, pgBoss.db, pgBoss.pid, receiver, n, { wholeJob }));
+  r.graphile = await counted(graphile.db, () => peerRound(graphilePeer, graphile.url, graphile.db, graphile.pid, receiver, n, { wholeJob }));
+  r.service = await counted(service.db, () => serviceRound(service.url, api, service.db, service.pid, receiver, n, { wholeJob }));
   r.pgBoss = r.pgBoss8.perSecond >= r.pgBoss1.perSecond ? r.pgBoss8 : r.pgBoss1;
   r.best = r.pgBoss.perSecond >= r.graphile.perSecond ? r.pgBoss : r.graphile;
   return r;
@@ -125,6 +136,17 @@ function shapeRows(runs, what, size) {
   ];
 }
 
+/** Each side's Postgres time by statement in one round of the whole job (BENCH_STATEMENTS=1), as Markdown tables. */
+function printStatements(round) {
+  const sides = { service: round.service, 'pg-boss 12 (better shape)': round.pgBoss, 'graphile-worker 0.17': round.graphile };
+  for (const [name, r] of Object.entries(sides)) {
+    const { total, rows } = r.statements;
+    console.log(`\nwhole job, ${name}: ${r.perSecond.toFixed(0)} callbacks/s; Postgres execution time per callback by statement, ${total} µs in all`);
+    console.log('| µs | calls | rows | WAL records | statement |\n| ---: | ---: | ---: | ---: | --- |');
+    for (const s of rows) console.log(`| ${s.us} | ${s.calls} | ${s.rows} | ${s.wal} | \`${s.statement.replaceAll('|', '\\|')}\` |`);
+  }
+}
+
 export async function peerScenario(server, { n = N, window = WINDOW, rounds = ROUNDS } = {}) {
   const open = async (name) => {
     const url = await freshDatabase(server, name);
@@ -132,6 +154,10 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
     return { url, db, pid: await backendPidOf(db) };
   };
   const dbs = { service: await open('bench_peer_service'), pgBoss: await open('bench_peer_pgboss'), graphile: await open('bench_peer_graphile') };
+  for (const { db } of Object.values(dbs)) {
+    if (STATEMENTS && !(await statementsCounted(db)))
+      throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
+  }
   const receiver = await BenchReceiver.start();
   const api = await startService(dbs.service.url, { ROLE: 'api' });
   try {
@@ -148,6 +174,7 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
       whole.push(await shapeRound(dbs, receiver, api, n, true));
       drains.push(await shapeRound(dbs, receiver, api, n, false));
     }
+    if (STATEMENTS) printStatements(whole.at(-1));
     const size = `${n.toLocaleString('en-US')} callbacks, window ${window}, median of ${rounds}`;
     const m = (runs, k, f = 'perSecond') => median(runs.map((r) => r[k][f]));
     const ratio = (runs) => m(runs, 'service') / m(runs, 'best');
@@ -181,6 +208,19 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
       }),
       row('    of which Postgres (baseline: Postgres under the peer)', m(drains, 'service', 'postgres'), 'µs', {
         baseline: m(drains, 'best', 'postgres'),
+        higherIsBetter: false,
+      }),
+      row(
+        "  whole job: CPU per callback of the API and worker processes (baseline: the better fair peer's worker process)",
+        m(whole, 'service', 'worker'),
+        'µs',
+        {
+          baseline: m(whole, 'best', 'worker'),
+          higherIsBetter: false,
+        },
+      ),
+      row('  whole job: Postgres CPU per callback (baseline: Postgres under the better fair peer)', m(whole, 'service', 'postgres'), 'µs', {
+        baseline: m(whole, 'best', 'postgres'),
         higherIsBetter: false,
       }),
       row(
