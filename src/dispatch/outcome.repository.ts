@@ -5,9 +5,9 @@ import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
 import { exhaustedCallbacks, failingReceivers } from '../operator-events/operator-causes.sql.js';
 import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
-import { receiverHealth } from './receiver-health.policy.js';
+import { mergeHealth, receiverHealth } from './receiver-health.policy.js';
 import { failGoneEndpoints } from './sql/gone.sql.js';
-import { lockReceivers, recordOutcomes, recordReceiverHealth, releaseClaims } from './sql/outcome.sql.js';
+import { lockReceivers, recordOutcomes, releaseClaims, writeReceiverHealth, type ReceiverHealth } from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -60,14 +60,14 @@ export class OutcomeRepository {
     const anyExhausted = rows.some((r) => r.status === 'failed');
     if (receivers.length === 0 && !anyExhausted) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
     return this.db.transaction(async (tx) => {
-      if (receivers.length > 0) await tx.query(lockReceivers(receivers));
+      const stored = receivers.length > 0 ? await tx.query<ReceiverHealth>(lockReceivers(receivers)) : [];
       const ids = (await tx.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
       const landed = new Set(ids);
-      const health = receiverHealth(rows, landed);
-      const failing = health.length > 0 ? await tx.query<{ id: string; startedFailing: boolean }>(recordReceiverHealth(health)) : [];
+      const changes = mergeHealth(stored, receiverHealth(rows, landed));
+      if (changes.length > 0) await tx.execute(writeReceiverHealth(changes));
       const exhausted = rows.filter((r) => r.status === 'failed' && landed.has(r.callbackId)).map((r) => r.callbackId);
       if (exhausted.length > 0) await tx.query(exhaustedCallbacks(exhausted, this.defaults));
-      const started = failing.filter((r) => r.startedFailing).map((r) => r.id);
+      const started = changes.filter((r) => r.startedFailing).map((r) => r.receiverId);
       if (started.length > 0) await tx.query(failingReceivers(started, this.defaults));
       return ids;
     });

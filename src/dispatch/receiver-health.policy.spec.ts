@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedOutcome } from './outcome.repository.js';
-import { receiverHealth } from './receiver-health.policy.js';
+import { mergeHealth, receiverHealth } from './receiver-health.policy.js';
+import type { ReceiverHealth } from './sql/outcome.sql.js';
 
 const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 0, 0, s));
 let n = 0;
@@ -62,5 +63,39 @@ describe(receiverHealth.name, () => {
       { receiverId: 'a', lastSuccessAt: null, failingSince: at(1), lastFailureAt: at(1) },
       { receiverId: 'b', lastSuccessAt: at(1), failingSince: null, lastFailureAt: null },
     ]);
+  });
+});
+
+describe(mergeHealth.name, () => {
+  const row = (success: number | null, failingSince: number | null = null, lastFailure: number | null = null): ReceiverHealth => ({
+    receiverId: 'r',
+    lastSuccessAt: success === null ? null : at(success),
+    failingSince: failingSince === null ? null : at(failingSince),
+    lastFailureAt: lastFailure === null ? null : at(lastFailure),
+  });
+  const ms = (s: number) => new Date(at(0).getTime() + s);
+
+  it('should start a failure record after the latest success, and say it started', () => {
+    expect(mergeHealth([row(10)], [row(null, 12, 14)])).toEqual([{ ...row(10, 12, 14), startedFailing: true }]);
+  });
+
+  it('should not start one with a failure older than a recorded success', () => {
+    expect(mergeHealth([row(10)], [row(null, 5, 5)])).toEqual([{ ...row(10, null, 5), startedFailing: false }]);
+  });
+
+  it('should end a failure record with a later success, and not with an older one', () => {
+    expect(mergeHealth([row(1, 20, 20)], [row(25)])).toEqual([{ ...row(25, null, 20), startedFailing: false }]);
+    expect(mergeHealth([row(1, 20, 20)], [row(15)])).toEqual([{ ...row(15, 20, 20), startedFailing: false }]); // still failing since 20
+    expect(mergeHealth([row(15, 20, 20)], [row(null, 18, 18)])).toEqual([{ ...row(15, 18, 20), startedFailing: false }]);
+  });
+
+  it('should write a healthy receiver only once its success is a second newer', () => {
+    const stored = { ...row(null), lastSuccessAt: ms(0) };
+    expect(mergeHealth([stored], [{ ...row(null), lastSuccessAt: ms(900) }])).toEqual([]);
+    expect(mergeHealth([stored], [{ ...row(null), lastSuccessAt: ms(1_001) }])).toEqual([{ ...row(null), lastSuccessAt: ms(1_001), startedFailing: false }]);
+  });
+
+  it('should leave out receivers it has no row of (deleted meanwhile)', () => {
+    expect(mergeHealth([], [row(null, 3, 3)])).toEqual([]);
   });
 });

@@ -27,3 +27,53 @@ export function receiverHealth(rows: readonly RecordedOutcome[], landed: Readonl
     };
   });
 }
+
+/** A receiver's health to write, and whether its failure record begins with it (its receiver.failing operator event). */
+export interface HealthChange extends ReceiverHealth {
+  startedFailing: boolean;
+}
+
+/** A healthy receiver's success less than this newer than the recorded one is not written. */
+export const SUCCESS_WRITE_MS = 1_000;
+
+const ms = (d: Date | null) => d?.getTime() ?? null;
+const latest = (a: Date | null, b: Date | null) => (a === null ? b : b === null ? a : a >= b ? a : b);
+
+/**
+ * Merges what a write-back's attempts say of each receiver (`here`, receiverHealth)
+ * into its row as locked (`stored`, lockReceivers), and answers the rows that change.
+ * Write-backs land in any order (several workers, each buffering), so the row is
+ * merged by time, not by arrival: the latest success of the row and of these attempts
+ * wins, and `failingSince` is the earliest failure known after it (of the row's, these
+ * attempts' first and last). A failure older than a success already recorded starts
+ * nothing, and a success older than recorded failures clears nothing. A healthy
+ * receiver's `lastSuccessAt` moves only once it is SUCCESS_WRITE_MS behind, so a
+ * receiver with calls landing all the time costs about one row write a second, not
+ * one per write-back. (That second is also how much older a failure may be than the
+ * success before it and still count: a receiver failing for real keeps failing.)
+ */
+export function mergeHealth(stored: readonly ReceiverHealth[], here: readonly ReceiverHealth[]): HealthChange[] {
+  const rows = new Map(stored.map((r) => [r.receiverId, r]));
+  const changes: HealthChange[] = [];
+  for (const h of here) {
+    const r = rows.get(h.receiverId);
+    if (!r) continue; // gone meanwhile: nothing to write
+    const success = latest(r.lastSuccessAt, h.lastSuccessAt);
+    const lastFailure = latest(r.lastFailureAt, h.lastFailureAt);
+    let failing: Date | null = null;
+    for (const t of [r.failingSince, h.failingSince, h.lastFailureAt]) {
+      if (t !== null && (success === null || t > success) && (failing === null || t < failing)) failing = t;
+    }
+    const throttled = failing === null && r.lastSuccessAt !== null && success !== null && ms(r.lastSuccessAt)! > ms(success)! - SUCCESS_WRITE_MS;
+    const changed = ms(failing) !== ms(r.failingSince) || ms(lastFailure) !== ms(r.lastFailureAt) || (ms(success) !== ms(r.lastSuccessAt) && !throttled);
+    if (!changed) continue;
+    changes.push({
+      receiverId: h.receiverId,
+      lastSuccessAt: throttled ? r.lastSuccessAt : success,
+      failingSince: failing,
+      lastFailureAt: lastFailure,
+      startedFailing: r.failingSince === null && failing !== null,
+    });
+  }
+  return changes;
+}

@@ -38,7 +38,7 @@ export const exhaustedSource = (from: Prisma.Sql, where: Prisma.Sql) => Prisma.s
 
 /**
  * receiver.failing for the receivers whose failure record the write-back just
- * started (recordReceiverHealth answered them: `failing_since` was null, is set now),
+ * started (mergeHealth marked them: `failing_since` was null, is set now),
  * in its transaction: once per stretch of failures, however many failures follow
  * (the debounce is the record itself: a success ends the stretch).
  */

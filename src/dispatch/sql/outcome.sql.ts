@@ -83,22 +83,29 @@ export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
   WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner} AND done_at = 'infinity'`;
 
 /**
- * Locks the receivers of a write-back's rows, in id order, first in its transaction:
- * the API locks a receiver before its callbacks (disable, delete), so the write-back
- * must not hold callback rows while it waits for a receiver (a deadlock, broken after
- * `deadlock_timeout` by failing one of the two). `FOR NO KEY UPDATE`, the lock its
- * health update takes anyway: it excludes other write-backs of the receiver, the
- * ingest's `FOR SHARE` and the API's `FOR UPDATE`, but not the `FOR KEY SHARE` with
- * which operator events read their endpoint's receiver (withOperatorEvents), which
- * this transaction may do after this lock, and another write-back while holding it.
+ * Locks the receivers of a write-back's rows, in id order, first in its transaction,
+ * and answers their health as it then is (the rows stay locked to the commit, so it is
+ * what mergeHealth merges into): the API locks a receiver before its callbacks
+ * (disable, delete), so the write-back must not hold callback rows while it waits for
+ * a receiver (a deadlock, broken after `deadlock_timeout` by failing one of the two).
+ * `FOR NO KEY UPDATE`, the lock its health update takes anyway: it excludes other
+ * write-backs of the receiver, the ingest's `FOR SHARE` and the API's `FOR UPDATE`,
+ * but not the `FOR KEY SHARE` with which operator events read their endpoint's
+ * receiver (withOperatorEvents), which this transaction may do after this lock, and
+ * another write-back while holding it.
  */
 export const lockReceivers = (ids: string[]) => Prisma.sql`
-  SELECT id FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
+  SELECT id AS "receiverId", last_success_at AS "lastSuccessAt", failing_since AS "failingSince", last_failure_at AS "lastFailureAt"
+  FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
 
-/** What one write-back's attempts say of one receiver's health (receiverHealth in receiver-health.policy.ts). */
+/**
+ * One receiver's health: what a write-back's attempts say of it (receiverHealth in
+ * receiver-health.policy.ts), or its row's columns (lockReceivers), or what is
+ * written (mergeHealth).
+ */
 export interface ReceiverHealth {
   receiverId: string;
-  /** The latest successful attempt here; null when none succeeded. */
+  /** The latest successful attempt; null when none succeeded. */
   lastSuccessAt: Date | null;
   /** The first and the last failure after it (after nothing, when none succeeded); null when none failed after it. */
   failingSince: Date | null;
@@ -106,52 +113,20 @@ export interface ReceiverHealth {
 }
 
 /**
- * Keeps each receiver's health for the auto-disable task (maintenance:
- * RECEIVER_DISABLE_AFTER_HOURS): `failing_since`, the first failure after its latest
- * success, `last_failure_at`, and that success (`last_success_at`). Write-backs land
- * in any order (several workers, each buffering), so the row is merged by time, not
- * by arrival: the latest success of the row and of these attempts wins, and
- * `failing_since` is the earliest failure known after it (of the row's, these
- * attempts' first and last). A failure older than a success already recorded starts
- * nothing, and a success older than recorded failures clears nothing.
- *
- * Runs in the write-back's transaction, after its UPDATE (outcome.repository.ts):
- * the health of exactly the attempts that landed, or neither. The receiver rows are
- * locked already (lockReceivers); a row that would not change is not written, and a healthy
- * receiver's `last_success_at` moves only once it is a second behind, so a receiver
- * with calls landing all the time costs about one row write a second, not one per
- * write-back. Answers the receivers it wrote, `startedFailing` when their failure
- * record began here (was none, is one now: their receiver.failing operator event,
- * src/operator-events). (That second is how much older a failure may be than the success
- * before it and still count: a receiver failing for real keeps failing.)
+ * Writes receivers' health as mergeHealth (receiver-health.policy.ts) decided it,
+ * only the rows that change, in the write-back's transaction after its UPDATE
+ * (outcome.repository.ts), on rows lockReceivers locked: the health of exactly the
+ * attempts that landed, or neither. It keeps `failing_since` (the first failure after
+ * the latest success), `last_failure_at` and `last_success_at` for the auto-disable
+ * task (maintenance: RECEIVER_DISABLE_AFTER_HOURS).
  */
-export function recordReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
+export function writeReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
   const col = <K extends keyof ReceiverHealth>(k: K) => rows.map((r) => r[k]);
   return Prisma.sql`
-    WITH h AS (
-      SELECT * FROM unnest(${col('receiverId')}::uuid[], ${col('lastSuccessAt')}::timestamptz[],
-                           ${col('failingSince')}::timestamptz[], ${col('lastFailureAt')}::timestamptz[])
-        AS h(id, last_success_at, failing_since, last_failure_at)
-    ), merged AS (
-      SELECT r.id, greatest(r.last_success_at, h.last_success_at) AS success,
-             greatest(r.last_failure_at, h.last_failure_at) AS last_failure,
-             r.failing_since AS was_failing, r.last_success_at AS had_success, r.last_failure_at AS had_failure,
-             h.failing_since AS first_here, h.last_failure_at AS last_here
-      FROM h JOIN receiver r ON r.id = h.id
-    ), next AS (
-      SELECT m.*, (SELECT min(t) FROM (VALUES (m.was_failing), (m.first_here), (m.last_here)) v(t)
-                   WHERE m.success IS NULL OR t > m.success) AS failing
-      FROM merged m
-    ), decided AS (
-      -- A healthy receiver's success less than a second newer than the recorded one is not written.
-      SELECT n.*, n.failing IS NULL AND coalesce(n.had_success > n.success - interval '1 second', false) AS throttled FROM next n
-    )
     UPDATE receiver r
-    SET failing_since = d.failing, last_failure_at = d.last_failure,
-        last_success_at = CASE WHEN d.throttled THEN r.last_success_at ELSE d.success END
-    FROM decided d
-    WHERE r.id = d.id
-      AND (d.failing IS DISTINCT FROM d.was_failing OR d.last_failure IS DISTINCT FROM d.had_failure
-           OR (d.success IS DISTINCT FROM d.had_success AND NOT d.throttled))
-    RETURNING r.id, d.was_failing IS NULL AND d.failing IS NOT NULL AS "startedFailing"`;
+    SET last_success_at = h.last_success_at, failing_since = h.failing_since, last_failure_at = h.last_failure_at
+    FROM unnest(${col('receiverId')}::uuid[], ${col('lastSuccessAt')}::timestamptz[],
+                ${col('failingSince')}::timestamptz[], ${col('lastFailureAt')}::timestamptz[])
+      AS h(id, last_success_at, failing_since, last_failure_at)
+    WHERE r.id = h.id`;
 }
