@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OutcomeRepository, type RecordedOutcome } from '../src/dispatch/outcome.repository.js';
+import { mergeHealth, receiverHealth } from '../src/dispatch/receiver-health.policy.js';
 import { connect } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -124,5 +125,69 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     await land(true, t(52));
     expect(await xmin()).not.toBe(before);
     expect((await health()).last_success_at).toEqual(t(52));
+  });
+
+  it('should write the health of a write-back of successes with its outcomes or not at all, in its one statement', async () => {
+    const id = await leased();
+    await db.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receiver write refused'; END $$`);
+    await db.query('CREATE TRIGGER refuse BEFORE UPDATE ON receiver FOR EACH ROW EXECUTE FUNCTION refuse()');
+    try {
+      await expect(outcomes.recordOutcomes('w', [outcome(id, true, t(40))])).rejects.toThrow(/receiver write refused/);
+      expect((await db.query('SELECT status, lease_owner FROM callback WHERE id = $1', [id])).rows[0]).toEqual({ status: 'in_flight', lease_owner: 'w' });
+      expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
+    } finally {
+      await db.query('DROP TRIGGER refuse ON receiver');
+      await db.query('DROP FUNCTION refuse()');
+    }
+    expect(await outcomes.recordOutcomes('w', [outcome(id, true, t(40))])).toEqual([id]);
+    expect((await health()).last_success_at).toEqual(t(40));
+  });
+
+  it('should lock the receivers of a write-back of successes before its callback rows', async () => {
+    // The API locks a receiver, then its callbacks (a disable holds them): a write-back
+    // that took the callback rows first and then waited for the receiver would deadlock with it.
+    const id = await leased();
+    const api = await connect(service.databaseUrl);
+    try {
+      await api.query('BEGIN');
+      await api.query('SELECT 1 FROM receiver WHERE id = $1 FOR UPDATE', [receiverId]);
+      const writeBack = outcomes.recordOutcomes('w', [outcome(id, true, t(60))]);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the write-back now waits for the receiver
+      await api.query(`SET LOCAL lock_timeout = '3s'`);
+      await api.query('UPDATE callback SET held = true WHERE id = $1', [id]); // would wait for a callback row the write-back held
+      await api.query('COMMIT');
+      expect(await writeBack).toEqual([id]);
+    } finally {
+      await api.end();
+    }
+    expect((await health()).last_success_at).toEqual(t(60));
+  });
+
+  it('should merge a write-back of successes into any stored health as mergeHealth does', async () => {
+    // Stored states (null, or seconds around the successes) against one to three successes:
+    // what the one statement writes is what the transaction's merge in Node would.
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const at = () => (next(4) === 0 ? null : new Date(t(100).getTime() + next(6_000) - 3_000));
+    for (let round = 0; round < 40; round++) {
+      const stored = { receiverId, lastSuccessAt: at(), failingSince: at(), lastFailureAt: at() };
+      await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [
+        receiverId,
+        stored.lastSuccessAt,
+        stored.failingSince,
+        stored.lastFailureAt,
+      ]);
+      const rows: RecordedOutcome[] = [];
+      for (let k = 0; k <= next(3); k++) rows.push(outcome(await leased(), true, new Date(t(100).getTime() + next(6_000) - 3_000)));
+      const landed = await outcomes.recordOutcomes('w', rows);
+      expect(landed.sort()).toEqual(rows.map((r) => r.callbackId).sort());
+      const [change] = mergeHealth([stored], receiverHealth(rows, new Set(landed)));
+      const expected = change ?? stored;
+      expect(await health(), `round ${round}: ${JSON.stringify({ stored, successes: rows.map((r) => r.startedAt) })}`).toEqual({
+        last_success_at: expected.lastSuccessAt,
+        failing_since: expected.failingSince,
+        last_failure_at: expected.lastFailureAt,
+      });
+    }
   });
 });

@@ -28,6 +28,56 @@ import type { RecordedOutcome } from '../outcome.repository.js';
  * (receivers/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
+  return Prisma.sql`${writeBack(owner, rows)} ${insertAttempts(owner)} RETURNING callback_id AS id`;
+}
+
+/**
+ * recordOutcomes of a write-back whose every attempt succeeded, with the health they
+ * say of their receivers (`receivers`), in the one statement, so in one round trip as
+ * a write-back without receivers: the receivers' rows locked first (`locked`, in id
+ * order, `FOR NO KEY UPDATE` as lockReceivers: the one-time filter on `moved` reads
+ * them before any callback row is touched), then the outcomes, then each receiver's
+ * health merged as mergeHealth (receiver-health.policy.ts) merges successes alone:
+ * the latest success wins, it ends a failure record older than it, and a healthy
+ * receiver's `last_success_at` moves only once it is `successWriteMs` behind. Only the
+ * rows that change are written, from the attempts that landed; a receiver gone
+ * meanwhile is not locked and gets nothing. Successes start no failure record, so no
+ * operator event can follow (OutcomeRepository runs any other write-back in a
+ * transaction, merged in Node). The same ids as recordOutcomes come back.
+ */
+export function recordSuccesses(owner: string, rows: RecordedOutcome[], receivers: string[], successWriteMs: number): Prisma.Sql {
+  const locked = Prisma.sql`
+    locked AS MATERIALIZED (
+      SELECT id, last_success_at, failing_since FROM receiver WHERE id = ANY(${pgArray(receivers)}::uuid[]) ORDER BY id FOR NO KEY UPDATE
+    ),`;
+  return Prisma.sql`
+    ${writeBack(owner, rows, { locked, gate: Prisma.sql`AND (SELECT count(*) FROM locked) >= 0` })},
+    attempts AS (${insertAttempts(owner)} RETURNING callback_id),
+    merged AS (
+      SELECT l.id, l.last_success_at AS stored, l.failing_since, x.success, f.failing,
+             f.failing IS NULL AND coalesce(l.last_success_at > x.success - ${successWriteMs}::int * interval '1 millisecond', false) AS throttled
+      FROM (SELECT m.receiver_id AS id, max(${at(Prisma.sql`o.started_ms`)}) AS success
+            FROM moved m JOIN o ON o.callback_id = m.id WHERE m.receiver_id IS NOT NULL GROUP BY m.receiver_id) h
+      JOIN locked l ON l.id = h.id
+      CROSS JOIN LATERAL (SELECT greatest(l.last_success_at, h.success) AS success) x
+      CROSS JOIN LATERAL (SELECT CASE WHEN l.failing_since > x.success THEN l.failing_since END AS failing) f
+    ), health AS (
+      UPDATE receiver r
+      SET last_success_at = CASE WHEN m.throttled THEN m.stored ELSE m.success END, failing_since = m.failing
+      FROM merged m
+      WHERE r.id = m.id AND (m.failing IS DISTINCT FROM m.failing_since OR (m.success IS DISTINCT FROM m.stored AND NOT m.throttled))
+    )
+    SELECT callback_id AS id FROM attempts`;
+}
+
+const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
+
+/**
+ * The CTEs of a write-back, for insertAttempts to follow: `o`, the rows as one typed
+ * array per column, and `moved`, the callback rows that landed. `locked` goes first,
+ * and `gate` on `moved`'s WHERE.
+ */
+function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Prisma.Sql; gate?: Prisma.Sql } = {}): Prisma.Sql {
   // Each column as one array literal (pgArray), as the ingest sends its columns: pg's
   // own conversion of array parameters was ~3% of the worker's profile (the change
   // alone moved nothing measurable in bench:peer).
@@ -38,9 +88,8 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
   // JSON texts: quoting each document's quotes for the literal cost ten times
   // JSON.stringify's own work and allocated per quote. JSON null is SQL NULL.
   const headers = JSON.stringify(rows.map((r) => r.responseHeaders ?? null));
-  const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
   return Prisma.sql`
-    WITH o AS (
+    WITH ${extra.locked ?? Prisma.empty} o AS (
       SELECT * FROM unnest(
         ${col('callbackId')}::uuid[], ${col('number')}::int[], ${col('status')}::text[], ${epochMs('nextAttemptAt')}::float8[],
         ${epochMs('completedAt')}::float8[], ${epochMs('startedAt')}::float8[], ${col('durationMs')}::float8[], ${col('dnsMs')}::float8[],
@@ -60,18 +109,20 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
           last_status_code = o.status_code, last_error = o.error,
           lease_owner = NULL, lease_expires_at = NULL
       FROM o
-      WHERE c.id = o.callback_id AND c.lease_owner = ${owner} AND c.done_at = 'infinity'
+      WHERE c.id = o.callback_id AND c.lease_owner = ${owner} AND c.done_at = 'infinity' ${extra.gate ?? Prisma.empty}
       RETURNING c.id, c.api_key_id, c.host, c.receiver_id
-    )
+    )`;
+}
+
+/** The attempts of the rows `moved` landed (writeBack). */
+const insertAttempts = (owner: string) => Prisma.sql`
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
                          tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker,
                          receiver_id)
     SELECT o.callback_id, m.api_key_id, m.host, o.number, ${at(Prisma.sql`o.started_ms`)}, o.duration_ms, o.dns_ms, o.connect_ms,
            o.tls_ms, o.tunnel_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner},
            m.receiver_id
-    FROM o JOIN moved m ON m.id = o.callback_id
-    RETURNING callback_id AS id`;
-}
+    FROM o JOIN moved m ON m.id = o.callback_id`;
 
 /**
  * Hands leased rows back untouched (shutdown, or rows that waited too long in
