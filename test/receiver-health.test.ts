@@ -70,6 +70,17 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     const id = await leased();
     expect(await outcomes.recordOutcomes('w', [outcome(id, success, at)])).toEqual([id]);
   };
+  /** Runs `work` while every update of a receiver row fails ('receiver write refused'). */
+  async function refusingReceiverWrites(work: () => Promise<void>): Promise<void> {
+    await db.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receiver write refused'; END $$`);
+    await db.query('CREATE TRIGGER refuse BEFORE UPDATE ON receiver FOR EACH ROW EXECUTE FUNCTION refuse()');
+    try {
+      await work();
+    } finally {
+      await db.query('DROP TRIGGER refuse ON receiver');
+      await db.query('DROP FUNCTION refuse()');
+    }
+  }
   const health = async () =>
     (await db.query('SELECT failing_since, last_failure_at, last_success_at FROM receiver WHERE id = $1', [receiverId])).rows[0] as Record<string, Date | null>;
 
@@ -96,9 +107,7 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
 
   it('should write the health with the outcomes or not at all', async () => {
     const id = await leased();
-    await db.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receiver write refused'; END $$`);
-    await db.query('CREATE TRIGGER refuse BEFORE UPDATE ON receiver FOR EACH ROW EXECUTE FUNCTION refuse()');
-    try {
+    await refusingReceiverWrites(async () => {
       await expect(outcomes.recordOutcomes('w', [outcome(id, false, t(40))])).rejects.toThrow(/receiver write refused/);
       // The callback is as the claim left it: the write-back is retried whole.
       expect((await db.query('SELECT status, attempts, lease_owner FROM callback WHERE id = $1', [id])).rows[0]).toEqual({
@@ -107,10 +116,7 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
         lease_owner: 'w',
       });
       expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
-    } finally {
-      await db.query('DROP TRIGGER refuse ON receiver');
-      await db.query('DROP FUNCTION refuse()');
-    }
+    });
     expect(await outcomes.recordOutcomes('w', [outcome(id, false, t(40))])).toEqual([id]);
     expect((await health()).failing_since).toEqual(t(40));
   });
@@ -129,16 +135,11 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
 
   it('should write the health of a write-back of successes with its outcomes or not at all, in its one statement', async () => {
     const id = await leased();
-    await db.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receiver write refused'; END $$`);
-    await db.query('CREATE TRIGGER refuse BEFORE UPDATE ON receiver FOR EACH ROW EXECUTE FUNCTION refuse()');
-    try {
+    await refusingReceiverWrites(async () => {
       await expect(outcomes.recordOutcomes('w', [outcome(id, true, t(40))])).rejects.toThrow(/receiver write refused/);
       expect((await db.query('SELECT status, lease_owner FROM callback WHERE id = $1', [id])).rows[0]).toEqual({ status: 'in_flight', lease_owner: 'w' });
       expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
-    } finally {
-      await db.query('DROP TRIGGER refuse ON receiver');
-      await db.query('DROP FUNCTION refuse()');
-    }
+    });
     expect(await outcomes.recordOutcomes('w', [outcome(id, true, t(40))])).toEqual([id]);
     expect((await health()).last_success_at).toEqual(t(40));
   });
