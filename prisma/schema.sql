@@ -240,8 +240,8 @@ ALTER TABLE callback ADD CONSTRAINT callback_lease_in_flight_check CHECK ((((lea
 ALTER TABLE callback ADD CONSTRAINT callback_ordering_key_check CHECK (((char_length(ordering_key) >= 1) AND (char_length(ordering_key) <= 200)));
 ALTER TABLE callback ADD CONSTRAINT callback_pkey PRIMARY KEY (id, done_at);
 ALTER TABLE callback ADD CONSTRAINT callback_priority_check CHECK (((priority >= 0) AND (priority <= 2)));
-ALTER TABLE callback ADD CONSTRAINT callback_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_flight'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])));
+ALTER TABLE callback_live ADD CONSTRAINT callback_live_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE event ADD CONSTRAINT event_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE event ADD CONSTRAINT event_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE event ADD CONSTRAINT event_pkey PRIMARY KEY (id);

@@ -73,11 +73,12 @@ describe('history partitioning migration', () => {
     expect(await count(`SELECT count(*)::int AS n FROM attempt`)).toBe(1000);
     expect(await count(`SELECT count(*)::int AS n FROM attempt_before`)).toBe(1000);
     // The queue's foreign keys were adopted by the parent's (no second set, none checked
-    // again); the one on batch_id went afterwards (migration callback_batch_no_fkey).
+    // again); afterwards the one on batch_id went (migration callback_batch_no_fkey) and the
+    // one on receiver_id became callback_live's own (migration callback_receiver_fkey_live).
     const fks = await db.query(
       `SELECT conname, conparentid <> 0 AS adopted, convalidated FROM pg_constraint WHERE conrelid = 'callback_live'::regclass AND contype = 'f' ORDER BY 1`,
     );
-    expect(fks.rows).toEqual([{ conname: 'callback_receiver_id_fkey', adopted: true, convalidated: true }]);
+    expect(fks.rows).toEqual([{ conname: 'callback_live_receiver_id_fkey', adopted: false, convalidated: true }]);
 
     // A day's window: the old finished rows are past it.
     service = await startTestService({ retentionHours: 24 }, url);

@@ -312,6 +312,32 @@ describe(ReceiverService.name, () => {
     }
   });
 
+  it("should detach a deleted receiver's finished callbacks in their time partitions, and retry one without it", async () => {
+    // callback.receiver_id has its foreign key on callback_live only (migration
+    // callback_receiver_fkey_live): nothing but the delete task keeps finished rows from
+    // naming a receiver that is gone, and a retry moves such a row back under the key.
+    expect((await put('merchant-h', { url: 'http://127.0.0.2:9/h' })).status).toBe(201); // nothing listens: a connect error
+    const batch = await send({ callbacks: [{ receiver: 'merchant-h', body: 1, maxAttempts: 1 }] });
+    const [{ id }] = batch.callbacks;
+    await waitFor(async () => (await service.apiJson(`/v1/callbacks/${id}`)).status === 'failed', 15_000);
+    const db = await connect(service.databaseUrl);
+    try {
+      const receiverId = (await db.query(`SELECT id FROM receiver WHERE name = 'merchant-h'`)).rows[0].id as string;
+      const row = async () => (await db.query(`SELECT receiver_id, done_at = 'infinity' AS live FROM callback WHERE id = $1`, [id])).rows[0];
+      expect(await row()).toEqual({ receiver_id: receiverId, live: false });
+      const deleted = await service.api('/v1/receivers/merchant-h', { method: 'DELETE' });
+      expect((await jsonOf(deleted)).task).toBeNull(); // done before the answer
+      expect(await row()).toEqual({ receiver_id: null, live: false });
+      expect((await db.query(`SELECT count(*)::int AS n FROM callback WHERE receiver_id = $1`, [receiverId])).rows[0].n).toBe(0);
+      const retried = await service.api(`/v1/callbacks/${id}/retry`, { method: 'POST' });
+      expect(retried.status, await retried.clone().text()).toBe(202);
+      expect(await row()).toEqual({ receiver_id: null, live: true });
+      await waitFor(async () => (await service.apiJson(`/v1/callbacks/${id}`)).attempts.length === 2, 15_000);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('should list receivers in name order, paged, without their secrets', async () => {
     const page = await service.apiJson('/v1/receivers?limit=2');
     expect(page.items.map((r: { name: string }) => r.name)).toEqual(['merchant-a', 'merchant-b']);

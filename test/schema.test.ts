@@ -35,7 +35,7 @@ async function schemaDump(db: pg.Client): Promise<string> {
   for (const r of await q(`
     SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
     WHERE connamespace = 'public'::regnamespace AND conrelid <> 'public._prisma_migrations'::regclass
-      AND NOT (SELECT relispartition FROM pg_class WHERE oid = conrelid)
+      AND (NOT (SELECT relispartition FROM pg_class WHERE oid = conrelid) OR (conparentid = 0 AND coninhcount = 0)) -- a partition's own, not its parent's
       AND contype <> 'n' -- NOT NULL, with the columns above (Postgres 18 also lists it as a constraint, 15 to 17 do not)
     ORDER BY 1, 2`))
     out.push(`ALTER TABLE ${r.tbl} ADD CONSTRAINT ${r.conname} ${r.def};`);

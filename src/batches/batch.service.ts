@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { CALLBACK_STATUSES, priorityRank, type CallbackStatus } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
-import { isForeignKeyViolation } from '../database/database.errors.js';
+import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
@@ -77,7 +77,7 @@ export class BatchService {
     const result = await this.batches.insertBatch(batch, rows, dueNow).catch((error: unknown) => {
       this.quota.notStored(apiKeyId, rows.length);
       // A receiver deleted between the name lookup and the insert (the insert reads it FOR SHARE, so only then).
-      if (!isForeignKeyViolation(error, 'callback_receiver_id_fkey')) throw error;
+      if (!isForeignKeyViolation(error, CALLBACK_RECEIVER_FKEY)) throw error;
       throw new AppError('validation_failed', 'a receiver this batch names was deleted while the batch was being stored; nothing was stored');
     });
     if (!result.inserted) {

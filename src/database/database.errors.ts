@@ -34,6 +34,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/** callback.receiver_id's foreign key, on callback_live (migration callback_receiver_fkey_live): a receiver deleted while callbacks naming it were stored. */
+export const CALLBACK_RECEIVER_FKEY = 'callback_live_receiver_id_fkey';
+
 /** Whether `error` is Postgres refusing a row for the foreign key `constraint` (SQLSTATE 23503). */
 export function isForeignKeyViolation(error: unknown, constraint: string): boolean {
   for (let e = error as { code?: unknown; constraint?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {

@@ -6,7 +6,7 @@ import { priorityRank } from '../common/states.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, MAX_HEADERS } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
-import { isForeignKeyViolation } from '../database/database.errors.js';
+import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
 import { matchesFilter } from './event-filter.policy.js';
@@ -74,7 +74,7 @@ export class EventService {
         return await this.store(apiKeyId, dto, body, requestHash, traceparent);
       } catch (error) {
         // a subscriber deleted between the lookup and the insert (which reads it FOR SHARE): look them up again
-        if (attempt === 2 || !isForeignKeyViolation(error, 'callback_receiver_id_fkey')) throw error;
+        if (attempt === 2 || !isForeignKeyViolation(error, CALLBACK_RECEIVER_FKEY)) throw error;
       }
     }
   }

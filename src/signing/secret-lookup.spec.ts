@@ -5,7 +5,7 @@ describe('SecretLookup', () => {
   const lookup = () =>
     new SecretLookup(
       new Map([
-        ['r receiver-1', ['whsec_r1']],
+        ['receiver-1', ['whsec_r1']], // a receiver's by its id itself
         ['d key-1 http://a.example', ['whsec_a']],
         ['d key-1 http://b.example', ['whsec_b']],
         ['d key-2 http://a.example', ['whsec_k2a']],

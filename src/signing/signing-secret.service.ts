@@ -19,8 +19,13 @@ export interface SigningRef {
   host: string;
 }
 
-const refKey = (r: SigningRef) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.host}`);
-const rowKey = (r: SecretRow) => (r.receiverId ? `r ${r.receiverId}` : `d ${r.apiKeyId} ${r.destination}`);
+/**
+ * A receiver's secrets go by its id itself (the string the claim's row carries, so no
+ * key is built per callback: a fan-out's rows mostly differ in receiver); a
+ * destination's by `d <key> <destination>`, which no uuid can equal (it has spaces).
+ */
+const refKey = (r: SigningRef) => r.receiverId ?? `d ${r.apiKeyId} ${r.host}`;
+const rowKey = (r: SecretRow) => r.receiverId ?? `d ${r.apiKeyId} ${r.destination}`;
 
 /**
  * refKey that hands back the last key while the refs share their receiver or
@@ -139,7 +144,7 @@ export class SigningSecretService {
 
   private async rotate(apiKeyId: string, owner: SecretOwner, secret: string): Promise<void> {
     await this.secrets.rotateSecret(apiKeyId, owner, { id: uuidv7(), secret }, ROTATION_OVERLAP_MS);
-    this.cache.delete('receiverId' in owner ? `r ${owner.receiverId}` : `d ${owner.apiKeyId} ${owner.destination}`);
+    this.cache.delete('receiverId' in owner ? owner.receiverId : `d ${owner.apiKeyId} ${owner.destination}`);
   }
 
   private findLive(refs: SigningRef[]): Promise<SecretRow[]> {
