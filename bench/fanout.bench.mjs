@@ -7,15 +7,15 @@
 // callbacks are counted against the deliveries the answers reported.
 // Then the drain (fanoutDrainScenario): the deliveries of events to 1,000 receivers on
 // a real local receiver, drained by one worker, against the same number of plain
-// callbacks drained the same way (bench:peer's service side: its serviceRound), same
-// run, alternated.
+// callbacks with the same bodies (bench:peer's bodyOf) drained the same way (bench:peer's
+// service side: its serviceRound), same run, alternated.
 //   node bench/fanout.bench.mjs   (BENCH_FANOUT_TIMED, BENCH_FANOUT_EVENTS, BENCH_FANOUT_DRAIN_N, BENCH_FANOUT_ROUNDS,
 //                                  BENCH_FANOUT_PARTS=store,drain; BENCH_WINDOW as bench:peer)
 import { Pool } from 'undici';
 import { BENCH_KEY, backendPidOf, connect, freshDatabase, main, median, percentile, row, startService } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { benchKeyId } from './lib/seed.mjs';
-import { serviceRound } from './peer.bench.mjs';
+import { bodyOf, serviceRound } from './peer.bench.mjs';
 
 const RECEIVERS = 10_000;
 const FANOUTS = [1, 10, 1000];
@@ -190,7 +190,7 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
         path: '/v1/events',
         connections: 2,
         total: count / DRAIN_FANOUT,
-        body: (i) => ({ type: 'drain.1000', payload: payload(i) }),
+        body: (i) => ({ type: 'drain.1000', payload: bodyOf(i) }),
         count: (answer) => answer.deliveries,
       });
       if (r.counted !== count) throw new Error(`drain.1000: ${r.counted} deliveries reported, expected ${count}`);
@@ -200,7 +200,7 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
       for (let from = 0; from < count; from += 10_000) {
         const callbacks = Array.from({ length: Math.min(10_000, count - from) }, (_, k) => ({
           receiver: `d${1 + ((from + k) % DRAIN_FANOUT)}`,
-          body: payload(k),
+          body: bodyOf(from + k),
         }));
         await post(api.url, { path: '/v1/batches', connections: 1, total: 1, body: () => ({ callbacks }) });
       }

@@ -39,7 +39,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PER_BATCH = 10_000;
 const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 
-const bodyOf = (i) => ({ event: 'bench', n: i });
+/** The body of plain callback `i` (exported: bench:fanout's drain gives its deliveries the same). */
+export const bodyOf = (i) => ({ event: 'bench', n: i });
 
 /**
  * Posts `n` callbacks to `url` through the API at `api.url`, PER_BATCH a batch,
