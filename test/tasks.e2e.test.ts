@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../src/dispatch/claim.repository.js';
+import { TaskRepository } from '../src/tasks/task.repository.js';
 import { TaskRunner } from '../src/tasks/task.runner.js';
 import { connect, useTestDatabase } from './support/database.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
@@ -247,6 +248,59 @@ describe(`${ClaimRepository.name} and a receiver just disabled`, () => {
     expect(await claims.claimDue('test', 100, 1000, [])).toEqual([]);
     await t.db.query(`UPDATE receiver SET disabled = false, disabled_at = NULL WHERE id = $1`, [receiverId]);
     expect(await claims.claimDue('test', 100, 1000, [])).toHaveLength(50);
+  });
+});
+
+describe(`${TaskRepository.name} and a write-back moving the receiver's rows`, () => {
+  const t = useTestDatabase();
+  let api: TestService;
+  beforeAll(async () => {
+    api = await startTestService({ role: 'api' }, t.url); // no worker: this test is the only write-back
+  });
+  afterAll(async () => {
+    await api?.stop();
+  });
+
+  it("should run a disable's chunk that waited for the write-back, over the rows it moved", async () => {
+    expect((await api.api('/v1/receivers/moving', { method: 'PUT', json: { url: 'http://127.0.0.64:9/moving' } })).status).toBe(201);
+    const { receiverId } = await seedPending(t.db, 'moving', 3);
+    const ids = (await t.db.query<{ id: string }>('SELECT id FROM callback WHERE receiver_id = $1 ORDER BY id', [receiverId])).rows.map((r) => r.id);
+    const {
+      rows: [{ key }],
+    } = await t.db.query(`SELECT api_key_id AS key FROM receiver WHERE id = $1`, [receiverId]);
+    await t.db.query(`UPDATE receiver SET disabled = true, disabled_at = now() WHERE id = $1`, [receiverId]);
+    const {
+      rows: [{ id: taskId }],
+    } = await t.db.query(`INSERT INTO task (id, api_key_id, kind, receiver_id) VALUES (gen_random_uuid(), $1, 'receiver.disable', $2) RETURNING id`, [
+      key,
+      receiverId,
+    ]);
+    // A write-back, as recordOutcomes runs one: the receiver locked first, then one of its rows finished (moved into its time partition).
+    const writeBack = await connect(t.directUrl);
+    try {
+      await writeBack.query('BEGIN');
+      await writeBack.query('SELECT 1 FROM receiver WHERE id = $1 FOR NO KEY UPDATE', [receiverId]);
+      await writeBack.query(`UPDATE callback SET status = 'succeeded', attempts = 1, completed_at = now(), done_at = now() WHERE id = $1`, [ids[0]]);
+      // the chunk's statement starts (its snapshot with the row still in callback_live) and waits for the receiver
+      const chunk = api.app.get(TaskRepository).runChunk(taskId, 400);
+      await waitFor(
+        async () =>
+          (await t.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%' AND datname = current_database()`))
+            .rowCount || undefined,
+        10_000,
+        10,
+      );
+      await writeBack.query('COMMIT');
+      // Its update met the moved row: Postgres failed it (40001), and the chunk ran again from where the rows now are.
+      expect(await chunk).toMatchObject({ ran: true, changed: 2 });
+    } finally {
+      await writeBack.end();
+    }
+    expect((await t.db.query('SELECT id, status, held FROM callback WHERE receiver_id = $1 ORDER BY id', [receiverId])).rows).toEqual([
+      { id: ids[0], status: 'succeeded', held: false },
+      { id: ids[1], status: 'pending', held: true },
+      { id: ids[2], status: 'pending', held: true },
+    ]);
   });
 });
 

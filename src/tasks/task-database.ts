@@ -8,6 +8,17 @@ import { answerWithinMs, openPool, PgStatements, timeoutSettings } from '../data
 const POOL_SIZE = 2;
 
 /**
+ * Times a chunk is run again at once when Postgres ended it for a deadlock or a
+ * serialization failure (PgStatements.retryConflicts): a chunk is one statement in
+ * its own transaction, so nothing of it was kept. The usual one: a receiver task's
+ * chunk waits for a write-back holding the receiver (`rv`), and its update then
+ * meets rows that write-back moved into their time partition ("tuple to be locked
+ * was already moved to another partition"); run again, it reads them where they now
+ * are. Past these, the runner's own retry (RETRY_MS) takes over.
+ */
+const TASK_CONFLICT_RETRIES = 3;
+
+/**
  * What a chunk runs with:
  * - `synchronous_commit = off`: a chunk commits without waiting for its WAL to reach
  *   the disk (450 ms on this machine's disk). A chunk lost in a database crash is
@@ -45,8 +56,8 @@ export class TaskDatabase extends PgStatements implements OnApplicationShutdown 
   constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, config: AppConfig, caught: CaughtErrors) {
     const onIdleError = (error: Error) => caught.record('task_pool_idle_connection', error, 'dropped from the pool; the next chunk opens another');
     const settings = chunkSettings(config);
-    if (target.pooled) super(openPool(target.url, POOL_SIZE, onIdleError, {}, answerWithinMs(config)), null, settings);
-    else super(openPool(target.url, POOL_SIZE, onIdleError, settings, answerWithinMs(config)), 'task', {});
+    if (target.pooled) super(openPool(target.url, POOL_SIZE, onIdleError, {}, answerWithinMs(config)), null, settings, {}, TASK_CONFLICT_RETRIES);
+    else super(openPool(target.url, POOL_SIZE, onIdleError, settings, answerWithinMs(config)), 'task', {}, {}, TASK_CONFLICT_RETRIES);
   }
 
   async onApplicationShutdown(): Promise<void> {
