@@ -8,9 +8,9 @@ import { answerWithinMs, openPool, PgStatements, timeoutSettings } from '../data
 const POOL_SIZE = 2;
 
 /**
- * Times a chunk is run again at once when Postgres ended it for a deadlock or a
- * serialization failure (PgStatements.retryConflicts): a chunk is one statement in
- * its own transaction, so nothing of it was kept. The usual one: a receiver task's
+ * Times a chunk is run again, after a short jittered pause, when Postgres ended it
+ * for a deadlock or a serialization failure (PgStatements.retryConflicts): a chunk is
+ * one statement in its own transaction, so nothing of it was kept. The usual one: a receiver task's
  * chunk waits for a write-back holding the receiver (`rv`), and its update then
  * meets rows that write-back moved into their time partition ("tuple to be locked
  * was already moved to another partition"); run again, it reads them where they now
