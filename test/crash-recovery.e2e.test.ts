@@ -4,7 +4,7 @@ import { WorkerService } from '../src/dispatch/worker.service.js';
 import { connect, createTestDatabase } from './support/database.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
-import { waitFor } from './support/service.js';
+import { waitFor, waitForLockWaiter } from './support/service.js';
 
 /** Real processes: started, killed with SIGKILL or stopped with SIGTERM, started again. */
 describe(`${WorkerService.name} across process crashes`, () => {
@@ -150,10 +150,7 @@ describe(`${WorkerService.name} across process crashes`, () => {
       // Claims update callback rows, so they wait behind this lock; reads do not.
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE callback IN SHARE MODE');
-      await waitFor(
-        async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE callback%'`)).rowCount,
-        10_000,
-      );
+      await waitForLockWaiter(db, 'UPDATE callback');
       worker.kill('SIGTERM');
       const stoppedAt = Date.now();
       expect(await worker.exited).toBe(1);

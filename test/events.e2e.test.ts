@@ -5,7 +5,7 @@ import { EventService } from '../src/events/event.service.js';
 import { RetentionService } from '../src/retention/retention.service.js';
 import { connect } from './support/database.js';
 import { Receiver, type ReceivedRequest } from './support/receiver.js';
-import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
+import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from './support/service.js';
 
 /** What the `standardwebhooks` package (an independent implementation) says about a received request. */
 function verifies(secret: string, r: ReceivedRequest): boolean {
@@ -203,12 +203,10 @@ describe(EventService.name, () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query(`SELECT 1 FROM receiver WHERE name = 'fan-7' FOR UPDATE`);
-      const waiting = (clause: string) => async () =>
-        (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${clause}%`])).rowCount;
       const disabling = service.api('/v1/receivers/fan-7', { method: 'PUT', json: { disabled: true } });
-      await waitFor(waiting('FOR UPDATE'));
+      await waitForLockWaiter(db, 'FOR UPDATE');
       const publishing = published({ type: 'invoice.paid', payload: { total: 1 } });
-      await waitFor(waiting('FOR SHARE'));
+      await waitForLockWaiter(db, 'FOR SHARE');
       await blocker.query('COMMIT');
       expect((await disabling).status).toBe(200);
       const event = await publishing;
@@ -276,7 +274,7 @@ describe(EventService.name, () => {
       await deleting.query(`UPDATE receiver SET deleted_at = now(), name = '/deleted/' || id WHERE name = 'victim'`);
       const publishing = publish({ type: 'victim.test', payload: { n: 1 } });
       // the insert of the deliveries waits for the receiver's row (FOR SHARE), after the lookup found it
-      await waitFor(async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'`)).rowCount);
+      await waitForLockWaiter(db, 'FOR SHARE');
       await deleting.query('COMMIT');
       const res = await publishing;
       const body = await jsonOf(res);

@@ -6,7 +6,7 @@ import { TaskRunner } from '../src/tasks/task.runner.js';
 import { connect, useTestDatabase } from './support/database.js';
 import { call, spawnService, type ServiceProcess } from './support/process.js';
 import { Receiver } from './support/receiver.js';
-import { jsonOf, startTestService, waitFor, type TestService } from './support/service.js';
+import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from './support/service.js';
 
 /** Pending callbacks of the big receiver: 100,000 in the suite; TASKS_TEST_ROWS=1000000 for a million (8 minutes here). */
 const BIG = Number(process.env.TASKS_TEST_ROWS ?? 100_000);
@@ -283,13 +283,7 @@ describe(`${TaskRepository.name} and a write-back moving the receiver's rows`, (
       await writeBack.query(`UPDATE callback SET status = 'succeeded', attempts = 1, completed_at = now(), done_at = now() WHERE id = $1`, [ids[0]]);
       // the chunk's statement starts (its snapshot with the row still in callback_live) and waits for the receiver
       const chunk = api.app.get(TaskRepository).runChunk(taskId, 400);
-      await waitFor(
-        async () =>
-          (await t.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%' AND datname = current_database()`))
-            .rowCount || undefined,
-        10_000,
-        10,
-      );
+      await waitForLockWaiter(t.db, 'FOR SHARE', 10_000, 10);
       await writeBack.query('COMMIT');
       // Its update met the moved row: Postgres failed it (40001), and the chunk ran again from where the rows now are.
       expect(await chunk).toMatchObject({ ran: true, changed: 2 });

@@ -10,11 +10,11 @@ const POOL_SIZE = 2;
 /**
  * Times a chunk is run again, after a short jittered pause, when Postgres ended it
  * for a deadlock or a serialization failure (PgStatements.retryConflicts): a chunk is
- * one statement in its own transaction, so nothing of it was kept. The usual one: a receiver task's
- * chunk waits for a write-back holding the receiver (`rv`), and its update then
- * meets rows that write-back moved into their time partition ("tuple to be locked
- * was already moved to another partition"); run again, it reads them where they now
- * are. Past these, the runner's own retry (RETRY_MS) takes over.
+ * one statement in its own transaction, so nothing of it was kept. The usual one: a
+ * receiver task's chunk waits for a write-back holding the receiver (`rv`), and its
+ * update then meets rows that write-back moved into their time partition ("tuple to
+ * be locked was already moved to another partition"); run again, it reads them where
+ * they now are. Past these, the runner's own retry (RETRY_MS) takes over.
  */
 const TASK_CONFLICT_RETRIES = 3;
 

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { startService, type RunningService } from '../../src/app.factory.js';
 import { createApiClient, type ApiClient } from '../../src/client/api.client.js';
 import { loadConfig, type AppConfig } from '../../src/config/app.config.js';
@@ -80,6 +81,20 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
     if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * Waits until a session of `db`'s database waits on a lock with a statement whose
+ * text contains `fragment` (the statement a test has just queued behind a lock it holds).
+ */
+export async function waitForLockWaiter(db: pg.Client, fragment: string, timeoutMs = 10_000, everyMs = 50): Promise<void> {
+  await waitFor(
+    async () =>
+      (await db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [fragment]))
+        .rowCount,
+    timeoutMs,
+    everyMs,
+  );
 }
 
 /**
