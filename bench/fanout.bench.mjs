@@ -9,13 +9,17 @@
 // a real local receiver, drained by one worker, against the same number of plain
 // callbacks with the same bodies (bench:peer's bodyOf) drained the same way (bench:peer's
 // service side: its serviceRound), same run, alternated.
+// With BENCH_STATEMENTS=1 (a server loading pg_stat_statements), each counted drain
+// round of each side is also printed: its rate and CPU, and Postgres's execution time
+// statement by statement, per callback, counted from a reset after its ingest.
 //   node bench/fanout.bench.mjs   (BENCH_FANOUT_TIMED, BENCH_FANOUT_EVENTS, BENCH_FANOUT_DRAIN_N, BENCH_FANOUT_ROUNDS,
-//                                  BENCH_FANOUT_PARTS=store,drain; BENCH_WINDOW as bench:peer)
+//                                  BENCH_FANOUT_PARTS=store,drain, BENCH_STATEMENTS; BENCH_WINDOW as bench:peer)
 import { Pool } from 'undici';
 import { BENCH_KEY, backendPidOf, connect, freshDatabase, main, median, percentile, row, startService } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { benchKeyId } from './lib/seed.mjs';
-import { bodyOf, serviceRound } from './peer.bench.mjs';
+import { printStatementTable, resetStatements, statementTimes, statementsCounted } from './lib/statements.mjs';
+import { bodyOf, ingestThroughApi, serviceRound } from './peer.bench.mjs';
 
 const RECEIVERS = 10_000;
 const FANOUTS = [1, 10, 1000];
@@ -28,6 +32,7 @@ const DRAIN_N = Number(process.env.BENCH_FANOUT_DRAIN_N ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_FANOUT_ROUNDS ?? 2);
 const DRAIN_FANOUT = 1000;
 const PARTS = new Set((process.env.BENCH_FANOUT_PARTS ?? 'store,drain').split(','));
+const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 const auth = { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' };
 const payload = (i) => ({ orderId: `o-${i}`, amount: 1500, currency: 'EUR', lines: [{ sku: 'A-1', qty: 2 }] });
 
@@ -205,13 +210,29 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
         await post(api.url, { path: '/v1/batches', connections: 1, total: 1, body: () => ({ callbacks }) });
       }
     };
-    const ingests = { plain: () => ({}), events: (count) => ({ ingest: publish(count) }), named: (count) => ({ ingest: named(count) }) };
-    const side = (kind, count) => serviceRound(databaseUrl, api, db, pid, receiver, count, ingests[kind](count));
+    const plain = (count) => () => ingestThroughApi(api, `${receiver.url()}/hook`, count);
+    const ingests = { plain, events: publish, named };
+    if (STATEMENTS && !(await statementsCounted(db))) throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
+    // BENCH_STATEMENTS: the drain's statements alone, from a reset once the ingest is stored
+    const side = async (kind, count, round) => {
+      const ingest = ingests[kind](count);
+      const r = await serviceRound(databaseUrl, api, db, pid, receiver, count, {
+        ingest: async () => {
+          await ingest();
+          if (STATEMENTS) await resetStatements(db);
+        },
+      });
+      if (STATEMENTS && round !== undefined) {
+        const cpu = `worker ${r.worker.toFixed(1)} µs, Postgres ${r.postgres.toFixed(1)} µs of CPU per callback`;
+        printStatementTable(`drain round ${round + 1}, ${kind}: ${r.perSecond.toFixed(0)} callbacks/s, ${cpu}`, await statementTimes(db, count));
+      }
+      return r;
+    };
     const kinds = ['plain', 'events', 'named'];
     for (const kind of kinds) await side(kind, 2000);
     const runs = { plain: [], events: [], named: [] };
     for (let round = 0; round < rounds; round++) {
-      for (const kind of round % 2 === 0 ? kinds : [...kinds].reverse()) runs[kind].push(await side(kind, n));
+      for (const kind of round % 2 === 0 ? kinds : [...kinds].reverse()) runs[kind].push(await side(kind, n, round));
     }
     const m = (kind, k = 'perSecond') => median(runs[kind].map((r) => r[k]));
     const size = `${n.toLocaleString('en-US')} callbacks, median of ${rounds}`;

@@ -26,7 +26,7 @@
 import { drain, wholeJob } from './lib/drain.mjs';
 import { connect, freshDatabase, main, median, row, startService, BENCH_KEY, backendPidOf } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
-import { resetStatements, statementTimes, statementsCounted } from './lib/statements.mjs';
+import { printStatementTable, resetStatements, statementTimes, statementsCounted } from './lib/statements.mjs';
 import { machineBusyMs } from './lib/cpu.mjs';
 import { undiciWindow } from './lib/undici-window.mjs';
 import { graphilePeer, peerRound, pgBossPeer } from './peer/rounds.mjs';
@@ -141,12 +141,7 @@ function shapeRows(runs, what, size) {
 /** Each side's Postgres time by statement in one round of the whole job (BENCH_STATEMENTS=1), as Markdown tables. */
 function printStatements(round) {
   const sides = { service: round.service, 'pg-boss 12 (better shape)': round.pgBoss, 'graphile-worker 0.17': round.graphile };
-  for (const [name, r] of Object.entries(sides)) {
-    const { total, rows } = r.statements;
-    console.log(`\nwhole job, ${name}: ${r.perSecond.toFixed(0)} callbacks/s; Postgres execution time per callback by statement, ${total} µs in all`);
-    console.log('| µs | calls | rows | WAL records | statement |\n| ---: | ---: | ---: | ---: | --- |');
-    for (const s of rows) console.log(`| ${s.us} | ${s.calls} | ${s.rows} | ${s.wal} | \`${s.statement.replaceAll('|', '\\|')}\` |`);
-  }
+  for (const [name, r] of Object.entries(sides)) printStatementTable(`whole job, ${name}: ${r.perSecond.toFixed(0)} callbacks/s`, r.statements);
 }
 
 export async function peerScenario(server, { n = N, window = WINDOW, rounds = ROUNDS } = {}) {

@@ -44,3 +44,10 @@ export async function statementTimes(db, n, limit = 8) {
   );
   return { total: total.rows[0].us, rows };
 }
+
+/** One side's statementTimes as a Markdown table under `title`. */
+export function printStatementTable(title, { total, rows }) {
+  console.log(`\n${title}; Postgres execution time per callback by statement, ${total} µs in all`);
+  console.log('| µs | calls | rows | WAL records | statement |\n| ---: | ---: | ---: | ---: | --- |');
+  for (const s of rows) console.log(`| ${s.us} | ${s.calls} | ${s.rows} | ${s.wal} | \`${s.statement.replaceAll('|', '\\|')}\` |`);
+}
