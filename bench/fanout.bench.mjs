@@ -212,7 +212,8 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
     };
     const plain = (count) => () => ingestThroughApi(api, `${receiver.url()}/hook`, count);
     const ingests = { plain, events: publish, named };
-    if (STATEMENTS && !(await statementsCounted(db))) throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
+    if (STATEMENTS && !(await statementsCounted(db)))
+      throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
     // BENCH_STATEMENTS: the drain's statements alone, from a reset once the ingest is stored
     const side = async (kind, count, round) => {
       const ingest = ingests[kind](count);
