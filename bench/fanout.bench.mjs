@@ -18,7 +18,7 @@ import { Pool } from 'undici';
 import { BENCH_KEY, backendPidOf, connect, freshDatabase, main, median, percentile, row, startService } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
 import { benchKeyId } from './lib/seed.mjs';
-import { printStatementTable, resetStatements, statementTimes, statementsCounted } from './lib/statements.mjs';
+import { printStatementTable, resetStatements, startCountingStatements, statementTimes } from './lib/statements.mjs';
 import { bodyOf, ingestThroughApi, serviceRound } from './peer.bench.mjs';
 
 const RECEIVERS = 10_000;
@@ -212,8 +212,7 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
     };
     const plain = (count) => () => ingestThroughApi(api, `${receiver.url()}/hook`, count);
     const ingests = { plain, events: publish, named };
-    if (STATEMENTS && !(await statementsCounted(db)))
-      throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
+    if (STATEMENTS) await startCountingStatements(db);
     // BENCH_STATEMENTS: the drain's statements alone, from a reset once the ingest is stored
     const side = async (kind, count, round) => {
       const ingest = ingests[kind](count);

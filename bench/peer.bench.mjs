@@ -26,7 +26,7 @@
 import { drain, wholeJob } from './lib/drain.mjs';
 import { connect, freshDatabase, main, median, row, startService, BENCH_KEY, backendPidOf } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
-import { printStatementTable, resetStatements, statementTimes, statementsCounted } from './lib/statements.mjs';
+import { printStatementTable, resetStatements, startCountingStatements, statementTimes } from './lib/statements.mjs';
 import { machineBusyMs } from './lib/cpu.mjs';
 import { undiciWindow } from './lib/undici-window.mjs';
 import { graphilePeer, peerRound, pgBossPeer } from './peer/rounds.mjs';
@@ -151,10 +151,7 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
     return { url, db, pid: await backendPidOf(db) };
   };
   const dbs = { service: await open('bench_peer_service'), pgBoss: await open('bench_peer_pgboss'), graphile: await open('bench_peer_graphile') };
-  for (const { db } of Object.values(dbs)) {
-    if (STATEMENTS && !(await statementsCounted(db)))
-      throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
-  }
+  if (STATEMENTS) for (const { db } of Object.values(dbs)) await startCountingStatements(db);
   const receiver = await BenchReceiver.start();
   const api = await startService(dbs.service.url, { ROLE: 'api' });
   try {

@@ -4,14 +4,16 @@
 // embedded one does not), and its counters are the server's, so sides are measured one
 // after the other, each from a reset.
 
-/** Whether `db`'s server counts statements: makes the extension in `db` (its view is per database). */
-export async function statementsCounted(db) {
+/**
+ * Makes the extension in `db` (its view is per database) and starts the counters;
+ * throws when `db`'s server does not load the module (BENCH_STATEMENTS=1 needs it).
+ */
+export async function startCountingStatements(db) {
   try {
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     await db.query('SELECT pg_stat_statements_reset()');
-    return true;
   } catch {
-    return false;
+    throw new Error('BENCH_STATEMENTS=1: the server does not load pg_stat_statements (shared_preload_libraries)');
   }
 }
 
