@@ -121,15 +121,17 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     expect((await health()).failing_since).toEqual(t(40));
   });
 
-  it('should write a healthy receiver at most once a second, however many successes land', async () => {
+  it('should write a healthy receiver at most once a second, however many successes land, and lock it no more often', async () => {
     await land(true, t(50));
-    const xmin = async () => (await db.query('SELECT xmin::text AS x FROM receiver WHERE id = $1', [receiverId])).rows[0].x;
-    const before = await xmin();
-    await land(true, new Date(t(50).getTime() + 300));
-    await land(true, new Date(t(50).getTime() + 900));
-    expect(await xmin()).toBe(before);
+    const ids = [await leased(), await leased()]; // before the look: their foreign key checks lock the receiver (FOR KEY SHARE)
+    // xmin moves with a write, xmax with a lock as well: the successes within the second take neither
+    const version = async () => (await db.query("SELECT xmin::text || '/' || xmax::text AS x FROM receiver WHERE id = $1", [receiverId])).rows[0].x;
+    const before = await version();
+    expect(await outcomes.recordOutcomes('w', [outcome(ids[0], true, new Date(t(50).getTime() + 300))])).toEqual([ids[0]]);
+    expect(await outcomes.recordOutcomes('w', [outcome(ids[1], true, new Date(t(50).getTime() + 900))])).toEqual([ids[1]]);
+    expect(await version()).toBe(before);
     await land(true, t(52));
-    expect(await xmin()).not.toBe(before);
+    expect(await version()).not.toBe(before);
     expect((await health()).last_success_at).toEqual(t(52));
   });
 
@@ -162,6 +164,29 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
       await api.end();
     }
     expect((await health()).last_success_at).toEqual(t(60));
+  });
+
+  it('should not wait for a healthy receiver that a write-back of successes leaves as it is', async () => {
+    await land(true, t(70));
+    const id = await leased();
+    const failure = await connect(service.databaseUrl); // a failure write-back of the receiver, under way
+    try {
+      await failure.query('BEGIN');
+      await failure.query('UPDATE receiver SET failing_since = $2, last_failure_at = $2 WHERE id = $1', [receiverId, new Date(t(70).getTime() + 200)]);
+      const writeBack = outcomes.recordOutcomes('w', [outcome(id, true, new Date(t(70).getTime() + 500))]);
+      const waited = new Promise((resolve) => setTimeout(() => resolve('waited'), 3_000));
+      expect(await Promise.race([writeBack, waited])).toEqual([id]);
+      await failure.query('COMMIT');
+    } finally {
+      await failure.end();
+    }
+    // As if the success had landed first: it is less than a second after the recorded one, so
+    // it was not written, and the failure after that recorded success counts (mergeHealth).
+    expect(await health()).toEqual({
+      last_success_at: t(70),
+      failing_since: new Date(t(70).getTime() + 200),
+      last_failure_at: new Date(t(70).getTime() + 200),
+    });
   });
 
   it('should merge a write-back of successes into any stored health as mergeHealth does', async () => {

@@ -7,7 +7,15 @@ import { exhaustedCallbacks, failingReceivers } from '../operator-events/operato
 import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 import { mergeHealth, receiverHealth, SUCCESS_WRITE_MS } from './receiver-health.policy.js';
 import { failGoneEndpoints } from './sql/gone.sql.js';
-import { lockReceivers, recordOutcomes, recordSuccesses, releaseClaims, writeReceiverHealth, type ReceiverHealth } from './sql/outcome.sql.js';
+import {
+  lockReceivers,
+  recordOutcomes,
+  recordSuccesses,
+  releaseClaims,
+  writeReceiverHealth,
+  type LatestSuccess,
+  type ReceiverHealth,
+} from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -64,7 +72,7 @@ export class OutcomeRepository {
     // One statement instead of a transaction of four or five round trips: about 5 µs
     // of worker CPU a delivery in bench:fanout's drain (bench/README.md, 2026-12-04, later).
     if (rows.every((r) => r.outcome === 'success')) {
-      return (await this.db.query<{ id: string }>(recordSuccesses(owner, rows, receivers, SUCCESS_WRITE_MS))).map((r) => r.id);
+      return (await this.db.query<{ id: string }>(recordSuccesses(owner, rows, latestSuccesses(rows), SUCCESS_WRITE_MS))).map((r) => r.id);
     }
     return this.db.transaction(async (tx) => {
       const stored = receivers.length > 0 ? await tx.query<ReceiverHealth>(lockReceivers(receivers)) : [];
@@ -97,4 +105,15 @@ export class OutcomeRepository {
     if (batchIds.length === 0) return Promise.resolve([]);
     return this.db.query(completeBatches(batchIds, this.defaults));
   }
+}
+
+/** Each receiver's latest success among `rows` (all successes): what recordSuccesses may change it by. */
+function latestSuccesses(rows: RecordedOutcome[]): LatestSuccess[] {
+  const latest = new Map<string, Date>();
+  for (const r of rows) {
+    if (!r.receiverId) continue;
+    const seen = latest.get(r.receiverId);
+    if (!seen || r.startedAt > seen) latest.set(r.receiverId, r.startedAt);
+  }
+  return [...latest].map(([receiverId, lastSuccessAt]) => ({ receiverId, lastSuccessAt }));
 }

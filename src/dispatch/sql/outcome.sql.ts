@@ -33,29 +33,42 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
 
 /**
  * recordOutcomes of a write-back whose every attempt succeeded, with the health they
- * say of their receivers (`receivers`), in the one statement, so in one round trip as
- * a write-back without receivers: the receivers' rows locked first (`locked`, in id
- * order, `FOR NO KEY UPDATE` as lockReceivers: the one-time filter on `moved` reads
- * them before any callback row is touched), then the outcomes, then each receiver's
- * health merged as mergeHealth (receiver-health.policy.ts) merges successes alone:
- * the latest success wins, it ends a failure record older than it, and a healthy
- * receiver's `last_success_at` moves only once it is `successWriteMs` behind. Only the
- * rows that change are written, from the attempts that landed; a receiver gone
+ * say of their receivers (`receivers`: each one's latest success here), in the one
+ * statement, so in one round trip as a write-back without receivers. Health is merged
+ * as mergeHealth (receiver-health.policy.ts) merges successes alone: the latest success
+ * wins, it ends a failure record older than it, and a healthy receiver's
+ * `last_success_at` moves only once it is `successWriteMs` behind. First (`locked`, the
+ * one-time filter on `moved` reads it before any callback row is touched) the receivers
+ * whose row these successes may change are locked, in id order, `FOR NO KEY UPDATE` as
+ * lockReceivers: those failing, never successful, or with a success recorded
+ * `successWriteMs` or more before this one. The others (a healthy receiver with calls
+ * landing all the time: most of them) are neither locked nor written, as nothing here
+ * changes them. A lock on them would keep nothing more exact: a failure write-back
+ * running meanwhile finds the row as this statement leaves it, and merges as it would
+ * after it (mergeHealth: a failure less than `successWriteMs` older than a success not
+ * written still counts). Then the outcomes, then the locked rows' merge, written where
+ * it changes them, from the attempts that landed; a receiver gone
  * meanwhile is not locked and gets nothing. Successes start no failure record, so no
  * operator event can follow (OutcomeRepository runs any other write-back in a
  * transaction, merged in Node). The same ids as recordOutcomes come back.
  */
-export function recordSuccesses(owner: string, rows: RecordedOutcome[], receivers: string[], successWriteMs: number): Prisma.Sql {
+export function recordSuccesses(owner: string, rows: RecordedOutcome[], receivers: LatestSuccess[], successWriteMs: number): Prisma.Sql {
+  const within = Prisma.sql`${successWriteMs}::int * interval '1 millisecond'`;
   const locked = Prisma.sql`
     locked AS MATERIALIZED (
-      SELECT id, last_success_at, failing_since FROM receiver WHERE id = ANY(${pgArray(receivers)}::uuid[]) ORDER BY id FOR NO KEY UPDATE
+      SELECT r.id, r.last_success_at, r.failing_since
+      FROM receiver r
+      JOIN unnest(${pgArray(receivers.map((h) => h.receiverId))}::uuid[], ${pgArray(receivers.map((h) => h.lastSuccessAt.getTime()))}::float8[]) AS h(id, success_ms)
+        ON r.id = h.id
+      WHERE r.failing_since IS NOT NULL OR r.last_success_at IS NULL OR r.last_success_at <= ${at(Prisma.sql`h.success_ms`)} - ${within}
+      ORDER BY r.id FOR NO KEY UPDATE OF r
     ),`;
   return Prisma.sql`
     ${writeBack(owner, rows, { locked, gate: Prisma.sql`AND (SELECT count(*) FROM locked) >= 0` })},
     attempts AS (${insertAttempts(owner)} RETURNING callback_id),
     merged AS (
       SELECT l.id, l.last_success_at AS stored, l.failing_since, x.success, f.failing,
-             f.failing IS NULL AND coalesce(l.last_success_at > x.success - ${successWriteMs}::int * interval '1 millisecond', false) AS throttled
+             f.failing IS NULL AND coalesce(l.last_success_at > x.success - ${within}, false) AS throttled
       FROM (SELECT m.receiver_id AS id, max(${at(Prisma.sql`o.started_ms`)}) AS success
             FROM moved m JOIN o ON o.callback_id = m.id WHERE m.receiver_id IS NOT NULL GROUP BY m.receiver_id) h
       JOIN locked l ON l.id = h.id
@@ -68,6 +81,12 @@ export function recordSuccesses(owner: string, rows: RecordedOutcome[], receiver
       WHERE r.id = m.id AND (m.failing IS DISTINCT FROM m.failing_since OR (m.success IS DISTINCT FROM m.stored AND NOT m.throttled))
     )
     SELECT callback_id AS id FROM attempts`;
+}
+
+/** A receiver's latest success in a write-back of successes (recordSuccesses). */
+export interface LatestSuccess {
+  receiverId: string;
+  lastSuccessAt: Date;
 }
 
 const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
