@@ -151,7 +151,13 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
     return { url, db, pid: await backendPidOf(db) };
   };
   const dbs = { service: await open('bench_peer_service'), pgBoss: await open('bench_peer_pgboss'), graphile: await open('bench_peer_graphile') };
-  if (STATEMENTS) for (const { db } of Object.values(dbs)) await startCountingStatements(db);
+  const closeDbs = () => Promise.all(Object.values(dbs).map((d) => d.db.end()));
+  try {
+    if (STATEMENTS) for (const { db } of Object.values(dbs)) await startCountingStatements(db);
+  } catch (e) {
+    await closeDbs(); // before the harness stops the server, which would cut them: an unhandled error
+    throw e;
+  }
   const receiver = await BenchReceiver.start();
   const api = await startService(dbs.service.url, { ROLE: 'api' });
   try {
@@ -234,7 +240,7 @@ export async function peerScenario(server, { n = N, window = WINDOW, rounds = RO
       ),
     ];
   } finally {
-    await Promise.all(Object.values(dbs).map((d) => d.db.end()));
+    await closeDbs();
     await api.stop();
     await receiver.close();
   }
