@@ -123,7 +123,7 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
 
   it('should write a healthy receiver at most once a second, however many successes land, and lock it no more often', async () => {
     await land(true, t(50));
-    const ids = [await leased(), await leased()]; // before the look: their foreign key checks lock the receiver (FOR KEY SHARE)
+    const ids = [await leased(), await leased()]; // made first: their foreign key checks lock the receiver too (FOR KEY SHARE)
     // xmin moves with a write, xmax with a lock as well: the successes within the second take neither
     const version = async () => (await db.query("SELECT xmin::text || '/' || xmax::text AS x FROM receiver WHERE id = $1", [receiverId])).rows[0].x;
     const before = await version();
