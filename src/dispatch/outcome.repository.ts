@@ -7,15 +7,7 @@ import { exhaustedCallbacks, failingReceivers } from '../operator-events/operato
 import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 import { mergeHealth, receiverHealth, SUCCESS_WRITE_MS } from './receiver-health.policy.js';
 import { failGoneEndpoints } from './sql/gone.sql.js';
-import {
-  lockReceivers,
-  recordOutcomes,
-  recordSuccesses,
-  releaseClaims,
-  writeReceiverHealth,
-  type LatestSuccess,
-  type ReceiverHealth,
-} from './sql/outcome.sql.js';
+import { lockReceivers, recordOutcomes, recordSuccesses, releaseClaims, writeReceiverHealth, type ReceiverHealth } from './sql/outcome.sql.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {
@@ -66,13 +58,14 @@ export class OutcomeRepository {
    * per callback, and stores nothing for a key without an operator endpoint.
    */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
-    const receivers = [...new Set(rows.flatMap((r) => (r.receiverId ? [r.receiverId] : [])))];
+    const latest = latestByReceiver(rows);
+    const receivers = [...latest.keys()];
     const anyExhausted = rows.some((r) => r.status === 'failed');
     if (receivers.length === 0 && !anyExhausted) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
     // One statement instead of a transaction of four or five round trips: about 5 µs
     // of worker CPU a delivery in bench:fanout's drain (bench/README.md, 2026-12-04, later).
     if (rows.every((r) => r.outcome === 'success')) {
-      return (await this.db.query<{ id: string }>(recordSuccesses(owner, rows, latestSuccesses(rows), SUCCESS_WRITE_MS))).map((r) => r.id);
+      return (await this.db.query<{ id: string }>(recordSuccesses(owner, rows, latest, SUCCESS_WRITE_MS))).map((r) => r.id);
     }
     return this.db.transaction(async (tx) => {
       const stored = receivers.length > 0 ? await tx.query<ReceiverHealth>(lockReceivers(receivers)) : [];
@@ -107,13 +100,13 @@ export class OutcomeRepository {
   }
 }
 
-/** Each receiver's latest success among `rows` (all successes): what recordSuccesses may change it by. */
-function latestSuccesses(rows: RecordedOutcome[]): LatestSuccess[] {
+/** Each receiver of `rows` with the start of its latest attempt among them (of a write-back of successes: its latest success). */
+function latestByReceiver(rows: RecordedOutcome[]): Map<string, Date> {
   const latest = new Map<string, Date>();
   for (const r of rows) {
     if (!r.receiverId) continue;
     const seen = latest.get(r.receiverId);
     if (!seen || r.startedAt > seen) latest.set(r.receiverId, r.startedAt);
   }
-  return [...latest].map(([receiverId, lastSuccessAt]) => ({ receiverId, lastSuccessAt }));
+  return latest;
 }

@@ -33,7 +33,7 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
 
 /**
  * recordOutcomes of a write-back whose every attempt succeeded, with the health they
- * say of their receivers (`receivers`: each one's latest success here), in the one
+ * say of their receivers (`latest`: each one's latest success here), in the one
  * statement, so in one round trip as a write-back without receivers. Health is merged
  * as mergeHealth (receiver-health.policy.ts) merges successes alone: the latest success
  * wins, it ends a failure record older than it, and a healthy receiver's
@@ -52,13 +52,13 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
  * operator event can follow (OutcomeRepository runs any other write-back in a
  * transaction, merged in Node). The same ids as recordOutcomes come back.
  */
-export function recordSuccesses(owner: string, rows: RecordedOutcome[], receivers: LatestSuccess[], successWriteMs: number): Prisma.Sql {
+export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: ReadonlyMap<string, Date>, successWriteMs: number): Prisma.Sql {
   const within = Prisma.sql`${successWriteMs}::int * interval '1 millisecond'`;
   const locked = Prisma.sql`
     locked AS MATERIALIZED (
       SELECT r.id, r.last_success_at, r.failing_since
       FROM receiver r
-      JOIN unnest(${pgArray(receivers.map((h) => h.receiverId))}::uuid[], ${pgArray(receivers.map((h) => h.lastSuccessAt.getTime()))}::float8[]) AS h(id, success_ms)
+      JOIN unnest(${pgArray([...latest.keys()])}::uuid[], ${pgArray([...latest.values()].map((d) => d.getTime()))}::float8[]) AS h(id, success_ms)
         ON r.id = h.id
       WHERE r.failing_since IS NOT NULL OR r.last_success_at IS NULL OR r.last_success_at <= ${at(Prisma.sql`h.success_ms`)} - ${within}
       ORDER BY r.id FOR NO KEY UPDATE OF r
@@ -81,12 +81,6 @@ export function recordSuccesses(owner: string, rows: RecordedOutcome[], receiver
       WHERE r.id = m.id AND (m.failing IS DISTINCT FROM m.failing_since OR (m.success IS DISTINCT FROM m.stored AND NOT m.throttled))
     )
     SELECT callback_id AS id FROM attempts`;
-}
-
-/** A receiver's latest success in a write-back of successes (recordSuccesses). */
-export interface LatestSuccess {
-  receiverId: string;
-  lastSuccessAt: Date;
 }
 
 const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
