@@ -74,7 +74,9 @@ function toTrace(clock: CallClock, headersAt: number | undefined, end: number, t
   // was armed, on ask: if the timer fired late (the event loop was busy), the rest is ours.
   const start = clock.sent !== undefined && !timedOutMs ? clock.sent - connectTotal : clock.asked;
   const durationMs = timedOutMs || end - start;
-  const trace: CallTrace = { startedAt: new Date(performance.timeOrigin + start), durationMs: round(durationMs) };
+  // Wall time from the wall clock now, less the monotonic time since the start: timeOrigin +
+  // start drifts from the wall clock over a long-lived process (attempts stamped before their callback was accepted).
+  const trace: CallTrace = { startedAt: new Date(Date.now() - (performance.now() - start)), durationMs: round(durationMs) };
   if (clock.sent !== undefined) {
     trace.dnsMs = c ? round(c.dnsMs) : 0;
     trace.connectMs = c ? round(c.connectMs) : 0;
