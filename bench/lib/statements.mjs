@@ -2,7 +2,8 @@
 // benches that say where a side's Postgres time goes (BENCH_STATEMENTS=1). The server
 // has to load the module (shared_preload_libraries = 'pg_stat_statements'; the
 // embedded one does not), and its counters are the server's, so sides are measured one
-// after the other, each from a reset.
+// after the other, each from a reset. Planning time shows only where the server also
+// tracks it (pg_stat_statements.track_planning = on); otherwise its column reads 0.
 
 /**
  * Makes the extension in `db` (its view is per database) and starts the counters;
@@ -23,14 +24,15 @@ export const resetStatements = (db) => db.query('SELECT pg_stat_statements_reset
 /**
  * `db`'s database's statements since the reset, the most time first, per callback
  * of the `n` the round moved: µs of execution (nested statements, such as a foreign
- * key's check, also count in the statement that ran them), calls and rows, WAL
- * records, and the statement's first characters. Utility statements (VACUUM,
+ * key's check, also count in the statement that ran them), µs of planning and plans
+ * made, calls and rows, WAL records, and the statement's first characters. Utility statements (VACUUM,
  * transaction control) left out.
  */
 export async function statementTimes(db, n, limit = 8) {
   const { rows } = await db.query(
     `SELECT round((total_exec_time * 1000 / $1)::numeric, 1)::float8 AS us, (calls::float8 / $1)::numeric(10, 3)::float8 AS calls,
             (rows::float8 / $1)::numeric(10, 2)::float8 AS rows, (wal_records::float8 / $1)::numeric(10, 2)::float8 AS wal,
+            round((total_plan_time * 1000 / $1)::numeric, 1)::float8 AS plan_us, (plans::float8 / $1)::numeric(10, 3)::float8 AS plans,
             left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS statement
      FROM pg_stat_statements
      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND toplevel
@@ -50,6 +52,6 @@ export async function statementTimes(db, n, limit = 8) {
 /** One side's statementTimes as a Markdown table under `title`. */
 export function printStatementTable(title, { total, rows }) {
   console.log(`\n${title}; Postgres execution time per callback by statement, ${total} µs in all`);
-  console.log('| µs | calls | rows | WAL records | statement |\n| ---: | ---: | ---: | ---: | --- |');
-  for (const s of rows) console.log(`| ${s.us} | ${s.calls} | ${s.rows} | ${s.wal} | \`${s.statement.replaceAll('|', '\\|')}\` |`);
+  console.log('| µs | planning µs | plans | calls | rows | WAL records | statement |\n| ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+  for (const s of rows) console.log(`| ${s.us} | ${s.plan_us} | ${s.plans} | ${s.calls} | ${s.rows} | ${s.wal} | \`${s.statement.replaceAll('|', '\\|')}\` |`);
 }
