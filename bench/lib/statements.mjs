@@ -25,8 +25,8 @@ export const resetStatements = (db) => db.query('SELECT pg_stat_statements_reset
  * `db`'s database's statements since the reset, the most time first, per callback
  * of the `n` the round moved: µs of execution (nested statements, such as a foreign
  * key's check, also count in the statement that ran them), µs of planning and plans
- * made, calls and rows, WAL records, and the statement's first characters. Utility statements (VACUUM,
- * transaction control) left out.
+ * made, calls and rows, WAL records, and the statement's first characters. Utility
+ * statements (VACUUM, transaction control) left out.
  */
 export async function statementTimes(db, n, limit = 8) {
   const { rows } = await db.query(
