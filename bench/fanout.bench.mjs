@@ -12,8 +12,12 @@
 // With BENCH_STATEMENTS=1 (a server loading pg_stat_statements), each counted drain
 // round of each side is also printed: its rate and CPU, and Postgres's execution time
 // statement by statement, per callback, counted from a reset after its ingest.
+// With BENCH_FANOUT_NAMED_HEADERS=1, the drain's callbacks naming the receivers carry
+// two headers the size of an event's id and type headers (what events send beyond them).
 //   node bench/fanout.bench.mjs   (BENCH_FANOUT_TIMED, BENCH_FANOUT_EVENTS, BENCH_FANOUT_DRAIN_N, BENCH_FANOUT_ROUNDS,
-//                                  BENCH_FANOUT_PARTS=store,drain, BENCH_STATEMENTS; BENCH_WINDOW as bench:peer)
+//                                  BENCH_FANOUT_PARTS=store,drain, BENCH_STATEMENTS, BENCH_FANOUT_NAMED_HEADERS;
+//                                  BENCH_WINDOW as bench:peer)
+import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import { BENCH_KEY, backendPidOf, connect, freshDatabase, main, median, percentile, row, startService } from './lib/harness.mjs';
 import { BenchReceiver } from './lib/receiver.mjs';
@@ -25,14 +29,20 @@ const RECEIVERS = 10_000;
 const FANOUTS = [1, 10, 1000];
 /** Publishes of the 1,000-receiver type timed one at a time (and as many batches for the baseline). */
 const TIMED = Number(process.env.BENCH_FANOUT_TIMED ?? 100);
-/** Deliveries drained a round (a multiple of DRAIN_FANOUT), and rounds of each side. */
 /** Events of the 1- and 10-receiver types in the rate phase (and one-callback batches); the 1,000-receiver type gets a twentieth. */
 const RATE_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 2000);
+/** Deliveries drained a round (a multiple of DRAIN_FANOUT), and rounds of each side. */
 const DRAIN_N = Number(process.env.BENCH_FANOUT_DRAIN_N ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_FANOUT_ROUNDS ?? 2);
 const DRAIN_FANOUT = 1000;
 const PARTS = new Set((process.env.BENCH_FANOUT_PARTS ?? 'store,drain').split(','));
 const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
+/**
+ * BENCH_FANOUT_NAMED_HEADERS=1: the drain's named batches carry two headers as long as an
+ * event's id and type headers (`x-webhook-*`: a batch may not set `webhook-*`), so the
+ * named side differs from the deliveries only in being no event.
+ */
+const NAMED_HEADERS = process.env.BENCH_FANOUT_NAMED_HEADERS === '1';
 const auth = { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' };
 const payload = (i) => ({ orderId: `o-${i}`, amount: 1500, currency: 'EUR', lines: [{ sku: 'A-1', qty: 2 }] });
 
@@ -202,10 +212,14 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
     };
     // batches of 10,000 callbacks naming the same receivers in turn: what events add beyond the receivers themselves
     const named = (count) => async () => {
+      const groupIds = Array.from({ length: count / DRAIN_FANOUT }, () => randomUUID()); // one per 1,000, as an event's id
       for (let from = 0; from < count; from += 10_000) {
         const callbacks = Array.from({ length: Math.min(10_000, count - from) }, (_, k) => ({
           receiver: `d${1 + ((from + k) % DRAIN_FANOUT)}`,
           body: bodyOf(from + k),
+          ...(NAMED_HEADERS
+            ? { headers: { 'x-webhook-event-id': groupIds[Math.floor((from + k) / DRAIN_FANOUT)], 'x-webhook-event-type': 'drain.1000' } }
+            : {}),
         }));
         await post(api.url, { path: '/v1/batches', connections: 1, total: 1, body: () => ({ callbacks }) });
       }
@@ -249,14 +263,22 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
       }),
       row('    of which the worker process', m('events', 'worker'), 'µs', { baseline: m('plain', 'worker'), higherIsBetter: false }),
       row('    of which Postgres', m('events', 'postgres'), 'µs', { baseline: m('plain', 'postgres'), higherIsBetter: false }),
+      row("  the bench's receiver CPU per delivery (its process: the receiver's thread; baseline: per plain callback)", m('events', 'bench'), 'µs', {
+        baseline: m('plain', 'bench'),
+        higherIsBetter: false,
+      }),
       row(
-        `  as many callbacks of batches naming the same ${DRAIN_FANOUT.toLocaleString('en-US')} receivers in turn (baseline: the plain callbacks)`,
+        `  as many callbacks of batches naming the same ${DRAIN_FANOUT.toLocaleString('en-US')} receivers in turn${NAMED_HEADERS ? ", with two headers as long as an event's id and type" : ''} (baseline: the plain callbacks)`,
         m('named'),
         'callbacks/s',
         { baseline: m('plain') },
       ),
       row('    their worker + Postgres CPU per callback (baseline: per plain callback)', m('named', 'worker') + m('named', 'postgres'), 'µs', {
         baseline: m('plain', 'worker') + m('plain', 'postgres'),
+        higherIsBetter: false,
+      }),
+      row("    the bench's receiver CPU per callback (baseline: per plain callback)", m('named', 'bench'), 'µs', {
+        baseline: m('plain', 'bench'),
         higherIsBetter: false,
       }),
     ];

@@ -3,16 +3,26 @@
 import { machineBusyMs, postgresCpuMs, processCpuMs } from './cpu.mjs';
 import { waitUntil } from './harness.mjs';
 
-/** Reads the meters now: ms of CPU of `pid` (or of all of an array of pids), of Postgres, of the machine. */
+/**
+ * Reads the meters now: ms of CPU of `pid` (or of all of an array of pids), of Postgres,
+ * of this process (`bench`: the receiver's thread, and the bench's own polling while it
+ * waits), of the machine.
+ */
 function meters(pid, backendPid) {
   const worker = [pid].flat().reduce((total, p) => total + processCpuMs(p), 0);
-  return { worker, postgres: postgresCpuMs(backendPid), machine: machineBusyMs(), at: performance.now() };
+  return { worker, postgres: postgresCpuMs(backendPid), bench: processCpuMs(process.pid), machine: machineBusyMs(), at: performance.now() };
 }
 
 /** calls/s and µs of CPU per call between two readings of the meters. */
 function rates(start, end, n) {
   const perCall = (k) => ((end[k] - start[k]) * 1000) / n;
-  return { perSecond: n / ((end.at - start.at) / 1000), worker: perCall('worker'), postgres: perCall('postgres'), machine: perCall('machine') };
+  return {
+    perSecond: n / ((end.at - start.at) / 1000),
+    worker: perCall('worker'),
+    postgres: perCall('postgres'),
+    bench: perCall('bench'),
+    machine: perCall('machine'),
+  };
 }
 
 /**
