@@ -74,7 +74,7 @@ function lockSampler(url: string) {
         ORDER BY 1 DESC LIMIT 4`);
       samples++;
       for (const row of rows) {
-        if (/: +WITH b AS \( INSERT INTO batch \(/.test(row.query)) ingestMaxMs = Math.max(ingestMaxMs, row.ms);
+        if (row.query.includes(' WITH b AS ( INSERT INTO batch (')) ingestMaxMs = Math.max(ingestMaxMs, row.ms);
         else if (row.ms > maxMs) {
           maxMs = row.ms;
           worst = row.query;
