@@ -168,6 +168,32 @@ describe(WorkerService.name, () => {
     expect((plain.attempts[0] as Attempt & { responseHeaders: Record<string, string> }).responseHeaders).toHaveProperty('content-type', 'text/plain');
   });
 
+  it('should never show finished callbacks without their attempts while a batch is written back (regression: counts and span read apart)', async () => {
+    // Staggered answers, so write-backs land all through the reads. Counts and the attempt
+    // span were once read by two statements side by side: a write-back committing between
+    // them showed a completed batch with makespanMs null (CI, stock 15, once).
+    const batch = await sendBatch(Array.from({ length: 40 }, (_, i) => ({ url: `${receiver.url}/s?sleep=${(i % 20) * 20}` })));
+    const reads: Array<{ status: string; counts: Record<string, number>; firstAttemptAt: string | null; makespanMs: number | null }> = [];
+    const poll = async () => {
+      const deadline = performance.now() + 10_000;
+      while (performance.now() < deadline) {
+        const b = await service.apiJson(`/v1/batches/${batch.id}`);
+        reads.push(b);
+        if (b.status === 'completed') return;
+      }
+    };
+    await Promise.all([poll(), poll(), poll()]);
+    const finishedReads = reads.filter((r) => r.counts.succeeded + r.counts.failed > 0);
+    expect(finishedReads.length, 'reads made while callbacks were finishing').toBeGreaterThan(5);
+    for (const r of finishedReads) expect(r.firstAttemptAt, JSON.stringify(r)).not.toBeNull();
+    const completed = reads.filter((r) => r.status === 'completed');
+    expect(completed.length).toBeGreaterThan(0);
+    for (const r of completed) {
+      expect(r.counts.succeeded).toBe(40);
+      expect(r.makespanMs, JSON.stringify(r)).toBeGreaterThanOrEqual(380);
+    }
+  });
+
   it('should show the batch as an ASCII sequence diagram and as JSON', async () => {
     const batch = await sendBatch([{ url: `${receiver.url}/a?sleep=100` }, { url: `${receiver.url}/b?sleep=200` }]);
     await waitDone(batch.id);

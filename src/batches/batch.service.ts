@@ -182,12 +182,14 @@ export class BatchService {
 
   async getBatch(apiKeyId: string, id: string): Promise<BatchDto> {
     const batch = await this.requireBatch(apiKeyId, id);
-    const [counts, span] = await Promise.all([this.countsOf([id]), this.batches.attemptSpan(id)]);
+    const progress = await this.batches.progress(id);
+    const counts = zeroCounts();
+    for (const r of progress.counts) counts[r.status] = r.n;
     return {
-      ...toBatchView(batch, counts.get(id)!),
-      firstAttemptAt: span.firstStartAt?.toISOString() ?? null,
-      lastAttemptEndAt: span.lastEndAt?.toISOString() ?? null,
-      makespanMs: span.firstStartAt && span.lastEndAt ? span.lastEndAt.getTime() - span.firstStartAt.getTime() : null,
+      ...toBatchView(batch, counts),
+      firstAttemptAt: progress.firstStartAt?.toISOString() ?? null,
+      lastAttemptEndAt: progress.lastEndAt?.toISOString() ?? null,
+      makespanMs: progress.firstStartAt && progress.lastEndAt ? progress.lastEndAt.getTime() - progress.firstStartAt.getTime() : null,
     };
   }
 
@@ -202,7 +204,7 @@ export class BatchService {
 
   private async countsOf(batchIds: string[]): Promise<Map<string, Counts>> {
     const map = new Map<string, Counts>();
-    for (const id of batchIds) map.set(id, Object.fromEntries(CALLBACK_STATUSES.map((s) => [s, 0])) as Counts);
+    for (const id of batchIds) map.set(id, zeroCounts());
     for (const r of await this.batches.countByStatus(batchIds)) map.get(r.batchId)![r.status] = r.n;
     return map;
   }
@@ -232,6 +234,10 @@ function destinationsWithoutReceiver(rows: readonly NewCallback[]): Set<string> 
   const hosts = new Set<string>();
   for (const r of rows) if (r.receiverId === null) hosts.add(r.host);
   return hosts;
+}
+
+function zeroCounts(): Counts {
+  return Object.fromEntries(CALLBACK_STATUSES.map((s) => [s, 0])) as Counts;
 }
 
 export function batchStatus(counts: Counts, completedAt: Date | null): BatchStatus {
