@@ -218,16 +218,15 @@ export class BatchRepository {
    * read apart, a write-back landing between them showed a batch completed with no
    * attempts yet.
    */
-  async progress(batchId: string): Promise<{ counts: Array<{ status: CallbackStatus; n: number }>; firstStartAt: Date | null; lastEndAt: Date | null }> {
-    const rows = await this.db.query<{ status: CallbackStatus | null; n: number | null; firstStartAt: Date | null; lastEndAt: Date | null }>(Prisma.sql`
-      SELECT s.status, s.n, span."firstStartAt", span."lastEndAt"
-      FROM (SELECT min(a.started_at) AS "firstStartAt",
-                   max(a.started_at + a.duration_ms * interval '1 millisecond') AS "lastEndAt"
-            FROM callback c JOIN attempt a ON a.callback_id = c.id
-            WHERE c.batch_id = ${batchId}::uuid) span
-      LEFT JOIN LATERAL (SELECT status, count(*)::int AS n FROM callback WHERE batch_id = ${batchId}::uuid GROUP BY status) s ON true`);
-    const counts = rows.flatMap((r) => (r.status === null ? [] : [{ status: r.status, n: r.n! }]));
-    return { counts, firstStartAt: rows[0]?.firstStartAt ?? null, lastEndAt: rows[0]?.lastEndAt ?? null };
+  async progress(batchId: string): Promise<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }> {
+    const [row] = await this.db.query<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }>(Prisma.sql`
+      SELECT (SELECT coalesce(jsonb_object_agg(status, n), '{}')
+              FROM (SELECT status, count(*)::int AS n FROM callback WHERE batch_id = ${batchId}::uuid GROUP BY status) s) AS counts,
+             min(a.started_at) AS "firstStartAt",
+             max(a.started_at + a.duration_ms * interval '1 millisecond') AS "lastEndAt"
+      FROM callback c JOIN attempt a ON a.callback_id = c.id
+      WHERE c.batch_id = ${batchId}::uuid`);
+    return row;
   }
 
   /** Ids and external ids in request order (ids are time-ordered per batch). */

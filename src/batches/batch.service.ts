@@ -183,10 +183,8 @@ export class BatchService {
   async getBatch(apiKeyId: string, id: string): Promise<BatchDto> {
     const batch = await this.requireBatch(apiKeyId, id);
     const progress = await this.batches.progress(id);
-    const counts = zeroCounts();
-    for (const r of progress.counts) counts[r.status] = r.n;
     return {
-      ...toBatchView(batch, counts),
+      ...toBatchView(batch, { ...zeroCounts(), ...progress.counts }),
       firstAttemptAt: progress.firstStartAt?.toISOString() ?? null,
       lastAttemptEndAt: progress.lastEndAt?.toISOString() ?? null,
       makespanMs: progress.firstStartAt && progress.lastEndAt ? progress.lastEndAt.getTime() - progress.firstStartAt.getTime() : null,
