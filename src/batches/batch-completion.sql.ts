@@ -1,5 +1,6 @@
 import { Prisma } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED } from '../common/states.js';
+import { attemptsSinceOf, batchSpan } from './batch-attempts.sql.js';
 import { iso, withOperatorEvents, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 
 /**
@@ -12,7 +13,8 @@ import { iso, withOperatorEvents, type OperatorEventDefaults } from '../operator
  *   stamp (`openBatchesWithNothingLeft`, then `completeBatches`);
  * - a retry re-opens the batches of the callbacks it sends again (`reopenBatches`),
  *   in the retry's own transaction.
- * Each reads a batch's callbacks through `callback_batch_id_status_idx`.
+ * Each reads a batch's callbacks through `callback_batch_id_status_idx`, in the
+ * partitions from the batch's time on (batch-attempts.sql.ts).
  */
 
 /**
@@ -31,9 +33,11 @@ export const completeBatches = (batchIds: string[], d: OperatorEventDefaults) =>
       done AS (
         UPDATE batch b
         -- a batch with no callbacks left at all (purged) is complete now: without the coalesce it stayed open, swept again and again
-        SET completed_at = coalesce((SELECT max(c.completed_at) FROM callback c WHERE c.batch_id = b.id), now())
+        SET completed_at = coalesce((SELECT max(c.completed_at) FROM callback c
+                                     WHERE c.batch_id = b.id AND c.done_at >= ${attemptsSinceOf(Prisma.sql`b.created_at`)}), now())
         WHERE b.id = ANY(${batchIds}::uuid[]) AND b.completed_at IS NULL
-          AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED})
+          -- unfinished rows are the queue's alone (done_at 'infinity'): its partition only
+          AND NOT EXISTS (SELECT 1 FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED} AND c.done_at = 'infinity')
         RETURNING b.id, b.api_key_id, b.label, b.total, b.created_at, b.completed_at, b.notify_url, b.notify_host,
                   b.notify_receiver_id, b.operator_event
       ), told AS MATERIALIZED (
@@ -54,11 +58,9 @@ export const completeBatches = (batchIds: string[], d: OperatorEventDefaults) =>
                                   ${STATUS.succeeded}::text, count(*) FILTER (WHERE c.status = ${STATUS.succeeded}),
                                   ${STATUS.failed}::text, count(*) FILTER (WHERE c.status = ${STATUS.failed}),
                                   ${STATUS.cancelled}::text, count(*) FILTER (WHERE c.status = ${STATUS.cancelled})) AS counts
-        FROM callback c WHERE c.batch_id = d.id) n
-      CROSS JOIN LATERAL (
-        -- as GET /v1/batches/{id} reads it: first attempt start to last attempt end
-        SELECT min(a.started_at) AS first_start, max(a.started_at + a.duration_ms * interval '1 millisecond') AS last_end
-        FROM callback c JOIN attempt a ON a.callback_id = c.id WHERE c.batch_id = d.id) s`,
+        FROM callback c WHERE c.batch_id = d.id AND c.done_at >= ${attemptsSinceOf(Prisma.sql`d.created_at`)}) n
+      -- as GET /v1/batches/{id} reads it: first attempt start to last attempt end
+      CROSS JOIN LATERAL (${batchSpan(Prisma.sql`d.id`, attemptsSinceOf(Prisma.sql`d.created_at`))}) s`,
     d,
     Prisma.sql`SELECT id, completed_at AS "completedAt" FROM done`,
   );
@@ -73,7 +75,7 @@ export const completeBatches = (batchIds: string[], d: OperatorEventDefaults) =>
 export const openBatchesWithNothingLeft = (limit: number) => Prisma.sql`
   SELECT b.id FROM batch b
   WHERE b.completed_at IS NULL
-    AND (SELECT true FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED} LIMIT 1) IS NULL
+    AND (SELECT true FROM callback c WHERE c.batch_id = b.id AND c.status IN ${UNFINISHED} AND c.done_at = 'infinity' LIMIT 1) IS NULL
   ORDER BY b.created_at
   LIMIT ${limit}`;
 

@@ -7,6 +7,7 @@ import { pgArray } from '../database/pg-array.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../receivers/receiver-hold.sql.js';
+import { BATCH_READ_PLANNER, batchProgress } from './batch-attempts.sql.js';
 import { COUNT_PLANNER, countPending } from './pending.sql.js';
 
 export interface NewBatch {
@@ -212,20 +213,15 @@ export class BatchRepository {
       WHERE batch_id = ANY(${batchIds}::uuid[]) GROUP BY batch_id, status`);
   }
 
-  /**
-   * The batch's counts by status with its first attempt start and last attempt end
-   * (its makespan on the wire), read in one statement so both see the same commits:
-   * read apart, a write-back landing between them showed a batch completed with no
-   * attempts yet.
-   */
-  async progress(batchId: string): Promise<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }> {
-    const [row] = await this.db.query<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }>(Prisma.sql`
-      SELECT (SELECT coalesce(jsonb_object_agg(status, n), '{}')
-              FROM (SELECT status, count(*)::int AS n FROM callback WHERE batch_id = ${batchId}::uuid GROUP BY status) s) AS counts,
-             min(a.started_at) AS "firstStartAt",
-             max(a.started_at + a.duration_ms * interval '1 millisecond') AS "lastEndAt"
-      FROM callback c JOIN attempt a ON a.callback_id = c.id
-      WHERE c.batch_id = ${batchId}::uuid`);
+  /** The batch's counts by status with its first attempt start and last attempt end (its makespan on the wire): batchProgress, without JIT. */
+  async progress(
+    batchId: string,
+    createdAt: Date,
+  ): Promise<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }> {
+    const [row] = await this.db.query<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }>(
+      batchProgress(batchId, createdAt),
+      BATCH_READ_PLANNER,
+    );
     return row;
   }
 

@@ -182,7 +182,7 @@ export class BatchService {
 
   async getBatch(apiKeyId: string, id: string): Promise<BatchDto> {
     const batch = await this.requireBatch(apiKeyId, id);
-    const progress = await this.batches.progress(id);
+    const progress = await this.batches.progress(id, batch.createdAt);
     return {
       ...toBatchView(batch, { ...zeroCounts(), ...progress.counts }),
       firstAttemptAt: progress.firstStartAt?.toISOString() ?? null,

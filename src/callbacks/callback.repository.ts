@@ -5,6 +5,7 @@ import { PrismaService } from '../database/prisma.service.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
+import { attemptsSince, BATCH_READ_PLANNER, batchAttemptRows } from '../batches/batch-attempts.sql.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { hostRoom } from '../hosts/host-room.sql.js';
@@ -209,15 +210,9 @@ export class CallbackRepository {
     return event?.batchId ?? null;
   }
 
-  /** Every attempt of a batch, for its timeline. */
-  batchAttempts(batchId: string) {
-    return this.db.query<BatchAttemptRow>(Prisma.sql`
-      SELECT c.id AS "callbackId", c.url, c.external_id AS "externalId", a.number, a.started_at AS "startedAt",
-             a.duration_ms AS "durationMs", a.status_code AS "statusCode", a.outcome, a.dns_ms AS "dnsMs",
-             a.connect_ms AS "connectMs", a.tls_ms AS "tlsMs", a.first_byte_ms AS "firstByteMs"
-      FROM callback c JOIN attempt a ON a.callback_id = c.id
-      WHERE c.batch_id = ${batchId}::uuid
-      ORDER BY c.id, a.number`);
+  /** Every attempt of a batch stored at `createdAt`, for its timeline: its rows from then on only (batch-attempts.sql.ts), without JIT. */
+  batchAttempts(batchId: string, createdAt: Date) {
+    return this.db.query<BatchAttemptRow>(batchAttemptRows(Prisma.sql`${batchId}::uuid`, attemptsSince(createdAt)), BATCH_READ_PLANNER);
   }
 
   /**

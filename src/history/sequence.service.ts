@@ -12,8 +12,8 @@ export class SequenceService {
 
   /** The timeline of every attempt in the batch (404 unless it is this key's batch). */
   async timeline(apiKeyId: string, batchId: string): Promise<Timeline> {
-    await this.batches.requireBatch(apiKeyId, batchId);
-    return buildTimeline(await this.callbacks.batchAttempts(batchId));
+    const batch = await this.batches.requireBatch(apiKeyId, batchId);
+    return buildTimeline(await this.callbacks.batchAttempts(batchId, batch.createdAt));
   }
 
   render(timeline: Timeline): string {

@@ -127,15 +127,15 @@ export async function planDatabase(): Promise<{ url: string; drop: () => Promise
 
 /**
  * The history's time partitions a running service would have made (src/retention),
- * `widthMs` wide, from a width ago (or where the last one ends) to two widths ahead,
- * for a plan test's database, which no service starts on.
+ * `widthMs` wide, from a width before `at` (default now; or where the last one ends)
+ * to two widths after it, for a plan test's database, which no service starts on.
  */
-export async function historyPartitions(db: pg.Client, widthMs: number): Promise<void> {
+export async function historyPartitions(db: pg.Client, widthMs: number, at = Date.now()): Promise<void> {
   for (const { table } of HISTORY_TABLES) {
     const statement = partitionsOfSql(table);
     const existing = (await db.query<PartitionRow>(statement.text, statement.values)).rows.map(partitionBounds);
     const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`, [table])).rows;
-    for (const { from, to } of partitionsToMake(existing, Date.now(), widthMs)) {
+    for (const { from, to } of partitionsToMake(existing, at, widthMs)) {
       for (const statement of partitionStatements(table, partitionName(table, from), from, to, indexes)) await db.query(statement.text);
     }
   }
