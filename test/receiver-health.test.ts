@@ -105,6 +105,25 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     expect((await health()).failing_since).toBeNull();
   });
 
+  it('should keep a receiver failing when a success lands between its first and last failure', async () => {
+    await land(true, t(1));
+    await land(false, t(10));
+    await land(false, t(20));
+    for (const alone of [true, false]) {
+      // a write-back of that success alone (the one statement of successes), and one beside a failure of another receiver's (the transaction)
+      await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [receiverId, t(1), t(10), t(20)]);
+      if (alone) await land(true, t(15));
+      else {
+        const other = (await db.query(`INSERT INTO receiver (id, api_key_id, name) VALUES (gen_random_uuid(), $1, 'o') RETURNING id`, [keyId])).rows[0].id;
+        const [mine, theirs] = [await leased(), await leased()];
+        await db.query('UPDATE callback SET receiver_id = $2 WHERE id = $1', [theirs, other]);
+        expect(await outcomes.recordOutcomes('w', [outcome(mine, true, t(15)), { ...outcome(theirs, false, t(16)), receiverId: other }])).toHaveLength(2);
+      }
+      // the failure at 20 came after the success at 15: failing since then, not cleared
+      expect(await health(), alone ? 'alone' : 'beside a failure').toEqual({ last_success_at: t(15), failing_since: t(20), last_failure_at: t(20) });
+    }
+  });
+
   it('should write the health with the outcomes or not at all', async () => {
     const id = await leased();
     await refusingReceiverWrites(async () => {

@@ -87,6 +87,8 @@ describe(mergeHealth.name, () => {
     expect(mergeHealth([row(1, 20, 20)], [row(25)])).toEqual([{ ...row(25, null, 20), startedFailing: false }]);
     expect(mergeHealth([row(1, 20, 20)], [row(15)])).toEqual([{ ...row(15, 20, 20), startedFailing: false }]); // still failing since 20
     expect(mergeHealth([row(15, 20, 20)], [row(null, 18, 18)])).toEqual([{ ...row(15, 18, 20), startedFailing: false }]);
+    // a success landing between the row's first and last failure: still failing, since the last one (the first after it known)
+    expect(mergeHealth([row(1, 10, 20)], [row(15)])).toEqual([{ ...row(15, 20, 20), startedFailing: false }]);
   });
 
   it('should write a healthy receiver only once its success is a second newer', () => {

@@ -45,7 +45,7 @@ const latest = (a: Date | null, b: Date | null) => (a === null ? b : b === null 
  * Write-backs land in any order (several workers, each buffering), so the row is
  * merged by time, not by arrival: the latest success of the row and of these attempts
  * wins, and `failingSince` is the earliest failure known after it (of the row's, these
- * attempts' first and last). A failure older than a success already recorded starts
+ * attempts' first and last, and the row's last). A failure older than a success already recorded starts
  * nothing, and a success older than recorded failures clears nothing. A healthy
  * receiver's `lastSuccessAt` moves only once it is SUCCESS_WRITE_MS behind, so a
  * receiver with calls landing all the time costs about one row write a second, not
@@ -61,7 +61,8 @@ export function mergeHealth(stored: readonly ReceiverHealth[], here: readonly Re
     const success = latest(r.lastSuccessAt, h.lastSuccessAt);
     const lastFailure = latest(r.lastFailureAt, h.lastFailureAt);
     let failing: Date | null = null;
-    for (const t of [r.failingSince, h.failingSince, h.lastFailureAt]) {
+    // the row's last failure too: a success that lands late, between the row's first and last failure, leaves it failing since that one
+    for (const t of [r.failingSince, r.lastFailureAt, h.failingSince, h.lastFailureAt]) {
       if (t !== null && (success === null || t > success) && (failing === null || t < failing)) failing = t;
     }
     const throttled = failing === null && r.lastSuccessAt !== null && success !== null && ms(r.lastSuccessAt)! > ms(success)! - SUCCESS_WRITE_MS;

@@ -36,12 +36,13 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
  * say of their receivers (`latest`: each one's latest success here), in the one
  * statement, so in one round trip as a write-back without receivers. Health is merged
  * as mergeHealth (receiver-health.policy.ts) merges successes alone: the latest success
- * wins, it ends a failure record older than it, and a healthy receiver's
+ * wins, it ends a failure record older than it (one whose last failure is newer it
+ * keeps, from that failure on), and a healthy receiver's
  * `last_success_at` moves only once it is `successWriteMs` behind. First (`locked`, the
  * one-time filter on `moved` reads it before any callback row is touched) the receivers
  * whose row these successes may change are locked, in id order, `FOR NO KEY UPDATE` as
- * lockReceivers: those failing, never successful, or with a success recorded
- * `successWriteMs` or more before this one. The others (a healthy receiver with calls
+ * lockReceivers: those failing, never successful, with a failure recorded after their
+ * last success, or with a success recorded `successWriteMs` or more before this one. The others (a healthy receiver with calls
  * landing all the time: most of them) are neither locked nor written, as nothing here
  * changes them. A lock on them would keep nothing more exact: a failure write-back
  * running meanwhile finds the row as this statement leaves it, and merges as it would
@@ -56,11 +57,12 @@ export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: 
   const within = Prisma.sql`${successWriteMs}::int * interval '1 millisecond'`;
   const locked = Prisma.sql`
     locked AS MATERIALIZED (
-      SELECT r.id, r.last_success_at, r.failing_since
+      SELECT r.id, r.last_success_at, r.failing_since, r.last_failure_at
       FROM receiver r
       JOIN unnest(${pgArray([...latest.keys()])}::uuid[], ${pgArray([...latest.values()].map((d) => d.getTime()))}::float8[]) AS h(id, success_ms)
         ON r.id = h.id
       WHERE r.failing_since IS NOT NULL OR r.last_success_at IS NULL OR r.last_success_at <= ${at(Prisma.sql`h.success_ms`)} - ${within}
+         OR r.last_failure_at > r.last_success_at
       ORDER BY r.id FOR NO KEY UPDATE OF r
     ),`;
   return Prisma.sql`
@@ -73,7 +75,8 @@ export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: 
             FROM moved m JOIN o ON o.callback_id = m.id WHERE m.receiver_id IS NOT NULL GROUP BY m.receiver_id) h
       JOIN locked l ON l.id = h.id
       CROSS JOIN LATERAL (SELECT greatest(l.last_success_at, h.success) AS success) x
-      CROSS JOIN LATERAL (SELECT CASE WHEN l.failing_since > x.success THEN l.failing_since END AS failing) f
+      -- the earliest failure recorded after the latest success: the row's first, or its last (a success landing between them)
+      CROSS JOIN LATERAL (SELECT min(t) AS failing FROM (VALUES (l.failing_since), (l.last_failure_at)) v(t) WHERE t > x.success) f
     ), health AS (
       UPDATE receiver r
       SET last_success_at = CASE WHEN m.throttled THEN m.stored ELSE m.success END, failing_since = m.failing
