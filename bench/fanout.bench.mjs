@@ -35,6 +35,8 @@ const RATE_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 2000);
 const DRAIN_N = Number(process.env.BENCH_FANOUT_DRAIN_N ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_FANOUT_ROUNDS ?? 2);
 const DRAIN_FANOUT = 1000;
+/** The event type the drain's 1,000 receivers take. */
+const DRAIN_TYPE = `drain.${DRAIN_FANOUT}`;
 const PARTS = new Set((process.env.BENCH_FANOUT_PARTS ?? 'store,drain').split(','));
 const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 /**
@@ -197,29 +199,27 @@ export async function fanoutDrainScenario(databaseUrl, { n = DRAIN_N, rounds = R
   const receiver = await BenchReceiver.start();
   const api = await startService(databaseUrl, { ROLE: 'api' });
   try {
-    const res = await fetch(`${api.url}/v1/event-types/drain.1000`, { method: 'PUT', headers: auth, body: '{}' });
+    const res = await fetch(`${api.url}/v1/event-types/${DRAIN_TYPE}`, { method: 'PUT', headers: auth, body: '{}' });
     if (res.status !== 201) throw new Error(`PUT event type answered ${res.status}`);
-    await putReceivers(api, DRAIN_FANOUT, 'drain.1000', `${receiver.url()}/hook`);
+    await putReceivers(api, DRAIN_FANOUT, DRAIN_TYPE, `${receiver.url()}/hook`);
     const publish = (count) => async () => {
       const r = await post(api.url, {
         path: '/v1/events',
         connections: 2,
         total: count / DRAIN_FANOUT,
-        body: (i) => ({ type: 'drain.1000', payload: bodyOf(i) }),
+        body: (i) => ({ type: DRAIN_TYPE, payload: bodyOf(i) }),
         count: (answer) => answer.deliveries,
       });
-      if (r.counted !== count) throw new Error(`drain.1000: ${r.counted} deliveries reported, expected ${count}`);
+      if (r.counted !== count) throw new Error(`${DRAIN_TYPE}: ${r.counted} deliveries reported, expected ${count}`);
     };
     // batches of 10,000 callbacks naming the same receivers in turn: what events add beyond the receivers themselves
     const named = (count) => async () => {
-      const groupIds = Array.from({ length: count / DRAIN_FANOUT }, () => randomUUID()); // one per 1,000, as an event's id
+      const groupIds = NAMED_HEADERS ? Array.from({ length: count / DRAIN_FANOUT }, () => randomUUID()) : []; // one per 1,000, as an event's id
       for (let from = 0; from < count; from += 10_000) {
         const callbacks = Array.from({ length: Math.min(10_000, count - from) }, (_, k) => ({
           receiver: `d${1 + ((from + k) % DRAIN_FANOUT)}`,
           body: bodyOf(from + k),
-          ...(NAMED_HEADERS
-            ? { headers: { 'x-webhook-event-id': groupIds[Math.floor((from + k) / DRAIN_FANOUT)], 'x-webhook-event-type': 'drain.1000' } }
-            : {}),
+          ...(NAMED_HEADERS ? { headers: { 'x-webhook-event-id': groupIds[Math.floor((from + k) / DRAIN_FANOUT)], 'x-webhook-event-type': DRAIN_TYPE } } : {}),
         }));
         await post(api.url, { path: '/v1/batches', connections: 1, total: 1, body: () => ({ callbacks }) });
       }
