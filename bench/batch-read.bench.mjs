@@ -40,11 +40,14 @@ async function seedBatch(db, keyId, n) {
   return rows[0].id;
 }
 
-/** The database `name` migrated, with the history when `history` (seeded once, kept), and the batches read (made afresh). */
+/**
+ * The database `name` with an API service on it (which migrated it and made the bench
+ * key), with the history when `history` (seeded once, kept), and the batches read
+ * (made afresh). The service is stopped if the seeding fails.
+ */
 async function prepare(server, name, history) {
   const url = history && (await databaseExists(server, name)) ? server.serverUrl(name) : await freshDatabase(server, name);
-  const service = await startService(url, { ROLE: 'api' }); // migrates and makes the bench key
-  await service.stop();
+  const service = await startService(url, { ROLE: 'api' });
   const db = await connect(url);
   try {
     const keyId = await benchKeyId(db);
@@ -56,7 +59,10 @@ async function prepare(server, name, history) {
     for (const n of SIZES) ids.push(await seedBatch(db, keyId, n));
     await db.query('ANALYZE callback');
     await db.query('ANALYZE attempt');
-    return { url, ids };
+    return { service, ids };
+  } catch (error) {
+    await service.stop();
+    throw error;
   } finally {
     await db.end();
   }
@@ -73,9 +79,10 @@ async function timedGet(service, path) {
 
 export async function batchReadScenario(server) {
   const empty = await prepare(server, 'bench_batch_read_empty', false);
-  const full = await prepare(server, 'bench_batch_read_history', true);
-  const services = [await startService(empty.url, { ROLE: 'api' }), await startService(full.url, { ROLE: 'api' })];
+  const services = [empty.service];
   try {
+    const full = await prepare(server, 'bench_batch_read_history', true);
+    services.push(full.service);
     const reads = SIZES.flatMap((n, k) => [
       { n, what: 'GET /v1/batches/{id}', path: (ids) => `/v1/batches/${ids[k]}` },
       { n, what: 'its timeline (/sequence?format=json)', path: (ids) => `/v1/batches/${ids[k]}/sequence?format=json` },

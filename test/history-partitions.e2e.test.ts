@@ -6,6 +6,7 @@ import { RetentionService } from '../src/retention/retention.service.js';
 import { connect, inTransactionRetryingDeadlocks } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
+import { dropEmptyAttemptBefore } from './support/plans.js';
 
 const H = 3_600_000;
 
@@ -132,10 +133,7 @@ describe('history partitions', () => {
     // Attempts from two and a half hours ago, in a partition of their own (this fresh database's
     // attempt_before, empty, makes way for it if the test before has not dropped it), beside the window's, sent now.
     const key = (await db.query(`SELECT id FROM api_key LIMIT 1`)).rows[0].id;
-    if ((await partitions('attempt')).includes('attempt_before')) {
-      await db.query(`ALTER TABLE attempt DETACH PARTITION attempt_before`);
-      await db.query(`DROP TABLE attempt_before`);
-    }
+    await dropEmptyAttemptBefore(db);
     const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'attempt'`)).rows;
     const old = Date.now() - 3 * H;
     for (const statement of partitionStatements('attempt', partitionName('attempt', old), old, old + H, indexes)) await db.query(statement.text);

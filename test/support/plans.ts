@@ -20,6 +20,7 @@ export interface PlanNode {
   'Total Cost'?: number;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
 export interface Explained {
@@ -139,6 +140,18 @@ export async function historyPartitions(db: pg.Client, widthMs: number, at = Dat
       for (const statement of partitionStatements(table, partitionName(table, from), from, to, indexes)) await db.query(statement.text);
     }
   }
+}
+
+/**
+ * Drops the migration's `attempt_before` (MINVALUE to when the database was made) when
+ * it is there and empty, as in a fresh test database: it makes way for attempt
+ * partitions of times before it.
+ */
+export async function dropEmptyAttemptBefore(db: pg.Client): Promise<void> {
+  const there = await db.query(`SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass('attempt_before')`);
+  if (!there.rowCount || (await db.query('SELECT 1 FROM attempt_before LIMIT 1')).rowCount) return;
+  await db.query('ALTER TABLE attempt DETACH PARTITION attempt_before');
+  await db.query('DROP TABLE attempt_before');
 }
 
 /**
