@@ -32,6 +32,8 @@ describe(BatchService.name, () => {
     expect(stored.map((r) => r.url)).toEqual(callbacks.map((c) => c.url));
     const batch = await service.apiJson(`/v1/batches/${body.id}`);
     expect(batch).toMatchObject({ id: body.id, label: 'big', status: 'pending', total: 10_000, counts: { pending: 10_000 } });
+    // the 202's createdAt is the stored one, as every read shows it (regression: it was the API's clock before the insert)
+    expect(batch.createdAt).toBe((body as { createdAt?: string }).createdAt);
   });
 
   it('should store concurrent one-callback batches each with its own callback (they share statements and commits)', async () => {
@@ -76,6 +78,7 @@ describe(BatchService.name, () => {
       const [a, b] = [await jsonOf(first), await jsonOf(again)];
       expect(b.id).toBe(a.id);
       expect(b.callbacks).toEqual(a.callbacks);
+      expect(b.createdAt).toBe(a.createdAt);
       expect((await db.query('SELECT count(*)::int AS n FROM batch WHERE idempotency_key = $1', ['order-1'])).rows[0].n).toBe(1);
     });
 

@@ -53,7 +53,8 @@ export interface BatchRow {
   completedAt: Date | null;
 }
 
-export type InsertResult = { inserted: true } | { inserted: false; existing: BatchRow };
+/** Inserted: the row's `created_at` (the statement's `now()`, what a read of the batch shows). */
+export type InsertResult = { inserted: true; createdAt: Date } | { inserted: false; existing: BatchRow };
 
 interface PendingBatch {
   batch: NewBatch;
@@ -81,8 +82,8 @@ const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
  * the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a
  * concurrent duplicate waits for the first to commit and inserts nothing (nor do
  * two duplicates in one statement: the second is skipped). Takes no lock but the
- * new rows' and, for a duplicate, that unique index entry's. Answers, per batch in
- * order, whether it was inserted. Not an interactive transaction: that cost four
+ * new rows' and, for a duplicate, that unique index entry's. Answers the inserted
+ * batches' ids with their `created_at` (the statement's `now()`). Not an interactive transaction: that cost four
  * round trips and most of the ingest CPU. Runs past Prisma (ApiDatabase), as a
  * hot-path statement.
  *
@@ -119,7 +120,7 @@ function insertBatchesStatement(unordered: PendingBatch[]): Prisma.Sql {
                            ${b('requestHash')}::text[], ${b('total')}::int[], ${batches.map((r) => r.notify?.url ?? null)}::text[],
                            ${batches.map((r) => r.notify?.host ?? null)}::text[], ${batches.map((r) => r.notify?.receiverId ?? null)}::uuid[])
       ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
-      RETURNING id, api_key_id
+      RETURNING id, api_key_id, created_at
     ), r AS MATERIALIZED (
       SELECT id, disabled, deleted_at IS NOT NULL AS deleted FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) ORDER BY id FOR SHARE
     ), c AS (
@@ -141,12 +142,12 @@ function insertBatchesStatement(unordered: PendingBatch[]): Prisma.Sql {
       JOIN b ON b.id = u.batch_id
       LEFT JOIN r ON r.id = u.receiver_id
     )
-    SELECT id FROM b`;
+    SELECT id, created_at AS "createdAt" FROM b`;
 }
 
 @Injectable()
 export class BatchRepository {
-  private readonly inserts = new StatementCoalescer<PendingBatch, boolean>((items) => this.insertBatches(items), {
+  private readonly inserts = new StatementCoalescer<PendingBatch, Date | null>((items) => this.insertBatches(items), {
     maxInFlight: INSERTS_IN_FLIGHT,
     maxWeight: INSERT_MAX_ROWS,
     weight: (item) => item.rows.length,
@@ -166,20 +167,21 @@ export class BatchRepository {
    * The workers are woken after the commit by one coalesced NOTIFY.
    */
   async insertBatch(batch: NewBatch, rows: NewCallback[], dueNow: boolean): Promise<InsertResult> {
-    const inserted = await this.inserts.submit({ batch, rows });
-    if (!inserted) {
+    const createdAt = await this.inserts.submit({ batch, rows });
+    if (!createdAt) {
       const existing = await this.findByIdempotencyKey(batch.apiKeyId, batch.idempotencyKey!);
       if (!existing) throw new Error(`batch ${batch.id} was not inserted, and no batch holds its Idempotency-Key`);
       return { inserted: false, existing };
     }
     if (dueNow) this.due.notifyDue(highestPriority(rows));
-    return { inserted: true };
+    return { inserted: true, createdAt };
   }
 
-  private async insertBatches(items: PendingBatch[]): Promise<boolean[]> {
-    const created = await this.db.query<{ id: string }>(insertBatchesStatement(items));
-    const ids = new Set(created.map((r) => r.id));
-    return items.map((i) => ids.has(i.batch.id));
+  /** Per batch in order, its stored `created_at`, or null where it was not inserted (a duplicate Idempotency-Key). */
+  private async insertBatches(items: PendingBatch[]): Promise<(Date | null)[]> {
+    const created = await this.db.query<{ id: string; createdAt: Date }>(insertBatchesStatement(items));
+    const byId = new Map(created.map((r) => [r.id, r.createdAt]));
+    return items.map((i) => byId.get(i.batch.id) ?? null);
   }
 
   /** The key's pending callbacks, counted up to `atMost` (countPending, in its own transaction: COUNT_PLANNER). */

@@ -96,7 +96,7 @@ export class BatchService {
       label: batch.label,
       status: 'pending',
       total: rows.length,
-      createdAt: new Date(now).toISOString(),
+      createdAt: result.createdAt.toISOString(),
       callbacks: rows.map((r) => ({ id: r.id, externalId: r.externalId })),
       replayed: false,
     };
