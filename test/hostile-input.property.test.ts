@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchController } from '../src/batches/batch.controller.js';
 import { connect } from './support/database.js';
-import { startTestService, type TestService } from './support/service.js';
+import { jsonOf, startTestService, type TestService } from './support/service.js';
 
 /**
  * Thousands of generated batches, most of them broken or hostile, against the real
@@ -347,7 +347,8 @@ describe(BatchController.name, () => {
       'receiver',
       'destination',
     );
-    const query = fc.array(fc.tuple(name, fc.oneof(hostileText, fc.integer().map(String), fc.constantFrom('failed', 'json', '1m', '2026-01-01T00:00:00Z'))), {
+    const time = fc.constantFrom('2026-01-01T00:00:00Z', '0000-01-01', '-010000-01-01T00:00:00Z', '+275760-09-13T00:00:00Z', '2024-02-30');
+    const query = fc.array(fc.tuple(name, fc.oneof(hostileText, fc.integer().map(String), fc.constantFrom('failed', 'json', '1m'), time)), {
       maxLength: 5,
     });
     const route = fc.constantFrom(
@@ -364,6 +365,9 @@ describe(BatchController.name, () => {
       '/v1/keys',
       '/v1/receivers',
       '/v1/receivers/%s',
+      '/v1/events',
+      '/v1/events/%s',
+      '/v1/event-types',
     );
     await fc.assert(
       fc.asyncProperty(route, segment, query, async (r, id, q) => {
@@ -375,4 +379,17 @@ describe(BatchController.name, () => {
       { numRuns: 500, interruptAfterTimeLimit: 20_000 },
     );
   }, 60_000);
+
+  it('should answer 400 to a ?since= that is not a strict ISO-8601 time, on every route taking one (regression: years Postgres cannot store were a 500)', async () => {
+    const routes = ['/v1/callbacks', '/v1/events', '/v1/hosts', `/v1/hosts/${encodeURIComponent('http://127.0.0.1:9')}`, '/v1/receivers/anyone'];
+    // years Postgres cannot store; and what `new Date` read loosely: 2001, 1 March, 2001-03-07 in the server's zone
+    const bad = ['0000-01-01', '-010000-01-01T00:00:00Z', '+275760-09-13T00:00:00Z', '1', '2024-02-30', 'March 7'];
+    for (const route of routes) {
+      for (const since of bad) {
+        const res = await service.api(`${route}?since=${encodeURIComponent(since)}`);
+        expect([route, since, res.status, (await jsonOf(res)).code]).toEqual([route, since, 400, 'validation_failed']);
+      }
+      expect((await service.api(`${route}?since=2026-01-01T00:00:00Z`)).status, route).not.toBe(400);
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
+import { isISO8601 } from 'class-validator';
 import { AppError } from './app.error.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from './states.js';
 import { isUuid } from './uuid.js';
@@ -28,10 +29,14 @@ export function cursorParam(raw: string | undefined): string | undefined {
   return raw.toLowerCase();
 }
 
+/**
+ * Optional time from a query parameter, by the rule the bodies' times follow (`@IsISO8601({ strict: true })`):
+ * `new Date` alone took `1` for 2001, `2024-02-30` for 1 March, and years Postgres cannot store (a 500).
+ */
 export function dateParam(name: string, raw: string | undefined): Date | undefined {
   if (raw === undefined || raw === '') return undefined;
-  const d = new Date(raw);
-  if (Number.isNaN(d.getTime())) throw new AppError('validation_failed', `${name} must be an ISO-8601 time`);
+  const d = typeof raw === 'string' && isISO8601(raw, { strict: true }) ? new Date(raw) : null;
+  if (!d || Number.isNaN(d.getTime())) throw new AppError('validation_failed', `${name} must be an ISO-8601 time`);
   return d;
 }
 

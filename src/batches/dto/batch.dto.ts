@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { Transform } from 'class-transformer';
+import { AppError } from '../../common/app.error.js';
 import { cursorParam, pageLimit, statusParam } from '../../common/params.js';
 import { TaskDto } from '../../tasks/dto/task.dto.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
@@ -103,10 +104,17 @@ export class BatchCallbacksQueryDto {
 export class BatchRetryQueryDto {
   @ApiPropertyOptional({ type: String, description: 'failed (default), cancelled, or both comma-separated', example: 'failed,cancelled' })
   @Allow()
-  @Transform(({ value }) =>
-    String(value || 'failed')
-      .split(',')
-      .map((s) => statusParam(s, RETRYABLE)!),
-  )
+  @Transform(({ value }) => retryStatuses(value))
   status: CallbackStatus[] = ['failed'];
+}
+
+/** `?status=` of a retry: `failed` when absent or empty; empty parts of the list are skipped, and a list of only those (`?status=,`) is a 400, not a retry of nothing. */
+function retryStatuses(value: unknown): CallbackStatus[] {
+  if (value === undefined || value === '') return ['failed'];
+  const statuses = String(value)
+    .split(',')
+    .map((s) => statusParam(s.trim(), RETRYABLE))
+    .filter((s) => s !== undefined);
+  if (statuses.length === 0) throw new AppError('validation_failed', `status must be one of ${RETRYABLE.join(', ')}, or several comma-separated`);
+  return [...new Set(statuses)];
 }
