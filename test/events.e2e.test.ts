@@ -133,6 +133,12 @@ describe(EventService.name, () => {
       [{ type: 'Order.Paid', payload: {} }, /type: an event type name/],
       [{ type: 'order.paid', payload: { orderId: 'o', amount: 1 }, receivers: ['exact', 'ghost'] }, /unknown receiver: ghost/],
       [{ type: 'order.paid', payload: { orderId: 'o', amount: 1 }, id: 'has space' }, /id must be/],
+      // text jsonb cannot store (regression: each was a 500 from the insert)
+      [{ type: 'nobody.listens', payload: { a: 'x\u0000y' } }, /payload at \/a holds a NUL character or a lone UTF-16 surrogate/],
+      [{ type: 'nobody.listens', payload: { list: [1, { b: '\ud800' }] } }, /payload at \/list\/1\/b holds/],
+      [{ type: 'nobody.listens', payload: { 'k\u0000': 1 } }, /payload at \/k. holds/],
+      [{ type: 'nobody.listens', payload: '\udc00' }, /^payload holds/],
+      [{ type: 'nobody.listens', payload: 1, receivers: ['a\u0000'] }, /unknown receiver: a./],
     ];
     for (const [body, message] of cases) {
       const res = await publish(body);
@@ -145,6 +151,32 @@ describe(EventService.name, () => {
     expect(big.status).toBe(413);
     expect((await jsonOf(big)).message).toMatch(/MAX_CALLBACK_BODY_BYTES/);
     expect(await count()).toBe(before);
+  });
+
+  it('should refuse with a 400 a filter, a schema, a recovery or a batch holding text Postgres cannot store (regression: each was a 500)', async () => {
+    const types = Number((await db.query('SELECT count(*) FROM event_type')).rows[0].n);
+    const cases: Array<[string, string, Record<string, unknown>, RegExp]> = [
+      ['PUT', '/v1/receivers/nul-filter', { url: `${shop.url}/x`, eventTypes: ['order.paid'], filter: { a: 'x\u0000' } }, /filter at \/a holds a NUL/],
+      ['PUT', '/v1/receivers/nul-filter', { url: `${shop.url}/x`, eventTypes: ['order.paid'], filter: { 'a\u0000': 1 } }, /filter at \/a. holds/],
+      [
+        'PUT',
+        '/v1/receivers/nul-filter',
+        { url: `${shop.url}/x`, eventTypes: ['order.paid'], filter: { a: { $in: ['\ud800'] } } },
+        /filter at \/a\/\$in\/0 holds/,
+      ],
+      ['PUT', '/v1/event-types/nul.schema', { schema: { description: 'x\u0000' } }, /schema at \/description holds/],
+      ['PUT', '/v1/event-types/nul.schema', { schema: { title: '\ud800' } }, /schema at \/title holds/],
+      ['POST', '/v1/recoveries/preview', { event: 'a\u0000b' }, /event must not contain NUL/],
+      ['POST', '/v1/batches', { callbacks: [{ receiver: 'a\u0000' }] }, /unknown receiver: a./],
+    ];
+    for (const [method, path, json, message] of cases) {
+      const res = await service.api(path, { method, json });
+      const error = await jsonOf(res);
+      expect([path, res.status, error.code], JSON.stringify(json)).toEqual([path, 400, 'validation_failed']);
+      expect(error.message, JSON.stringify(json)).toMatch(message);
+    }
+    expect((await service.api('/v1/receivers/nul-filter')).status).toBe(404);
+    expect(Number((await db.query('SELECT count(*) FROM event_type')).rows[0].n)).toBe(types);
   });
 
   it('should answer a replay of an id with the first event, and a 409 for another body', async () => {

@@ -272,7 +272,7 @@ describe(BatchController.name, () => {
       fc.constantFrom('amount', 'a.b', 'items.0', 'x.y.z'),
       printable.filter((t) => t.length > 0 && !t.startsWith('$')),
     );
-    const operand = fc.jsonValue({ maxDepth: 2 });
+    const operand = fc.oneof(fc.jsonValue({ maxDepth: 2 }), hostileText, fc.array(hostileText, { maxLength: 2 }));
     const condition = fc.oneof(
       operand,
       fc.dictionary(fc.constantFrom('$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$exists', '$regex'), operand, { minKeys: 1, maxKeys: 3 }),
@@ -294,9 +294,14 @@ describe(BatchController.name, () => {
       .record(
         {
           type: fc.oneof(fc.constantFrom('order.paid', 'order.open', 'order.none', 'Order.Paid', ''), hostileText, fc.integer()),
-          payload: fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.record({ amount: fc.oneof(fc.integer(), printable) })),
+          payload: fc.oneof(
+            fc.jsonValue({ maxDepth: 4 }),
+            fc.record({ amount: fc.oneof(fc.integer(), printable) }),
+            hostileText,
+            fc.dictionary(hostileText, hostileText, { maxKeys: 2 }),
+          ),
           id: fc.oneof(fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,8}$/), hostileText, fc.constant(null)),
-          receivers: fc.oneof(fc.array(fc.constantFrom('sub-1', 'sub-2', 'nobody'), { maxLength: 3 }), hostileText),
+          receivers: fc.oneof(fc.array(fc.constantFrom('sub-1', 'sub-2', 'nobody'), { maxLength: 3 }), hostileText, fc.array(hostileText, { maxLength: 2 })),
           orderingKey: fc.oneof(printable, hostileText),
           priority: fc.oneof(fc.constantFrom('high', 'low'), printable),
           extra: unknownField,

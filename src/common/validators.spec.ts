@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cidrListProblem, headerMapProblem, httpUrlProblem, jsonDepth, MAX_HEADERS } from './validators.js';
+import { cidrListProblem, headerMapProblem, httpUrlProblem, jsonDepth, MAX_HEADERS, unstorableTextAt } from './validators.js';
 
 describe('headerMapProblem', () => {
   it.each<[string, unknown, RegExp | undefined]>([
@@ -87,5 +87,19 @@ describe('cidrListProblem', () => {
   ])('%j', (value, problem) => {
     if (problem) expect(cidrListProblem(value)).toMatch(problem);
     else expect(cidrListProblem(value)).toBeUndefined();
+  });
+});
+
+describe('unstorableTextAt', () => {
+  it.each<[string, unknown, string | undefined]>([
+    ['a scalar that is fine', 'text 💥', undefined],
+    ['numbers, booleans, null, nesting', { a: [1, true, null, { b: 'ok' }] }, undefined],
+    ['a NUL in the value itself', 'x\u0000', ''],
+    ['a lone high surrogate in a value', { a: ['ok', '\ud800'] }, '/a/1'],
+    ['a lone low surrogate in a key', { a: { '\udc00': 1 } }, '/a/\udc00'],
+    ['a NUL in a key, the pointer escaped', { 'x/y~z': { 'k\u0000': 1 } }, '/x~1y~0z/k\u0000'],
+    ['the first in document order', { a: 'ok', b: ['\u0000'], c: '\u0000' }, '/b/0'],
+  ])('%s', (_, value, at) => {
+    expect(unstorableTextAt(value)).toBe(at);
   });
 });

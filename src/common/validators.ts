@@ -116,6 +116,40 @@ export function jsonDepth(value: unknown, limit: number): number {
   return max;
 }
 
+/** Text jsonb cannot hold: a NUL character, or half of a UTF-16 surrogate pair (jsonb refuses both escapes, a 500 had they reached it). */
+const unstorable = (s: string) => s.includes('\u0000') || !s.isWellFormed();
+
+/**
+ * Where in a parsed JSON value (a JSON Pointer, `/items/0/name`; `''` for the value
+ * itself) the first key or string is that jsonb cannot store, or undefined. Iterative,
+ * as jsonDepth.
+ */
+export function unstorableTextAt(value: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[value, '']];
+  while (stack.length > 0) {
+    const [node, path] = stack.pop()!;
+    if (typeof node === 'string') {
+      if (unstorable(node)) return path;
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], `${path}/${i}`]);
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [k, v] of Object.entries(node).reverse()) {
+        const here = `${path}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+        if (unstorable(k)) return here;
+        stack.push([v, here]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** unstorableTextAt's problem as a sentence about `what` (`payload`, `schema`), or undefined. */
+export function unstorableTextProblem(what: string, value: unknown): string | undefined {
+  const at = unstorableTextAt(value);
+  if (at === undefined) return undefined;
+  return `${what}${at ? ` at ${at}` : ''} holds a NUL character or a lone UTF-16 surrogate, which cannot be stored`;
+}
+
 /** The destination key of per-host limits: scheme://host:port, default port spelled out. */
 export function destinationOf(url: string): string {
   const u = new URL(url);

@@ -1,3 +1,5 @@
+import { unstorableTextProblem } from '../common/validators.js';
+
 /**
  * A receiver's filter on event payloads, in the shape Convoy and Outpost use (after
  * MongoDB's query documents). A filter is an object whose entries must all hold:
@@ -38,7 +40,7 @@ export function filterProblem(filter: unknown, where = 'filter'): string | undef
   if (filter !== null && isObject(filter) && Buffer.byteLength(JSON.stringify(filter)) > MAX_FILTER_BYTES) {
     return `${where}: at most ${MAX_FILTER_BYTES} bytes as JSON`;
   }
-  return problemIn(filter, where, 0);
+  return problemIn(filter, where, 0) ?? unstorableTextProblem(where, filter);
 }
 
 function problemIn(filter: unknown, where: string, depth: number): string | undefined {

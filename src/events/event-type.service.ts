@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
+import { unstorableTextProblem } from '../common/validators.js';
 import type { EventTypeDto, EventTypePageDto, PutEventTypeDto } from './dto/event-type.dto.js';
 import { typeNameProblem } from './event-type.policy.js';
 import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
@@ -68,6 +69,8 @@ export class EventTypeService {
     if (Buffer.byteLength(JSON.stringify(schema)) > MAX_SCHEMA_BYTES) {
       throw new AppError('payload_too_large', `schema must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
     }
+    const textProblem = unstorableTextProblem('schema', schema);
+    if (textProblem) throw new AppError('validation_failed', textProblem);
     this.schemas.validatorOf(schema);
   }
 }

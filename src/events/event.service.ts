@@ -4,7 +4,7 @@ import { PendingQuota } from '../batches/pending-quota.service.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { priorityRank } from '../common/states.js';
 import { uuidv7 } from '../common/uuid.js';
-import { destinationOf, MAX_HEADERS } from '../common/validators.js';
+import { destinationOf, MAX_HEADERS, unstorableTextAt, unstorableTextProblem } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
@@ -62,6 +62,8 @@ export class EventService {
     const typeProblem = typeNameProblem(dto.type);
     if (typeProblem) throw new AppError('validation_failed', `type: ${typeProblem}`);
     if (dto.payload === undefined) throw new AppError('validation_failed', 'payload is required (any JSON value)');
+    const textProblem = unstorableTextProblem('payload', dto.payload);
+    if (textProblem) throw new AppError('validation_failed', textProblem, { path: unstorableTextAt(dto.payload) });
     const requestHash = createHash('sha256').update(JSON.stringify(dto)).digest('hex');
     if (dto.id !== undefined) {
       const existing = await this.events.findEvent(apiKeyId, dto.id);

@@ -199,8 +199,10 @@ export class ReceiverService {
   async resolve(apiKeyId: string, names: Iterable<string>): Promise<Map<string, ReceiverRow>> {
     const wanted = [...new Set(names)];
     if (wanted.length === 0) return new Map();
-    // names outside NAME (the operator endpoint's '/operator', a deleted one's '/deleted/…') are no receiver a batch may name
-    const found = new Map((await this.receivers.findReceivers(apiKeyId, wanted)).filter((r) => !receiverNameProblem(r.name)).map((r) => [r.name, r]));
+    // names outside NAME (the operator endpoint's '/operator', a deleted one's '/deleted/…', one with a NUL, which
+    // Postgres cannot even compare) are no receiver a batch may name: unknown, without asking
+    const named = wanted.filter((n) => !receiverNameProblem(n));
+    const found = new Map(named.length === 0 ? [] : (await this.receivers.findReceivers(apiKeyId, named)).map((r) => [r.name, r]));
     const unknown = wanted.filter((n) => !found.has(n));
     if (unknown.length > 0) {
       throw new AppError(

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsISO8601, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+import { NoNul } from '../../common/validators.js';
 import { PRIORITIES, RECOVERABLE, RECOVERY_STATES, type Priority, type Recoverable, type RecoveryState } from '../../common/states.js';
 
 /**
@@ -30,6 +31,7 @@ export class CreateRecoveryDto {
     description: 'Only the deliveries of this event of your key: its id, or the id you gave it (400 when there is none)',
   })
   @IsOptional()
+  @NoNul()
   @MaxLength(256)
   @IsString()
   event?: string;
