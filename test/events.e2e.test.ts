@@ -345,6 +345,7 @@ describe(EventService.name, () => {
     expect((await service.apiJson(`/v1/events/${b.id}`)).payload).toEqual([2]);
     const next = await service.apiJson(`/v1/events?type=nobody.listens&since=${encodeURIComponent(since)}&limit=1&cursor=${page.nextCursor}`);
     expect(next.items.map((e: { id: string }) => e.id)).toEqual([a.id]);
+    expect(next.nextCursor).toBeNull(); // exactly full, and the last
     expect((await service.apiJson(`/v1/events?since=${encodeURIComponent(since)}`)).items).toHaveLength(3);
 
     const failed = await waitFor(async () => {
@@ -355,5 +356,36 @@ describe(EventService.name, () => {
     expect(failed.callbacks[0]).toMatchObject({ receiver: 'broken', attempts: 1, lastStatusCode: 500, held: false });
     expect((await service.api('/v1/events/no-such-event')).status).toBe(404);
     expect((await service.api('/v1/events?type=Bad.Type')).status).toBe(400);
+  });
+
+  // Regression: every list gave a cursor when its page was exactly full, so the last page of n items at limit=n led to an empty one.
+  it('should end every list with nextCursor null on its last page, also when that page is exactly full', async () => {
+    const { batchId } = await published({ type: 'order.paid', payload: { orderId: 'o-pages', amount: 5000, currency: 'EUR' } });
+    const lists = [
+      '/v1/callbacks',
+      '/v1/batches',
+      `/v1/batches/${batchId}/callbacks`,
+      '/v1/events',
+      '/v1/event-types',
+      '/v1/receivers',
+      '/v1/receivers?sort=health',
+      '/v1/hosts',
+    ];
+    for (const list of lists) {
+      const at = (query: string) => service.apiJson(`${list}${list.includes('?') ? '&' : '?'}${query}`);
+      const all = await at('limit=500');
+      const n = all.items.length;
+      expect([list, all.nextCursor, n > 0 && n < 500]).toEqual([list, null, true]);
+      const full = await at(`limit=${n}`);
+      expect([list, full.items.length, full.nextCursor]).toEqual([list, n, null]);
+      if (n < 2) continue;
+      const first = await at(`limit=${n - 1}`);
+      expect([list, first.items.length, typeof first.nextCursor]).toEqual([list, n - 1, 'string']);
+      const last = await at(`limit=${n - 1}&cursor=${encodeURIComponent(first.nextCursor)}`);
+      expect([list, last.items.length, last.nextCursor]).toEqual([list, 1, null]);
+      // what each item is (its state may move between the reads: deliveries are under way)
+      const keys = (items: Array<{ id?: string; name?: string; host?: string }>) => items.map((i) => i.id ?? i.name ?? i.host);
+      expect(keys([...first.items, ...last.items])).toEqual(keys(all.items));
+    }
   });
 });

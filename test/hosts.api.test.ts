@@ -136,7 +136,7 @@ describe(HostController.name, () => {
       // A tenant's pages hold only its own hosts.
       const own = await service.apiJson('/v1/hosts?limit=1', { key: tenant.key });
       expect(own.items.map((h: { host: string }) => h.host)).toEqual([receiver.url]);
-      expect((await service.apiJson(`/v1/hosts?limit=1&cursor=${encodeURIComponent(own.nextCursor)}`, { key: tenant.key })).items).toEqual([]);
+      expect(own.nextCursor).toBeNull(); // its one host, and no more
     } finally {
       await db.query(`DELETE FROM host WHERE host LIKE 'https://old-%' OR host IN ('https://capped.example.com:443', 'https://failing.example.com:443')`);
     }

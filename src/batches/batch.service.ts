@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { CALLBACK_STATUSES, priorityRank, type CallbackStatus } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
@@ -192,12 +193,9 @@ export class BatchService {
   }
 
   async listBatches(apiKeyId: string, limit: number, cursor?: string): Promise<BatchPageDto> {
-    const rows = await this.batches.listBatches(apiKeyId, limit, cursor);
+    const { rows, nextCursor } = pageOf(await this.batches.listBatches(apiKeyId, limit + 1, cursor), limit, (r) => r.id);
     const counts = await this.countsOf(rows.map((r) => r.id));
-    return {
-      items: rows.map((b) => toBatchView(b, counts.get(b.id)!)),
-      nextCursor: rows.length === limit ? rows[rows.length - 1].id : null,
-    };
+    return { items: rows.map((b) => toBatchView(b, counts.get(b.id)!)), nextCursor };
   }
 
   private async countsOf(batchIds: string[]): Promise<Map<string, Counts>> {

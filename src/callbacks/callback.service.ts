@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import type { BatchRetryDto } from '../batches/dto/batch.dto.js';
 import { uuidv7 } from '../common/uuid.js';
 import { TaskRepository } from '../tasks/task.repository.js';
@@ -31,11 +32,8 @@ export class CallbackService {
   }
 
   async listCallbacks(apiKeyId: string, filter: CallbackFilter): Promise<CallbackPageDto> {
-    const rows = await this.callbacks.listCallbacks(apiKeyId, filter);
-    return {
-      items: rows.map(toCallbackView),
-      nextCursor: rows.length === filter.limit ? rows[rows.length - 1].id : null,
-    };
+    const { rows, nextCursor } = pageOf(await this.callbacks.listCallbacks(apiKeyId, { ...filter, limit: filter.limit + 1 }), filter.limit, (r) => r.id);
+    return { items: rows.map(toCallbackView), nextCursor };
   }
 
   /** The batch holding the deliveries of the key's event `eventId`, else 404. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import { unstorableTextProblem } from '../common/validators.js';
 import type { EventTypeDto, EventTypePageDto, PutEventTypeDto } from './dto/event-type.dto.js';
 import { typeNameProblem } from './event-type.policy.js';
@@ -40,8 +41,8 @@ export class EventTypeService {
   }
 
   async listEventTypes(apiKeyId: string, limit: number, after?: string): Promise<EventTypePageDto> {
-    const rows = await this.types.listEventTypes(apiKeyId, limit, after);
-    return { items: rows.map(toEventTypeView), nextCursor: rows.length === limit ? rows[rows.length - 1].name : null };
+    const { rows, nextCursor } = pageOf(await this.types.listEventTypes(apiKeyId, limit + 1, after), limit, (r) => r.name);
+    return { items: rows.map(toEventTypeView), nextCursor };
   }
 
   async getEventType(apiKeyId: string, name: string): Promise<EventTypeDto> {

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { PendingQuota } from '../batches/pending-quota.service.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import { priorityRank } from '../common/states.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, MAX_HEADERS, unstorableTextAt, unstorableTextProblem } from '../common/validators.js';
@@ -194,8 +195,9 @@ export class EventService {
       const problem = typeNameProblem(q.type);
       if (problem) throw new AppError('validation_failed', `type: ${problem}`);
     }
-    const rows = await this.events.listEvents(apiKeyId, { type: q.type, since: q.since, before: q.cursor, limit: q.limit });
-    return { items: rows.map(toEventSummary), nextCursor: rows.length === q.limit ? rows[rows.length - 1].id : null };
+    const read = await this.events.listEvents(apiKeyId, { type: q.type, since: q.since, before: q.cursor, limit: q.limit + 1 });
+    const { rows, nextCursor } = pageOf(read, q.limit, (r) => r.id);
+    return { items: rows.map(toEventSummary), nextCursor };
   }
 
   async getEvent(apiKeyId: string, eventId: string): Promise<EventDetailDto> {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { AppError } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import { AppConfig } from '../config/app.config.js';
 import type { ClearedGoneDto, HostDto, HostPageDto } from './dto/host.dto.js';
 import type { HostLimitsDto } from './dto/host-limits.dto.js';
@@ -23,15 +24,13 @@ export class HostService {
     private readonly hosts: HostRepository,
   ) {}
 
-  /** One page of hosts in name order; `nextCursor` is the last one when the page is full. */
+  /** One page of hosts in name order; `nextCursor` is its last one when more follow. */
   async listHosts(key: AuthenticatedKey, page: HostPage, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostPageDto> {
-    const names = key.isAdmin ? await this.hosts.hostsInUse(key.id, since, page) : await this.hosts.hostsOfKey(key.id, since, page);
+    const deeper = { ...page, limit: page.limit + 1 };
+    const read = key.isAdmin ? await this.hosts.hostsInUse(key.id, since, deeper) : await this.hosts.hostsOfKey(key.id, since, deeper);
+    const { rows: names, nextCursor } = pageOf(read, page.limit, (name) => name);
     const rows = names.length > 0 ? await this.hosts.findHosts(names) : [];
-    return {
-      since: since.toISOString(),
-      items: await this.describe(rows, key, since),
-      nextCursor: names.length === page.limit ? names[names.length - 1] : null,
-    };
+    return { since: since.toISOString(), items: await this.describe(rows, key, since), nextCursor };
   }
 
   async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostDto> {

@@ -4,6 +4,7 @@ import type { CreateBatchDto } from '../batches/dto/create-batch.dto.js';
 import { CallbackService, toCallbackView } from '../callbacks/callback.service.js';
 import type { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import { AppConfig } from '../config/app.config.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
@@ -77,9 +78,10 @@ export class PortalService {
       until: q.until,
       eventType: q.eventType,
       before: q.cursor,
-      limit: q.limit,
+      limit: q.limit + 1,
     });
-    return { items: rows.map(toCallbackView), nextCursor: rows.length === q.limit ? rows[rows.length - 1].id : null };
+    const page = pageOf(rows, q.limit, (r) => r.id);
+    return { items: page.rows.map(toCallbackView), nextCursor: page.nextCursor };
   }
 
   /** One delivery of this receiver with its attempts, each with the request as sent; another receiver's is a 404. */

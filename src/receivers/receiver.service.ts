@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
+import { pageOf } from '../common/page.js';
 import { uuidv7 } from '../common/uuid.js';
 import { filterProblem, type Filter } from '../events/event-filter.policy.js';
 import { MAX_SUBSCRIPTIONS, patternProblem } from '../events/event-type.policy.js';
@@ -157,9 +158,9 @@ export class ReceiverService {
   async listReceivers(apiKeyId: string, limit: number, rawSort?: string, rawCursor?: string) {
     const sort = sortParam(rawSort);
     const since = new Date(Date.now() - HEALTH_WINDOW_MS);
-    const rows = await this.receivers.listReceivers({ apiKeyId, limit, sort, after: cursorOf(sort, rawCursor), since });
-    const last = rows.length === limit ? rows[rows.length - 1] : undefined;
-    return { items: rows.map((r) => ({ ...toReceiverView(r), health: toHealthView(r, since) })), nextCursor: last ? nextCursorOf(sort, last) : null };
+    const read = await this.receivers.listReceivers({ apiKeyId, limit: limit + 1, sort, after: cursorOf(sort, rawCursor), since });
+    const { rows, nextCursor } = pageOf(read, limit, (last) => nextCursorOf(sort, last));
+    return { items: rows.map((r) => ({ ...toReceiverView(r), health: toHealthView(r, since) })), nextCursor };
   }
 
   /** Settings, secrets, and its figures since `since` (default: the last 15 minutes). */
