@@ -2,6 +2,9 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallbackController } from '../src/callbacks/callback.controller.js';
 import { connect } from './support/database.js';
+import { planNodes, type PlanNode } from './support/plans.js';
+import { CLOCK_MARGIN_MS } from '../src/batches/batch-attempts.sql.js';
+import { uuidFloorOf } from '../src/common/uuid.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -111,5 +114,61 @@ describe(CallbackController.name, () => {
     for (const status of ['failed', 'in_flight']) {
       expect(await listAll(`status=${status}`, 100)).toEqual([...ids[status]].sort());
     }
+  });
+
+  it('should list since a time exactly, seeking by the ids rather than reading every older row of the key', async () => {
+    const {
+      rows: [of],
+    } = await db.query('SELECT api_key_id, batch_id FROM callback WHERE id = $1', [ids.failed[0]]);
+    /** A UUIDv7 of `at` (SQL), as a service clock there would make it. */
+    const idAt = (at: string) =>
+      `encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(int8send((extract(epoch FROM ${at}) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 'hex')::uuid`;
+    const insert = (id: string, createdAt: string, n = 1) =>
+      db.query(
+        `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, attempts, next_attempt_at, completed_at, created_at)
+         SELECT ${id}, $1, $2, 'http://127.0.0.1:9/since', 'http://127.0.0.1:9', 'POST', 1000, 1, 'succeeded', 1, now(), now(), ${createdAt}
+         FROM generate_series(1, ${n}) RETURNING id`,
+        [of.batch_id, of.api_key_id],
+      );
+    // two days of the key's history before the window
+    await insert(idAt(`now() - interval '2 days'`), `now() - interval '2 days'`, 20_000);
+    await db.query('ANALYZE callback');
+    const since = new Date(); // after every row of the earlier tests
+    await new Promise((r) => setTimeout(r, 5));
+    // stored after `since` by the server's clock, with an id of an API clock ten minutes behind it: listed
+    const late = (await insert(idAt(`now() - interval '10 minutes'`), 'now()')).rows[0].id;
+    // an id of an API clock ahead, stored before `since`: not listed
+    await insert(idAt('now()'), `now() - interval '5 minutes'`);
+    const recent = (
+      await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.1:9/a', runAt: '2099-01-01T00:00:00Z' }] } })
+    ).callbacks[0].id;
+    const { rows: expected } = await db.query('SELECT id FROM callback WHERE api_key_id = $1 AND created_at >= $2 ORDER BY id', [of.api_key_id, since]);
+    expect(expected.map((r) => r.id).sort()).toEqual([late, recent].sort());
+    expect(await listAll(`since=${since.toISOString()}`, 2)).toEqual(expected.map((r) => r.id));
+
+    // The statement the repository has Prisma send (listCallbacks with since), as SQL, and without the ids' bound, once
+    // the window holds enough rows for the planner to walk the primary key in order (LIMIT 100) rather than sort them.
+    await insert(idAt('now()'), 'now()', 5_000);
+    await db.query('ANALYZE callback');
+    const read = async (bounded: boolean) => {
+      const { rows } = await db.query(
+        `EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM callback WHERE api_key_id = $1 AND created_at >= $2 ${bounded ? 'AND id >= $3' : ''} ORDER BY id ASC LIMIT 100`,
+        [of.api_key_id, since, ...(bounded ? [uuidFloorOf(new Date(since.getTime() - CLOCK_MARGIN_MS))] : [])],
+      );
+      const nodes = planNodes(rows[0]['QUERY PLAN'][0].Plan as PlanNode);
+      return nodes.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+    };
+    // the bound reads what was stored in the hour before `since` (the clocks' margin: the earlier tests' rows), not the days before
+    const margin = Number(
+      (
+        await db.query('SELECT count(*) FROM callback WHERE api_key_id = $1 AND created_at >= $2 AND created_at < $3', [
+          of.api_key_id,
+          new Date(since.getTime() - CLOCK_MARGIN_MS),
+          since,
+        ])
+      ).rows[0].count,
+    );
+    expect(await read(false)).toBeGreaterThanOrEqual(margin + 20_000); // what created_at alone reads
+    expect(await read(true)).toBeLessThanOrEqual(margin + 100);
   });
 });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { STATUS_COLUMNS, type CallbackStatusRow } from '../callbacks/callback.repository.js';
 import type { CallbackStatus } from '../common/states.js';
+import { uuidFloorOf } from '../common/uuid.js';
 import { PrismaService } from '../database/prisma.service.js';
 import type { Prisma } from '../generated/prisma/client.js';
 
@@ -25,14 +26,6 @@ export interface DeliveryFilter {
   /** id of the last row of the previous page (newest first: the next page is older) */
   before?: string;
   limit: number;
-}
-
-/** The smallest UUIDv7 of a millisecond: ids are made at acceptance, so an id bound is a time bound the index walks. */
-export function uuidFloorOf(at: Date): string {
-  const hex = Math.max(0, Math.min(at.getTime(), 2 ** 48 - 1))
-    .toString(16)
-    .padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
 }
 
 @Injectable()
