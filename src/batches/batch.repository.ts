@@ -83,9 +83,9 @@ const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
  * concurrent duplicate waits for the first to commit and inserts nothing (nor do
  * two duplicates in one statement: the second is skipped). Takes no lock but the
  * new rows' and, for a duplicate, that unique index entry's. Answers the inserted
- * batches' ids with their `created_at` (the statement's `now()`). Not an interactive transaction: that cost four
- * round trips and most of the ingest CPU. Runs past Prisma (ApiDatabase), as a
- * hot-path statement.
+ * batches' ids with their `created_at` (the statement's `now()`). Not an interactive
+ * transaction: that cost four round trips and most of the ingest CPU. Runs past
+ * Prisma (ApiDatabase), as a hot-path statement.
  *
  * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT
  * later, see receiver-hold.sql.ts). Its row is read

@@ -121,8 +121,8 @@ const unstorable = (s: string) => s.includes('\u0000') || !s.isWellFormed();
 
 /**
  * Where in a parsed JSON value (a JSON Pointer, `/items/0/name`; `''` for the value
- * itself) the first key or string is that jsonb cannot store, or undefined. Iterative,
- * as jsonDepth.
+ * itself) a key or string is that jsonb cannot store (an object's keys are looked at
+ * before its values), or undefined. Iterative, as jsonDepth.
  */
 export function unstorableTextAt(value: unknown): string | undefined {
   const stack: Array<[unknown, string]> = [[value, '']];
