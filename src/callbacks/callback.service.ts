@@ -71,7 +71,7 @@ export class CallbackService {
   private async explainNoChange(apiKeyId: string, id: string, verb: string, from: CallbackStatus[]): Promise<never> {
     const row = await this.callbacks.statusOf(apiKeyId, id);
     if (!row) throw notFound('callback');
-    throw new AppError('conflict', `a ${row.status} callback cannot be ${verb} (only ${from.join(' or ')})`, { status: row.status });
+    throw new AppError('conflict', `the callback is ${row.status}: it cannot be ${verb} (only when ${from.join(' or ')})`, { status: row.status });
   }
 }
 
