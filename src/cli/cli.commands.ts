@@ -33,7 +33,7 @@ export async function send(api: CliApi, args: CliArgs, io: Output): Promise<numb
   if (!args.wait) return 0;
   const done = await waitForBatch(api, accepted.id, args.waitTimeoutMs, io);
   if (!done) {
-    io.err(`still running after ${args.waitTimeoutMs / 1000} s: see \`callbacks status ${accepted.id}\``);
+    io.err(`still running after ${args.waitTimeoutMs / 1000} s: see \`callbacks status ${accepted.id}\`\n`);
     return 3;
   }
   io.out(await sequenceText(api, accepted.id));
@@ -132,7 +132,7 @@ export async function keys(api: CliApi, args: CliArgs, io: Output): Promise<numb
     const k = await api.call(api.client.POST('/v1/keys', { body: { name: arg, admin: args.admin } }));
     if (args.json) return (io.out(JSON.stringify(k)), 0);
     io.out(k.key);
-    io.err(`key ${k.id} "${k.name}"${k.isAdmin ? ' (admin)' : ''} created: shown once, store it now`);
+    io.err(`key ${k.id} "${k.name}"${k.isAdmin ? ' (admin)' : ''} created: shown once, store it now\n`);
     return 0;
   }
   if (sub === 'list') {

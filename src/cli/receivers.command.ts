@@ -70,7 +70,7 @@ async function portal(api: CliApi, args: CliArgs, name: string, io: Output): Pro
   const s = await api.call(api.client.POST('/v1/receivers/{name}/portal-sessions', { params, body }));
   if (args.json) return (io.out(JSON.stringify(s)), 0);
   io.out(s.url);
-  io.err(`portal of ${name} (${s.capabilities.join(', ')}) until ${s.expiresAt}; revoke with: callbacks receivers portal ${name} --revoke`);
+  io.err(`portal of ${name} (${s.capabilities.join(', ')}) until ${s.expiresAt}; revoke with: callbacks receivers portal ${name} --revoke\n`);
   return 0;
 }
 

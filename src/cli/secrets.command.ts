@@ -10,7 +10,7 @@ export async function secrets(api: CliApi, args: CliArgs, io: Output): Promise<n
   if (sub === 'new-key') {
     io.out(newSecretsKey());
     io.err(
-      'a new SECRETS_KEY (32 random bytes, base64); nothing was changed. To rotate: start every process with it as SECRETS_KEY and the old key in SECRETS_KEY_PREVIOUS, then run: callbacks secrets rotate-key',
+      'a new SECRETS_KEY (32 random bytes, base64); nothing was changed. To rotate: start every process with it as SECRETS_KEY and the old key in SECRETS_KEY_PREVIOUS, then run: callbacks secrets rotate-key\n',
     );
     return 0;
   }
@@ -29,6 +29,6 @@ export async function secrets(api: CliApi, args: CliArgs, io: Output): Promise<n
     ),
   );
   const old = r.keys.filter((k) => !k.current).reduce((n, k) => n + k.secrets, 0);
-  if (sub === 'rotate-key' && old === 0) io.err('every signing secret is under SECRETS_KEY: SECRETS_KEY_PREVIOUS can go');
+  if (sub === 'rotate-key' && old === 0) io.err('every signing secret is under SECRETS_KEY: SECRETS_KEY_PREVIOUS can go\n');
   return 0;
 }
