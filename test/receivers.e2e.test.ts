@@ -144,6 +144,22 @@ describe(ReceiverService.name, () => {
     expect([verifies(before.b, rb), verifies(next, rb), verifies(before.a, rb)]).toEqual([true, false, false]);
   });
 
+  // Regression: rotations at once failed on the current-secret index (500), and each rotation within a day added a signature.
+  it('should rotate one after another when asked at once, and sign with two secrets at most', async () => {
+    await service.apiJson('/v1/receivers/rotate-many', { method: 'PUT', json: { url: `${shopA.url}/rotate-many` } });
+    const answers = await Promise.all(Array.from({ length: 8 }, () => service.api('/v1/receivers/rotate-many/secret/rotate', { method: 'POST' })));
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const last = await service.apiJson('/v1/receivers/rotate-many/secret/rotate', { method: 'POST' });
+    expect(last.secrets).toHaveLength(2);
+    expect(last.secrets[0].expiresAt).toBeNull();
+    expect(Date.parse(last.secrets[1].expiresAt) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+    const [id] = await deliver({ callbacks: [{ receiver: 'rotate-many', body: { r: 9 } }] });
+    const [got] = received(id);
+    expect(String(got.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect((await service.apiJson('/v1/receivers/rotate-many')).secrets).toHaveLength(2);
+    expect((await service.api('/v1/receivers/rotate-many', { method: 'DELETE' })).status).toBe(200); // out of the lists below
+  });
+
   it('should take a brought secret, resolve settings callback > defaults > receiver > configuration, and update with 200', async () => {
     const brought = `whsec_${randomBytes(24).toString('base64')}`;
     const res = await put('merchant-d', {

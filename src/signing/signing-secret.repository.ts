@@ -93,17 +93,24 @@ export class SigningSecretRepository {
 
   /**
    * Ends the owner's current secret after `overlapMs` and makes `next` current, in one
-   * transaction (the unique current-secret index holds at its end). Locks the owner's
-   * current secret row.
+   * transaction (the unique current-secret index holds at its end). A secret still in
+   * the overlap of an earlier rotation ends now: two secrets sign at most, the current
+   * and the one it replaced (rotated nine times in a day, nine signed each call).
+   * Rotations of one owner go one after another (a transaction-scoped advisory lock on
+   * the owner): two at once both ended the same current secret and both inserted a new
+   * one, and the second failed on the unique index (a 500).
    */
   async rotateSecret(apiKeyId: string, owner: SecretOwner, next: { id: string; secret: string }, overlapMs: number): Promise<void> {
     const receiverId = 'receiverId' in owner ? owner.receiverId : null;
     const destination = 'destination' in owner ? owner.destination : null;
     const sealed = this.keyring.seal(next.id, next.secret);
+    const ownerKey = receiverId !== null ? `receiver ${receiverId}` : `destination ${apiKeyId} ${destination}`;
     await this.db.transaction(async (tx) => {
+      await tx.query(Prisma.sql`SELECT pg_advisory_xact_lock(hashtextextended(${`signing secret rotation of ${ownerKey}`}, 0))`);
       await tx.execute(Prisma.sql`
-        UPDATE signing_secret SET expires_at = now() + ${overlapMs}::int * interval '1 millisecond'
-        WHERE ${ownedBy(owner)} AND expires_at IS NULL`);
+        UPDATE signing_secret
+        SET expires_at = CASE WHEN expires_at IS NULL THEN now() + ${overlapMs}::int * interval '1 millisecond' ELSE now() END
+        WHERE ${ownedBy(owner)} AND (expires_at IS NULL OR expires_at > now())`);
       await tx.execute(Prisma.sql`
         INSERT INTO signing_secret (id, api_key_id, receiver_id, destination, key_id, secret)
         VALUES (${next.id}::uuid, ${apiKeyId}::uuid, ${receiverId}::uuid, ${destination}, ${sealed.keyId}, ${sealed.sealed})`);
