@@ -290,6 +290,14 @@ describe(PortalGuard.name, () => {
       const e = await mint('e');
       expect((await service.api('/v1/receivers/e', { method: 'DELETE' })).status).toBe(200);
       expect((await portal('/portal/api/session', { cookie: e.token })).status).toBe(401);
+
+      // Regression: while its delete task runs (its row kept, renamed, deleted_at set, as DELETE leaves it), the portal answered 200.
+      expect((await service.api('/v1/receivers/being-deleted', { method: 'PUT', json: { url: `${receiver.url}/bd` } })).status).toBe(201);
+      const f = await mint('being-deleted');
+      await db.query(`UPDATE receiver SET deleted_at = now(), name = '/deleted/' || id WHERE name = 'being-deleted'`);
+      for (const path of ['/portal/api/session', '/portal/api/secrets', '/portal/api/deliveries']) {
+        expect((await portal(path, { cookie: f.token })).status, path).toBe(401);
+      }
     });
   });
 

@@ -55,7 +55,8 @@ export class PortalSessionRepository {
     });
     if (!row) return undefined;
     const [receiver, key] = await Promise.all([
-      this.prisma.receiver.findFirst({ where: { id: row.receiverId, apiKeyId: row.apiKeyId }, select: { name: true } }),
+      // a receiver being deleted (its row kept until its delete task ends) has no portal any more
+      this.prisma.receiver.findFirst({ where: { id: row.receiverId, apiKeyId: row.apiKeyId, deletedAt: null }, select: { name: true } }),
       this.prisma.apiKey.findFirst({ where: { id: row.apiKeyId, revokedAt: null }, select: { id: true } }),
     ]);
     if (!receiver || !key) return undefined;
