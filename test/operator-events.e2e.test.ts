@@ -272,4 +272,13 @@ describe(OperatorEndpointService.name, () => {
     expect(calls).toHaveLength(1);
     expect(calls[0].body.data).toMatchObject({ recoveryId: id, state: 'done', matched: 2, requeued: 2, failed: 1 });
   });
+
+  // Regression: it answered 201 where its document says 200 (the receiver's rotate answers 200).
+  it('should rotate the endpoint’s secret with a 200, both secrets listed', async () => {
+    const rotated = await service.api('/v1/operator-endpoint/secret/rotate', { method: 'POST' });
+    expect(rotated.status).toBe(200);
+    const body = await jsonOf(rotated);
+    expect(body.secrets).toHaveLength(2);
+    expect(body.secrets[1].secret).toBe(secret);
+  });
 });

@@ -99,6 +99,10 @@ describe(PortalGuard.name, () => {
         { theme: { color: 'red' } },
         { theme: { '--bg': 'red;} body{display:none' } },
         { theme: { '--bg': 'url(https://evil.example/x.png)' } },
+        // regression: a NUL or half a surrogate pair was a 500 (jsonb refused them)
+        { theme: { '--bg': 'red\u0000' } },
+        { theme: { '--bg': '\ud800' } },
+        { theme: { '--bg': 'red\nblue' } },
         { extra: true },
       ]) {
         const res = await service.api('/v1/receivers/a/portal-sessions', { method: 'POST', json: body });
@@ -357,6 +361,10 @@ describe(PortalGuard.name, () => {
         { disabled: 'yes' },
         { name: 'h' },
         { url: `${receiver.url}/g2`, eventTypes: ['x'] },
+        // regression: null cleared the url (every batch naming the receiver then a 400) or the headers
+        { url: null },
+        { headers: null },
+        { disabled: null },
       ]) {
         expect((await patch(bad)).status, JSON.stringify(bad)).toBe(400);
       }

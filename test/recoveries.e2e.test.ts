@@ -92,6 +92,11 @@ describe(RecoveryService.name, () => {
     const arrivedBefore = new Map(failed.map((id) => [id, shop.byId(id).length]));
     const preview = await jsonOf(await service.api('/v1/recoveries/preview', { method: 'POST', json: { receiver: 'shop', since } }));
     expect(preview).toEqual({ matched: failed.length });
+    // regression: a window from before 1970 made an id above every other, and matched nothing
+    const since1969 = { receiver: 'shop', since: '1969-12-31T23:59:59Z' };
+    const all = await jsonOf(await service.api('/v1/recoveries/preview', { method: 'POST', json: { receiver: 'shop' } }));
+    expect(all.matched).toBeGreaterThanOrEqual(failed.length);
+    expect(await jsonOf(await service.api('/v1/recoveries/preview', { method: 'POST', json: since1969 }))).toEqual(all);
 
     const started = await recover({ receiver: 'shop', since });
     expect(started.status).toBe(202);

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Post, Put, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Post, Put, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
@@ -49,6 +49,7 @@ export class OperatorEndpointController {
 
   /** A new secret signs at once; the old one signs beside it for 24 h. */
   @Post('secret/rotate')
+  @HttpCode(200)
   @ApiOperation({ summary: 'Rotate the operator endpoint’s signing secret' })
   @ApiOkResponse({ type: OperatorEndpointDto })
   @ApiErrors(404)

@@ -22,9 +22,11 @@ export interface RecoveryFilter {
  * where even the version digit goes, so below every id made in that millisecond and
  * above every id made before it. Callback ids are UUIDv7 of their acceptance
  * (src/common/uuid.ts), so a window of acceptance times is a range of ids, which the
- * indexes on id serve. Null for null.
+ * indexes on id serve. Null for null. A time before 1970 is the lowest id (its negative
+ * epoch made a hex of 16 digits, an id above every other: a window from 1969 matched none).
  */
-export const uuidFloorSql = (at: Prisma.Sql) => Prisma.sql`(lpad(to_hex((extract(epoch FROM ${at}) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid`;
+export const uuidFloorSql = (at: Prisma.Sql) =>
+  Prisma.sql`(lpad(to_hex(greatest((extract(epoch FROM ${at}) * 1000)::bigint, 0)), 12, '0') || '00000000000000000000')::uuid`;
 
 const afterId = (f: RecoveryFilter) => Prisma.sql`coalesce(${uuidFloorSql(Prisma.sql`${f.since}::timestamptz`)}, '00000000-0000-0000-0000-000000000000'::uuid)`;
 const beforeId = (f: RecoveryFilter) => uuidFloorSql(Prisma.sql`${f.until}::timestamptz`);

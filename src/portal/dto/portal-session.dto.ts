@@ -8,14 +8,17 @@ const CSS_VAR = /^--[a-z][a-z0-9-]{0,39}$/;
 /** A CSS value the page sets with style.setProperty (one property, so nothing else can be injected); no url(): the CSP would refuse its load anyway. */
 const CSS_VALUE = /^(?!.*url\()[^;{}<>\\]{1,100}$/i;
 
+/** No control character (a NUL the stored jsonb cannot hold: it was a 500) and no half of a surrogate pair. */
+const plainText = (v: string) => v.isWellFormed() && ![...v].some((c) => c < ' ' || c === '\u007f');
+
 /** Why `value` is not a theme (at most 20 CSS variables `--name: value`), or undefined. */
 export function themeProblem(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'must be an object of CSS variables, e.g. {"--accent": "#0a7"}';
   const entries = Object.entries(value);
   if (entries.length > 20) return 'holds at most 20 variables';
-  const bad = entries.find(([k, v]) => !CSS_VAR.test(k) || typeof v !== 'string' || !CSS_VALUE.test(v));
+  const bad = entries.find(([k, v]) => !CSS_VAR.test(k) || typeof v !== 'string' || !CSS_VALUE.test(v) || !plainText(v));
   return bad
-    ? `has an invalid entry ${JSON.stringify(bad[0]).slice(0, 60)}: names are --lowercase-words, values 1-100 characters without ; { } < > \\ or url(`
+    ? `has an invalid entry ${JSON.stringify(bad[0]).slice(0, 60)}: names are --lowercase-words, values 1-100 characters without ; { } < > \\, url( or control characters`
     : undefined;
 }
 

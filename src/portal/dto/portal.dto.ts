@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { Allow, IsBoolean, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
+import { Allow, IsBoolean, IsISO8601, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { AttemptDto, CallbackDetailDto } from '../../callbacks/dto/callback.dto.js';
 import { cursorParam, dateParam, pageLimit, statusParam } from '../../common/params.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
@@ -10,6 +10,9 @@ import { LatencyQueryDto } from '../../history/dto/latency.dto.js';
 import { ReceiverDto, ReceiverFiguresDto } from '../../receivers/dto/receiver.dto.js';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
 import { PORTAL_CAPABILITIES, type PortalCapability } from '../portal-token.policy.js';
+
+/** A PATCH field that was sent (null included): validated, so null is refused rather than read as left out. */
+const given = (_: object, value: unknown) => value !== undefined;
 
 /** `GET /portal/api/session`: who the portal is for and what it may do. */
 export class PortalSessionViewDto {
@@ -33,15 +36,16 @@ export class PortalSecretsDto {
 
 /** `PATCH /portal/api/receiver` (edit): what a receiver may change of itself. */
 export class PortalSettingsDto {
-  @ApiPropertyOptional({ example: 'https://shop.example/hooks' }) @IsOptional() @IsHttpUrl() url?: string;
+  // left out leaves it as it is; null is refused (IsOptional would let it clear the url every batch naming the receiver needs)
+  @ApiPropertyOptional({ example: 'https://shop.example/hooks' }) @ValidateIf(given) @IsHttpUrl() url?: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' }, description: 'Headers sent with its callbacks (replaces them)' })
-  @IsOptional()
+  @ValidateIf(given)
   @IsHeaderMap()
   @Verbatim()
   headers?: Record<string, string>;
 
-  @ApiPropertyOptional({ description: 'true holds its callbacks; false sends them again' }) @IsOptional() @IsBoolean() disabled?: boolean;
+  @ApiPropertyOptional({ description: 'true holds its callbacks; false sends them again' }) @ValidateIf(given) @IsBoolean() disabled?: boolean;
 }
 
 /** ?status=&since=&until=&eventType=&cursor=&limit= of GET /portal/api/deliveries. */
