@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attemptsSince, BATCH_READ_PLANNER, batchAttemptRows, batchProgress, CLOCK_MARGIN_MS } from '../src/batches/batch-attempts.sql.js';
+import { attemptsSince, BATCH_READ_PLANNER, batchAttemptRows, batchProgress } from '../src/batches/batch-attempts.sql.js';
+import { CLOCK_MARGIN_MS } from '../src/common/clock.js';
 import { completeBatches } from '../src/batches/batch-completion.sql.js';
 import { loadConfig } from '../src/config/app.config.js';
 import { dispatchSettings } from '../src/database/dispatch-database.js';

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallbackController } from '../src/callbacks/callback.controller.js';
 import { connect } from './support/database.js';
 import { planNodes, type PlanNode } from './support/plans.js';
-import { CLOCK_MARGIN_MS } from '../src/batches/batch-attempts.sql.js';
-import { uuidFloorOf } from '../src/common/uuid.js';
+import { CLOCK_MARGIN_MS } from '../src/common/clock.js';
+import { idFloorOfStoredSince } from '../src/common/uuid.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -153,7 +153,7 @@ describe(CallbackController.name, () => {
     const read = async (bounded: boolean) => {
       const { rows } = await db.query(
         `EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM callback WHERE api_key_id = $1 AND created_at >= $2 ${bounded ? 'AND id >= $3' : ''} ORDER BY id ASC LIMIT 100`,
-        [of.api_key_id, since, ...(bounded ? [uuidFloorOf(new Date(since.getTime() - CLOCK_MARGIN_MS))] : [])],
+        [of.api_key_id, since, ...(bounded ? [idFloorOfStoredSince(since)] : [])],
       );
       const nodes = planNodes(rows[0]['QUERY PLAN'][0].Plan as PlanNode);
       return nodes.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0) * (n['Actual Loops'] ?? 1), 0);

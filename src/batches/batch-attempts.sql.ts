@@ -1,4 +1,5 @@
 import { Prisma } from '../generated/prisma/client.js';
+import { CLOCK_MARGIN_MS } from '../common/clock.js';
 
 /**
  * A batch's attempts, read by its callbacks: GET /v1/batches/{id} (its span),
@@ -19,9 +20,8 @@ import { Prisma } from '../generated/prisma/client.js';
 /**
  * How far before the batch's `created_at` (Postgres's clock, as it stored the batch)
  * its rows' times may be: `started_at` and a finished callback's `done_at` are the
- * sending worker's clock, which may run behind the database server's.
+ * sending worker's clock, which may run behind the database server's (CLOCK_MARGIN_MS).
  */
-export const CLOCK_MARGIN_MS = 3_600_000;
 
 /** The lower bound of a batch's attempts' `started_at` and its callbacks' `done_at`, as a value (plan-time pruning). */
 export const attemptsSince = (createdAt: Date) => Prisma.sql`${new Date(createdAt.getTime() - CLOCK_MARGIN_MS)}::timestamptz`;

@@ -5,8 +5,8 @@ import { PrismaService } from '../database/prisma.service.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
-import { attemptsSince, BATCH_READ_PLANNER, batchAttemptRows, CLOCK_MARGIN_MS } from '../batches/batch-attempts.sql.js';
-import { uuidFloorOf } from '../common/uuid.js';
+import { attemptsSince, BATCH_READ_PLANNER, batchAttemptRows } from '../batches/batch-attempts.sql.js';
+import { idFloorOfStoredSince } from '../common/uuid.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { hostRoom } from '../hosts/host-room.sql.js';
@@ -200,7 +200,7 @@ export class CallbackRepository {
         // bound less CLOCK_MARGIN_MS on the id lets each partition's primary key seek to it, where created_at
         // alone left the ordered walk to read every older row of the key first (1.1 s at 3M rows, stock 15)
         ...((f.since || f.after) && {
-          id: { ...(f.since && { gte: uuidFloorOf(new Date(f.since.getTime() - CLOCK_MARGIN_MS)) }), ...(f.after && { gt: f.after }) },
+          id: { ...(f.since && { gte: idFloorOfStoredSince(f.since) }), ...(f.after && { gt: f.after }) },
         }),
       },
       // The columns a list shows: a body may be 256 KiB, and a page 1,000 rows.

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { CLOCK_MARGIN_MS } from './clock.js';
 
 let lastMs = 0;
 let counter = 0;
@@ -46,6 +47,9 @@ export function uuidv7(now = Date.now()): string {
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
+
+/** The lowest id a row stored (by Postgres's clock) at or after `at` can have: its id was made by the API's clock, which may run behind (CLOCK_MARGIN_MS). */
+export const idFloorOfStoredSince = (at: Date): string => uuidFloorOf(new Date(at.getTime() - CLOCK_MARGIN_MS));
 
 /** The smallest UUIDv7 of a millisecond: ids are made at acceptance, so an id bound is a time bound the index walks. */
 export function uuidFloorOf(at: Date): string {

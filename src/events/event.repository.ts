@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
+import { idFloorOfStoredSince } from '../common/uuid.js';
 import { Prisma, type Event } from '../generated/prisma/client.js';
 import { insertEventStatement, type NewDeliveries, type NewEvent } from './delivery.sql.js';
 import { subscribersOf, type SubscriberRow } from './subscriber.sql.js';
@@ -57,7 +58,14 @@ export class EventRepository {
         apiKeyId,
         ...(q.type !== undefined && { type: q.type }),
         ...(q.since !== undefined && { createdAt: { gte: q.since } }),
-        ...(q.before !== undefined && { id: { lt: q.before } }),
+        // the same bound on the ids (UUIDv7 made at acceptance, less CLOCK_MARGIN_MS): the walk down the index stops
+        // there, where with created_at alone a since after the newest events read every older one of the key
+        ...((q.since !== undefined || q.before !== undefined) && {
+          id: {
+            ...(q.since !== undefined && { gte: idFloorOfStoredSince(q.since) }),
+            ...(q.before !== undefined && { lt: q.before }),
+          },
+        }),
       },
       orderBy: { id: 'desc' },
       take: q.limit,
