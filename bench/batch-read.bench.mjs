@@ -1,7 +1,9 @@
 // Reading one batch must not slow with the history around it: GET /v1/batches/{id}
 // (counts and makespan) and its timeline (GET /v1/batches/{id}/sequence?format=json)
 // of a batch of 10,000 callbacks and of one of 100, each callback with two attempts
-// (a 500, then a 200), on a database that also holds BENCH_BATCH_READ_ROWS (3M)
+// (a 500, then a 200); nor must the reads of what is recent: the first page of the
+// callbacks stored since a day ago (GET /v1/callbacks?since=, 100) and the last day's
+// latency (GET /v1/history/latency); on a database that also holds BENCH_BATCH_READ_ROWS (3M)
 // finished callbacks and their attempts over 30 days in the service's time partitions,
 // against the same two batches on a database holding nothing else (baseline), same
 // run: one API service on each (ROLE=api), the reads alternated between them, the
@@ -87,6 +89,11 @@ export async function batchReadScenario(server) {
       { n, what: 'GET /v1/batches/{id}', path: (ids) => `/v1/batches/${ids[k]}` },
       { n, what: 'its timeline (/sequence?format=json)', path: (ids) => `/v1/batches/${ids[k]}/sequence?format=json` },
     ]);
+    const since = new Date(Date.now() - 86_400_000).toISOString();
+    reads.push(
+      { what: 'GET /v1/callbacks?since= (a day ago; the first page of 100)', path: () => `/v1/callbacks?since=${since}&limit=100` },
+      { what: "GET /v1/history/latency (the last day, 5-minute buckets; the history's attempts of that day besides)", path: () => '/v1/history/latency' },
+    );
     const results = [];
     for (const read of reads) {
       const times = [[], []];
@@ -99,7 +106,11 @@ export async function batchReadScenario(server) {
           answers[side] = text;
         }
       }
-      if (read.what.startsWith('GET')) {
+      if (read.n === undefined) {
+        const [a, b] = answers.map((t) => JSON.parse(t));
+        if (read.what.includes('callbacks') && (a.items.length !== 100 || b.items.length !== 100))
+          throw new Error(`pages of ${a.items.length} and ${b.items.length} callbacks since, not 100`);
+      } else if (read.what.startsWith('GET')) {
         const [a, b] = answers.map((t) => JSON.parse(t));
         for (const [side, answer] of [a, b].entries()) {
           if (answer.counts.succeeded !== read.n || Math.abs(answer.makespanMs - 30_012.5) > 1)
@@ -113,7 +124,9 @@ export async function batchReadScenario(server) {
       row(
         i === 0
           ? `${r.what} of a batch of ${r.n.toLocaleString('en-US')} callbacks (2 attempts each) among ${rowsText} finished callbacks, median of ${READS} (baseline: the same batch on a database without the history, same run, alternated)`
-          : `${r.what === 'GET /v1/batches/{id}' ? r.what : `  ${r.what}`}, ${r.n.toLocaleString('en-US')} callbacks`,
+          : r.n === undefined
+            ? r.what
+            : `${r.what === 'GET /v1/batches/{id}' ? r.what : `  ${r.what}`}, ${r.n.toLocaleString('en-US')} callbacks`,
         r.full,
         'ms',
         { baseline: r.empty, higherIsBetter: false },
