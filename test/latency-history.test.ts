@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LatencyController } from '../src/history/latency.controller.js';
 import { connect } from './support/database.js';
 import { checkPlan, explainStatement } from './support/plans.js';
-import { LATENCY_READ_PLANNER, latencyStatement, type LatencyFilter } from '../src/history/latency.repository.js';
+import { latencyStatement, type LatencyFilter } from '../src/history/latency.repository.js';
+import { WITHOUT_JIT } from '../src/database/api-database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -204,7 +205,7 @@ describe(LatencyController.name, () => {
       // jit_above_cost 0: a read of these few attempts is costed as past it as one of millions is (1.2M on 3M attempts)
       const server = rows[0].jit ? 'a server with JIT' : 'a server without';
       const past = { jit_above_cost: '0' };
-      checkPlan(name, await explainStatement(service.databaseUrl, latencyStatement(f), { ...past, ...LATENCY_READ_PLANNER }), server, {
+      checkPlan(name, await explainStatement(service.databaseUrl, latencyStatement(f), { ...past, ...WITHOUT_JIT }), server, {
         uses: [],
         boundMs: 1_000,
         jitOff: true,

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { type CallbackStatus, STATUS } from '../common/states.js';
-import { ApiDatabase } from '../database/api-database.js';
+import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { pgArray } from '../database/pg-array.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../receivers/receiver-hold.sql.js';
-import { BATCH_READ_PLANNER, batchProgress } from './batch-attempts.sql.js';
+import { batchProgress } from './batch-attempts.sql.js';
 import { COUNT_PLANNER, countPending } from './pending.sql.js';
 
 export interface NewBatch {
@@ -222,7 +222,7 @@ export class BatchRepository {
   ): Promise<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }> {
     const [row] = await this.db.query<{ counts: Partial<Record<CallbackStatus, number>>; firstStartAt: Date | null; lastEndAt: Date | null }>(
       batchProgress(batchId, createdAt),
-      BATCH_READ_PLANNER,
+      WITHOUT_JIT,
     );
     return row;
   }

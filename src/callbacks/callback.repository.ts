@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { ApiDatabase } from '../database/api-database.js';
+import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
-import { attemptsSince, BATCH_READ_PLANNER, batchAttemptRows } from '../batches/batch-attempts.sql.js';
+import { attemptsSince, batchAttemptRows } from '../batches/batch-attempts.sql.js';
 import { idFloorOfStoredSince } from '../common/uuid.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
@@ -218,7 +218,7 @@ export class CallbackRepository {
 
   /** Every attempt of a batch stored at `createdAt`, for its timeline: its rows from then on only (batch-attempts.sql.ts), without JIT. */
   batchAttempts(batchId: string, createdAt: Date) {
-    return this.db.query<BatchAttemptRow>(batchAttemptRows(Prisma.sql`${batchId}::uuid`, attemptsSince(createdAt)), BATCH_READ_PLANNER);
+    return this.db.query<BatchAttemptRow>(batchAttemptRows(Prisma.sql`${batchId}::uuid`, attemptsSince(createdAt)), WITHOUT_JIT);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { OUTCOME } from '../common/states.js';
-import { ApiDatabase } from '../database/api-database.js';
+import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 export interface LatencyFilter {
@@ -34,18 +34,9 @@ export class LatencyRepository {
    * stored where not (`rolledBuckets`).
    */
   bucketStats(f: LatencyFilter): Promise<LatencyRow[]> {
-    return this.db.query<LatencyRow>(latencyStatement(f), LATENCY_READ_PLANNER);
+    return this.db.query<LatencyRow>(latencyStatement(f), WITHOUT_JIT);
   }
 }
-
-/**
- * The latency reads run without JIT: a read of a few stored buckets and a few index
- * ranges is costed past `jit_above_cost` by its per-bucket LATERAL (the planner takes
- * `generate_series` for 1,000 rows, each an aggregate over the attempts' partitions), and
- * compiling took 0.45–0.77 s of reads that run in 1–5 ms (Debian's 15, 3M attempts over
- * 30 days: the last day's, a month's, one host's, one batch's).
- */
-export const LATENCY_READ_PLANNER = { jit: 'off' } as const;
 
 /** bucketStats' statement: filtered (host, batch, receiver) from the attempts alone, else through the stored buckets. */
 export function latencyStatement(f: LatencyFilter): Prisma.Sql {
