@@ -1,5 +1,5 @@
-import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CaughtErrors } from '../src/common/caught-errors.js';
 import { connect } from './support/database.js';
 import { Receiver } from './support/receiver.js';
@@ -31,15 +31,39 @@ describe(CaughtErrors.name, () => {
     return new Map([...text.matchAll(/^errors_total\{where="([^"]+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
   };
 
+  /**
+   * Cuts the service's idle pool connections; returns how many were cut. On the server:
+   * every idle session of the database but the test's. Behind the run's PgBouncer
+   * (TEST_PGBOUNCER=1) the pools hold connections to the pooler, whose own sessions on
+   * the server it replaces unseen: there its console's KILL drops the database's
+   * client connections (and RESUME lets new ones in).
+   */
+  const cutIdleConnections = async (): Promise<number> => {
+    const poolerUrl = inject('pgPoolerUrl');
+    if (!poolerUrl) {
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND backend_type = 'client backend'`,
+      );
+      return rows[0].n;
+    }
+    const name = new URL(service.databaseUrl).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: Object.assign(new URL(poolerUrl), { pathname: '/pgbouncer' }).toString() });
+    await admin.connect();
+    try {
+      const clients = (await admin.query<{ database: string }>('SHOW CLIENTS')).rows.filter((c) => c.database === name).length;
+      await admin.query(`KILL ${name}`);
+      await admin.query(`RESUME ${name}`);
+      return clients;
+    } finally {
+      await admin.end();
+    }
+  };
+
   it('should count idle pool connections cut by the server in errors_total{where}, and go on on new ones', async () => {
     await delivered('before'); // both pools now hold idle connections
     expect(await errorsTotal()).toEqual(new Map());
-    // Every session of the service's database but this one: the pools' idle ones among them.
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND backend_type = 'client backend'`,
-    );
-    expect(rows[0].n).toBeGreaterThan(0);
+    expect(await cutIdleConnections()).toBeGreaterThan(0);
     const counted = await waitFor(async () => {
       const errors = await errorsTotal();
       return (errors.get('api_pool_idle_connection') ?? 0) + (errors.get('dispatch_pool_idle_connection') ?? 0) > 0 ? errors : undefined;

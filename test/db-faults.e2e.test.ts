@@ -172,6 +172,67 @@ describe('statement and lock timeouts on every session', () => {
       await service.stop();
     }
   });
+  it('should answer 503 db_timeout on the routes the Prisma client serves too (its errors carry the Postgres code only in meta), and store nothing', async () => {
+    const service = await startTestService({ role: 'api', databaseLockTimeoutMs: 300 }, t.url);
+    const locker = await connect(t.url);
+    try {
+      expect((await service.api('/v1/event-types/order.paid', { method: 'PUT', json: {} })).status).toBe(201);
+      expect((await service.api('/v1/receivers/shop', { method: 'PUT', json: { url: 'http://127.0.0.77:9/x', eventTypes: ['order.paid'] } })).status).toBe(201);
+      const batch = await service.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: 'http://127.0.0.77:9/y' }] } });
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE batch, callback, receiver, event, event_type IN ACCESS EXCLUSIVE MODE');
+      const requests: Array<[string, string, unknown?]> = [
+        ['GET', '/v1/batches?limit=1'],
+        ['GET', `/v1/batches/${batch.id}`],
+        ['GET', `/v1/batches/${batch.id}/callbacks`],
+        ['GET', '/v1/callbacks?limit=1'],
+        ['GET', '/v1/receivers/shop'],
+        ['GET', '/v1/events?limit=1'],
+        ['POST', '/v1/events', { type: 'order.paid', payload: { n: 1 }, id: 'evt-locked' }],
+      ];
+      for (const [method, path, json] of requests) {
+        const res = await service.api(path, { method, ...(json !== undefined && { json }) });
+        expect(res.status, `${method} ${path}: ${await res.clone().text()}`).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('1');
+        expect(await jsonOf(res)).toMatchObject({ code: 'db_timeout', message: expect.stringMatching(/DATABASE_LOCK_TIMEOUT_MS/) });
+      }
+      await locker.query('ROLLBACK');
+      expect((await locker.query(`SELECT count(*)::int AS n FROM event WHERE event_id = 'evt-locked'`)).rows[0].n).toBe(0);
+      expect((await service.api('/v1/events?limit=1')).status).toBe(200);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+      await service.stop();
+    }
+  });
+
+  it(
+    'should answer 503 not_ready, not 500, when the connection a request holds stops answering (cut off without a reset), after the statement timeout and 5 s',
+    { timeout: 60_000 },
+    async () => {
+      const target = new URL(t.directUrl);
+      const proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port) }, '127.0.0.73');
+      const service = await startTestService({ role: 'api', databaseStatementTimeoutMs: 1000 }, proxy.urlFor(t.directUrl));
+      try {
+        // idle connections in the pools, so the requests below take one that then goes silent
+        for (const path of ['/v1/batches?limit=1', '/v1/callbacks?limit=1']) expect((await service.api(path)).status).toBe(200);
+        proxy.set({ kind: 'blackhole' });
+        const started = Date.now();
+        const answers = await Promise.all(['/v1/batches?limit=1', '/v1/callbacks?limit=1'].map((path) => service.api(path)));
+        for (const res of answers) {
+          expect(res.status, await res.clone().text()).toBe(503);
+          expect(await jsonOf(res)).toMatchObject({ code: 'not_ready' });
+        }
+        expect(Date.now() - started).toBeLessThan(15_000);
+        proxy.set({ kind: 'pass' });
+        await waitFor(async () => (await service.api('/v1/batches?limit=1')).status === 200, 20_000, 250);
+      } finally {
+        proxy.set({ kind: 'pass' });
+        await service.stop();
+        await proxy.close();
+      }
+    },
+  );
 });
 
 /**

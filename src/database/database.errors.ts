@@ -23,13 +23,41 @@ const UNAVAILABLE_CODES = new Set([
   '08001',
   '08004', // admin shutdown, cannot connect now, connection failures
 ]);
+// "Query read timeout": pg gave up on a connection that did not answer within its
+// query_timeout (answerWithinMs: a connection cut off without a reset).
 const UNAVAILABLE_TEXT =
-  /ECONNREFUSED|ECONNRESET|Connection terminated|terminating connection|connection (is )?closed|Can't reach database|server closed the connection|the database system is (starting up|shutting down)|Timed out fetching a new connection|timeout exceeded when trying to connect/i;
+  /ECONNREFUSED|ECONNRESET|Connection terminated|terminating connection|connection (is )?closed|Can't reach database|server closed the connection|the database system is (starting up|shutting down)|Timed out fetching a new connection|timeout exceeded when trying to connect|Query read timeout/i;
+
+/** What an error in the chain below says of itself: its code and message (a driver error's original ones, as Prisma's adapter keeps them). */
+interface Cause {
+  code?: string;
+  message?: string;
+  constraint?: unknown;
+}
+
+/**
+ * `error` and the errors beneath it, at most 6 deep: each `cause`, and where a
+ * Prisma client error carries none, the driver adapter's error in its `meta`
+ * (`meta.driverAdapterError`, whose cause keeps Postgres's `originalCode` and
+ * `originalMessage`). A pg error reaches a raw statement as it is; through the Prisma
+ * client it arrives only that way, so a check of `.cause` alone missed every lock
+ * and statement timeout of a Prisma query (answered 500, not 503 `db_timeout`).
+ */
+function* causesOf(error: unknown): Generator<Cause> {
+  let e = error as Record<string, unknown> | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 6; depth++) {
+    const code = typeof e.code === 'string' ? e.code : typeof e.originalCode === 'string' ? e.originalCode : undefined;
+    const message = typeof e.originalMessage === 'string' ? e.originalMessage : typeof e.message === 'string' ? e.message : undefined;
+    yield { code, message, constraint: e.constraint };
+    const meta = e.meta as { driverAdapterError?: unknown } | undefined;
+    e = (e.cause ?? meta?.driverAdapterError) as typeof e;
+  }
+}
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown; message?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
-    if (typeof e.message === 'string' && UNAVAILABLE_TEXT.test(e.message)) return true;
+  for (const e of causesOf(error)) {
+    if (e.code !== undefined && UNAVAILABLE_CODES.has(e.code)) return true;
+    if (e.message !== undefined && UNAVAILABLE_TEXT.test(e.message)) return true;
   }
   return false;
 }
@@ -39,7 +67,7 @@ export const CALLBACK_RECEIVER_FKEY = 'callback_live_receiver_id_fkey';
 
 /** Whether `error` is Postgres refusing a row for the foreign key `constraint` (SQLSTATE 23503). */
 export function isForeignKeyViolation(error: unknown, constraint: string): boolean {
-  for (let e = error as { code?: unknown; constraint?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (const e of causesOf(error)) {
     if (e.code === '23503' && e.constraint === constraint) return true;
   }
   return false;
@@ -51,9 +79,9 @@ export function isForeignKeyViolation(error: unknown, constraint: string): boole
  * (55P03): answered 503 `db_timeout` by the API, retried by the worker.
  */
 export function databaseTimeoutOf(error: unknown): 'statement' | 'lock' | undefined {
-  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (const e of causesOf(error)) {
     if (e.code === '55P03') return 'lock';
-    if (e.code === '57014' && typeof e.message === 'string' && /statement timeout/.test(e.message)) return 'statement';
+    if (e.code === '57014' && e.message !== undefined && /statement timeout/.test(e.message)) return 'statement';
   }
   return undefined;
 }
@@ -68,7 +96,7 @@ export function databaseTimeoutOf(error: unknown): 'statement' | 'lock' | undefi
  * answered 503 `db_conflict` with Retry-After (ErrorFilter), never 500.
  */
 export function transientConflictOf(error: unknown): 'deadlock' | 'serialization' | undefined {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (const e of causesOf(error)) {
     if (e.code === '40P01') return 'deadlock';
     if (e.code === '40001') return 'serialization';
   }
