@@ -45,6 +45,22 @@ describe('behind PgBouncer', () => {
     await expect(startService(config)).rejects.toThrow(/transaction pooler.*set DATABASE_DIRECT_URL/s);
   });
 
+  it('should refuse a DATABASE_DIRECT_URL that is a transaction pooler too (the same one written another way), naming it', async () => {
+    const url = (await pooler()).url(database.name);
+    const samePooler = `${url}${url.includes('?') ? '&' : '?'}application_name=direct`;
+    expect(samePooler).not.toBe(url);
+    const config = loadConfig(
+      {},
+      { port: 0, databaseUrl: url, databaseDirectUrl: samePooler, role: 'worker', logLevel: 'error', bootstrapApiKey: TEST_KEY, secretsKey: TEST_SECRETS_KEY },
+    );
+    await expect(startService(config)).rejects.toThrow(/DATABASE_DIRECT_URL goes through a transaction pooler/);
+    const same = loadConfig(
+      {},
+      { port: 0, databaseUrl: url, databaseDirectUrl: url, role: 'worker', logLevel: 'error', bootstrapApiKey: TEST_KEY, secretsKey: TEST_SECRETS_KEY },
+    );
+    await expect(startService(same)).rejects.toThrow(/DATABASE_URL, and DATABASE_DIRECT_URL the same, goes through a transaction pooler/);
+  });
+
   it('should start through a session-mode pooler alone, as through a direct URL', async () => {
     const url = (await pooler({ poolMode: 'session' })).url(database.name);
     const service = await startTestService({ databaseDirectUrl: undefined }, url);

@@ -26,16 +26,28 @@ export class PoolerWithoutDirectUrlError extends Error {}
 /**
  * The target for `url` (DATABASE_URL, or the embedded server's) and the config's
  * DATABASE_DIRECT_URL. A DATABASE_URL given with no direct URL must keep sessions: a
- * transaction pooler found there stops the start with a message naming the variable.
+ * transaction pooler found there stops the start with a message naming the variable;
+ * so does one found at a DATABASE_DIRECT_URL given.
  * The embedded server (no DATABASE_URL) is direct: nothing to check.
  */
 export async function resolveDatabaseTarget(config: Pick<AppConfig, 'databaseUrl' | 'databaseDirectUrl' | 'role'>, url: string): Promise<DatabaseTarget> {
-  if (config.databaseDirectUrl && config.databaseDirectUrl !== url) return { url, directUrl: config.databaseDirectUrl, pooled: true };
+  const needs = `The ${config.role === 'api' ? 'migrations need' : 'worker needs LISTEN, the maintenance lock and the migrations need'} a session of their own`;
+  const direct = config.databaseDirectUrl;
+  if (direct && direct !== url) {
+    // The same pooler written another way (localhost for 127.0.0.1, another user) would
+    // carry the leader's advisory lock on a pooled session: two leaders, or none.
+    if (await isTransactionPooler(direct)) {
+      throw new PoolerWithoutDirectUrlError(
+        `DATABASE_DIRECT_URL goes through a transaction pooler (one connection's statements ran on different server sessions). ${needs}: ` +
+          'set it to a direct (or session-mode) connection to the same database.',
+      );
+    }
+    return { url, directUrl: direct, pooled: true };
+  }
   if (config.databaseUrl && (await isTransactionPooler(url))) {
     throw new PoolerWithoutDirectUrlError(
-      "DATABASE_URL goes through a transaction pooler (one connection's statements ran on different server sessions). " +
-        `The ${config.role === 'api' ? 'migrations need' : 'worker needs LISTEN, the maintenance lock and the migrations need'} a session of their own: ` +
-        'set DATABASE_DIRECT_URL to a direct (or session-mode) connection to the same database.',
+      `${direct ? 'DATABASE_URL, and DATABASE_DIRECT_URL the same,' : 'DATABASE_URL'} goes through a transaction pooler (one connection's statements ran on different server sessions). ` +
+        `${needs}: set DATABASE_DIRECT_URL to a direct (or session-mode) connection to the same database.`,
     );
   }
   return directTarget(url);
