@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver } from './support/receiver.js';
 import { startTestService, TEST_KEY, waitFor, type TestService } from './support/service.js';
@@ -165,6 +165,13 @@ describe('callbacks CLI', () => {
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toMatch(/\(400 validation_failed\)/);
     expect((await cli(['--help'])).stdout).toMatch(/^callbacks — /);
+  });
+
+  it('should run as the bin itself, as npx callbacks runs it after a build (executable, by its shebang)', () => {
+    const run = spawnSync(resolve(BIN), ['--help'], { env: { PATH: process.env.PATH }, encoding: 'utf8', timeout: 20_000 });
+    expect(run.error, 'the build leaves the bin executable (postbuild)').toBeUndefined();
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/^callbacks — /);
   });
 
   it('should put, list, show, rotate and delete a receiver', async () => {

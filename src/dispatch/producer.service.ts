@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { CaughtErrors } from '../common/caught-errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
-import { isDatabaseUnavailable } from '../database/database.errors.js';
+import { isDatabaseUnavailable, transientConflictOf } from '../database/database.errors.js';
 import { NotifyListener } from '../database/notify.listener.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
@@ -261,6 +261,8 @@ export class ProducerService {
     this.lastError = Date.now();
     const message = (error as Error)?.message ?? String(error);
     if (isDatabaseUnavailable(error)) this.logger.warn(`database unavailable, producer retrying: ${message}`);
+    // Postgres ended the claim for a row a write-back moved under it (40001), or a deadlock: nothing was claimed; the next claim runs as usual.
+    else if (transientConflictOf(error)) this.logger.warn(`claim ended by a concurrent update, retrying: ${message}`);
     else this.logger.error(`claim failed, retrying: ${message}`);
   }
 }
