@@ -104,21 +104,6 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   // script holding BOOTSTRAP_API_KEY) can use the key on its very next request.
   await app.init();
   const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
-  try {
-    await app.listen(config.port, config.host);
-  } catch (error) {
-    // The worker started with app.init() and may hold claims already (a port taken by
-    // another process): a clean stop hands back what it did not send, instead of
-    // leaving those rows leased, and their hosts' slots taken, until the lease runs out.
-    await app.close().catch(() => undefined);
-    await tracing.shutdown().catch(() => undefined);
-    await stopDatabase().catch(() => undefined);
-    throw error;
-  }
-  const address = app.getHttpServer().address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
@@ -132,5 +117,17 @@ export async function startService(config: AppConfig): Promise<RunningService> {
       await tracing.shutdown();
       await stopDatabase();
     })());
+  try {
+    await app.listen(config.port, config.host);
+  } catch (error) {
+    // The worker started with app.init() and may hold claims already (a port taken by
+    // another process): a clean stop hands back what it did not send, instead of
+    // leaving those rows leased, and their hosts' slots taken, until the lease runs out.
+    await close().catch(() => undefined);
+    throw error;
+  }
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   return { app, url, databaseUrl, firstKey, close };
 }

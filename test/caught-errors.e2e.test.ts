@@ -1,7 +1,7 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CaughtErrors } from '../src/common/caught-errors.js';
-import { connect } from './support/database.js';
+import { connect, connectPoolerConsole } from './support/database.js';
 import { Receiver } from './support/receiver.js';
 import { startTestService, waitFor, type TestService } from './support/service.js';
 
@@ -39,8 +39,8 @@ describe(CaughtErrors.name, () => {
    * client connections (and RESUME lets new ones in).
    */
   const cutIdleConnections = async (): Promise<number> => {
-    const poolerUrl = inject('pgPoolerUrl');
-    if (!poolerUrl) {
+    const admin = await connectPoolerConsole();
+    if (!admin) {
       const { rows } = await db.query<{ n: number }>(
         `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
          WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND backend_type = 'client backend'`,
@@ -48,8 +48,6 @@ describe(CaughtErrors.name, () => {
       return rows[0].n;
     }
     const name = new URL(service.databaseUrl).pathname.slice(1);
-    const admin = new pg.Client({ connectionString: Object.assign(new URL(poolerUrl), { pathname: '/pgbouncer' }).toString() });
-    await admin.connect();
     try {
       const clients = (await admin.query<{ database: string }>('SHOW CLIENTS')).rows.filter((c) => c.database === name).length;
       await admin.query(`KILL ${name}`);

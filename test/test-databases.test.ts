@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { directUrlOf, useTestDatabase } from './support/database.js';
+import { connectPoolerConsole, directUrlOf, useTestDatabase } from './support/database.js';
 
 // The harness itself: a TEST_PGBOUNCER=1 run means something only if services really
 // reach their database through PgBouncer in transaction mode, and the tests' own
@@ -35,8 +35,7 @@ describe('test databases', () => {
       }
       // In session mode, b would hold a server connection of its own while a is open.
       expect(await pid(b)).toBe(first);
-      const admin = new pg.Client({ connectionString: Object.assign(new URL(pooler), { pathname: '/pgbouncer' }).toString() });
-      await admin.connect();
+      const admin = (await connectPoolerConsole())!;
       const pools = (await admin.query<{ database: string; pool_mode: string }>('SHOW POOLS')).rows;
       await admin.end();
       expect(pools.find((p) => database.url.endsWith(`/${p.database}`))?.pool_mode).toBe('transaction');

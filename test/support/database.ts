@@ -53,6 +53,15 @@ function withDatabase(url: string, name: string): string {
   return Object.assign(new URL(url), { pathname: `/${name}` }).toString();
 }
 
+/** A client on the admin console (database `pgbouncer`) of the run's PgBouncer (TEST_PGBOUNCER=1), connected; null without one. */
+export async function connectPoolerConsole(): Promise<pg.Client | null> {
+  const poolerUrl = inject('pgPoolerUrl');
+  if (!poolerUrl) return null;
+  const client = new pg.Client({ connectionString: withDatabase(poolerUrl, 'pgbouncer') });
+  await client.connect();
+  return client;
+}
+
 /**
  * A plain pg client on a test database, for seeding rows and asserting on them. It
  * always goes to the server directly (a pooled `url` is mapped to its direct one):
