@@ -2,21 +2,32 @@ import swc from 'unplugin-swc';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // SWC compiles the tests and sources with decorator metadata, which Nest's DI needs
-// and esbuild does not emit. Unit specs live beside the code (src/**/*.spec.ts);
-// integration and e2e tests under test/ use a real Postgres (test/support/global-setup.ts).
+// and esbuild does not emit.
+//
+// The tiers are projects, chosen by folder (docs/development.md has the table):
+//   unit  src/**/*.spec.ts and test/unit/: no database, no network
+//   db    test/db/: statements, plans, workers, leases, tasks, faults; run on every
+//         server of the matrix
+//   api   test/api/: the HTTP API, CLI, client, portal and dashboard as users meet them
+//   slow  test/slow/: load, soak, chaos and throughput-ratio tests (npm run test:slow)
+// Every file gets its own database (test/support/database.ts), so files run in parallel.
+// *.pgbouncer.test.ts start PgBouncers of their own (Debian's package): only with
+// TEST_PGBOUNCER=1, so `npm test` needs nothing but Node.
+const pgbouncer = process.env.TEST_PGBOUNCER === '1' ? [] : ['test/**/*.pgbouncer.test.ts'];
+const DATABASE = { globalSetup: ['test/support/global-setup.ts'], exclude: [...configDefaults.exclude, ...pgbouncer] };
+
 export default defineConfig({
   plugins: [swc.vite({ module: { type: 'es6' } })],
   test: {
-    include: ['src/**/*.spec.ts', 'test/**/*.test.ts'],
-    // *.pgbouncer.test.ts start PgBouncers of their own (Debian's package): only in
-    // `npm run test:pgbouncer`, so `npm test` needs nothing but Node.
-    exclude: [...configDefaults.exclude, ...(process.env.TEST_PGBOUNCER === '1' ? [] : ['test/**/*.pgbouncer.test.ts'])],
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Timing assertions (±50 ms) need the two cores for one file at a time.
-    fileParallelism: false,
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: 'test-results/vitest.json' },
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['src/**/*.spec.ts', 'test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'db', include: ['test/db/**/*.test.ts'], ...DATABASE } },
+      { extends: true, test: { name: 'api', include: ['test/api/**/*.test.ts'], ...DATABASE } },
+      { extends: true, test: { name: 'slow', include: ['test/slow/**/*.test.ts'], ...DATABASE } },
+    ],
   },
 });

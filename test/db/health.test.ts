@@ -1,0 +1,91 @@
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { WorkerService } from '../../src/dispatch/worker.service.js';
+import { HealthController } from '../../src/health/health.controller.js';
+import { connect } from '../support/database.js';
+import { closedPort } from '../support/receiver.js';
+import { startTestService, waitFor } from '../support/service.js';
+
+type Ready = { status?: string; code?: string; checks?: Record<string, { ok: boolean }>; details?: Record<string, { ok: boolean; detail?: string }> };
+
+describe(HealthController.name, () => {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  });
+
+  it('should be live and ready with every check passing on a working service', async () => {
+    const service = await startTestService({ dispatchPollMs: 100 });
+    cleanups.push(service.dispose);
+    expect((await service.apiJson('/health/live', { key: null })).status).toBe('ok');
+    const res = await service.api('/health/ready', { key: null });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok', checks: { database: { ok: true }, migrations: { ok: true }, worker: { ok: true } } });
+  });
+
+  it('should answer 503 naming the worker when the worker loop stops', async () => {
+    const service = await startTestService({ dispatchPollMs: 100 });
+    cleanups.push(service.dispose);
+    expect((await service.api('/health/ready', { key: null })).status).toBe(200);
+    // The loop stops as on SIGTERM; the API keeps answering.
+    await service.app.get(WorkerService).onModuleDestroy();
+    const body = await waitFor(
+      async () => {
+        const res = await service.api('/health/ready', { key: null });
+        return res.status === 503 ? ((await res.json()) as Ready) : undefined;
+      },
+      5000,
+      100,
+    );
+    expect(body.code).toBe('not_ready');
+    expect(body.details?.worker).toMatchObject({ ok: false, detail: expect.stringMatching(/no successful claim/) });
+    expect(body.details?.database).toEqual({ ok: true });
+    expect((await service.api('/health/live', { key: null })).status).toBe(200);
+  });
+
+  it('should answer 503 naming a migration the database has not applied', async () => {
+    const service = await startTestService({ role: 'api' });
+    cleanups.push(service.dispose);
+    const db = await connect(service.databaseUrl);
+    try {
+      const { rows } = await db.query(
+        `DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING migration_name`,
+      );
+      const res = await service.api('/health/ready', { key: null });
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as Ready;
+      expect(body.details?.migrations).toEqual({ ok: false, detail: `not applied: ${rows[0].migration_name}` });
+      expect(body.details?.database).toEqual({ ok: true });
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('should not check the worker in the API role', async () => {
+    const service = await startTestService({ role: 'api' });
+    cleanups.push(service.dispose);
+    expect(((await service.apiJson('/health/ready', { key: null })) as Ready).checks).toEqual({ database: { ok: true }, migrations: { ok: true } });
+  });
+
+  it('should answer 503 naming the database when Postgres goes away, and stay live', async () => {
+    const port = await closedPort();
+    const dir = `.data/test-health-${process.pid}`;
+    const pg = await startEmbeddedPostgres(dir, port);
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }), pg.stop);
+    const service = await startTestService({ dispatchPollMs: 100 }, pg.url);
+    cleanups.push(service.stop);
+    expect((await service.api('/health/ready', { key: null })).status).toBe(200);
+
+    await pg.stop();
+    const started = Date.now();
+    const res = await service.api('/health/ready', { key: null });
+    expect(res.status).toBe(503);
+    expect(Date.now() - started).toBeLessThan(3000);
+    const body = (await res.json()) as Ready;
+    expect(body.code).toBe('not_ready');
+    expect(body.details?.database?.ok).toBe(false);
+    expect(body.details?.database?.detail).toMatch(/\w/);
+    expect((await service.api('/health/live', { key: null })).status).toBe(200);
+  });
+});

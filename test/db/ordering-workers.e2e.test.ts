@@ -1,0 +1,109 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ProducerService } from '../../src/dispatch/producer.service.js';
+import { connect, createTestDatabase } from '../support/database.js';
+import { call, spawnService, type ServiceProcess } from '../support/process.js';
+import { Receiver, type ReceivedRequest } from '../support/receiver.js';
+import { waitFor } from '../support/service.js';
+
+const KEYS = 20;
+const PER_KEY = 40;
+
+/** Ordered delivery across real worker processes, one of them killed with SIGKILL midway. */
+describe(`${ProducerService.name} ordering across workers and crashes`, () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let db: pg.Client;
+  const receivers: Receiver[] = [];
+  const procs: ServiceProcess[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = await connect(database.url);
+    for (let i = 0; i < 4; i++) receivers.push(await Receiver.start({ host: `127.0.0.${30 + i}` }));
+  });
+  afterAll(async () => {
+    for (const p of procs) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+    await db?.end();
+    for (const r of receivers) await r.close();
+    await database?.drop();
+  });
+
+  it('should deliver each ordering key in order, never two at once, with three workers and one killed', async () => {
+    // Leases of 2 s (a 1 s timeout and the margin's floor of 1 s): a killed worker's rows come back soon.
+    const env = {
+      DATABASE_URL: database.url,
+      DISPATCH_POLL_MS: '100',
+      LOG_LEVEL: 'error',
+      RETRY_DELAYS_MS: '50',
+      RETRY_JITTER_PERMILLE: '0',
+      DISPATCH_LEASE_MARGIN_MS: '1000',
+    };
+    const api = await spawnService({ ...env, ROLE: 'api' });
+    procs.push(api);
+    const workers: ServiceProcess[] = [];
+    for (let i = 0; i < 3; i++) workers.push(await spawnService({ ...env, ROLE: 'worker', DISPATCH_CONCURRENCY: '20' }));
+    procs.push(...workers);
+
+    // Acceptance order: two batches, each key's callbacks interleaved with the others'. Every
+    // fifth first try answers 503; each call is held 15 ms, so overlaps would show.
+    const accepted: string[][] = Array.from({ length: KEYS }, () => []);
+    for (let b = 0; b < 2; b++) {
+      const callbacks = Array.from({ length: (KEYS * PER_KEY) / 2 }, (_, i) => {
+        const key = i % KEYS;
+        return {
+          url: `${receivers[key % receivers.length].url}/o/${b}/${i}?sleep=15${i % 5 === 0 ? '&failTimes=1' : ''}`,
+          orderingKey: `key-${key}`,
+          timeoutMs: 1000,
+        };
+      });
+      const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { callbacks } });
+      expect(status).toBe(202);
+      body.callbacks.forEach((c: { id: string }, i: number) => accepted[i % KEYS].push(c.id));
+    }
+
+    const received = () => receivers.reduce((n, r) => n + r.requests.length, 0);
+    await waitFor(() => received() > (KEYS * PER_KEY) / 3, 60_000, 20);
+    // Kill a worker that holds leases right now (its pid is in its lease owner name), so the crash lands mid-work.
+    const holding = await waitFor(
+      async () => {
+        const { rows } = await db.query(`SELECT DISTINCT lease_owner FROM callback WHERE status = 'in_flight'`);
+        return workers.find((w) => rows.some((r) => String(r.lease_owner).includes(`:${w.proc.pid}:`)));
+      },
+      30_000,
+      5,
+    );
+    holding.kill('SIGKILL');
+    await holding.exited;
+
+    await waitFor(
+      async () => {
+        const { rows } = await db.query(`SELECT count(*)::int AS n FROM callback WHERE status = 'succeeded'`);
+        return rows[0].n === KEYS * PER_KEY;
+      },
+      120_000,
+      200,
+    );
+
+    const requests: ReceivedRequest[] = receivers.flatMap((r) => r.requests);
+    const end = (q: ReceivedRequest) => q.startedAt + (q.handledMs ?? 0);
+    for (let k = 0; k < KEYS; k++) {
+      const byId = (id: string) => requests.filter((q) => q.headers['webhook-id'] === id);
+      const ids = accepted[k];
+      for (let i = 1; i < ids.length; i++) {
+        const before = byId(ids[i - 1]);
+        const next = byId(ids[i]);
+        expect(next.length, `key-${k}: callback ${i} never reached the receiver`).toBeGreaterThan(0);
+        // Every request for the next one came after the last request for the one before it ended.
+        expect(Math.min(...next.map((q) => q.arrivedAt)), `key-${k}: callback ${i} overlapped or overtook ${i - 1}`).toBeGreaterThanOrEqual(
+          Math.max(...before.map(end)) - 1,
+        );
+      }
+    }
+    // The killed worker's leases ran out and the others took its callbacks on.
+    const workersSeen = (await db.query('SELECT count(DISTINCT worker)::int AS n FROM attempt')).rows[0].n;
+    expect(workersSeen).toBeGreaterThanOrEqual(2);
+  }, 240_000);
+});

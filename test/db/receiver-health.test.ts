@@ -1,0 +1,238 @@
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { OutcomeRepository, type RecordedOutcome } from '../../src/dispatch/outcome.repository.js';
+import { mergeHealth, receiverHealth } from '../../src/dispatch/receiver-health.policy.js';
+import { connect } from '../support/database.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+/** Receiver health as write-backs from several workers land it: in any order, and with the outcomes or not at all. */
+describe(`${OutcomeRepository.name} receiver health`, () => {
+  let service: TestService;
+  let db: pg.Client;
+  let outcomes: OutcomeRepository;
+  let keyId: string;
+  let receiverId: string;
+  const t = (s: number) => new Date(Date.UTC(2026, 11, 1, 10, 0, s));
+
+  beforeAll(async () => {
+    service = await startTestService({ role: 'api' });
+    db = await connect(service.databaseUrl);
+    outcomes = service.app.get(OutcomeRepository);
+    keyId = (await db.query('SELECT id FROM api_key LIMIT 1')).rows[0].id;
+  });
+  afterAll(async () => {
+    await db?.end();
+    await service?.dispose();
+  });
+  beforeEach(async () => {
+    await db.query('DELETE FROM callback; DELETE FROM batch');
+    await db.query('DELETE FROM receiver');
+    receiverId = (await db.query(`INSERT INTO receiver (id, api_key_id, name) VALUES (gen_random_uuid(), $1, 'r') RETURNING id`, [keyId])).rows[0].id;
+  });
+
+  /** A callback of the receiver, leased to `owner` as a claim leaves it. */
+  async function leased(owner = 'w'): Promise<string> {
+    const batch = (await db.query(`INSERT INTO batch (id, api_key_id, label, total) VALUES (gen_random_uuid(), $1, 'h', 1) RETURNING id`, [keyId])).rows[0].id;
+    return (
+      await db.query(
+        `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, timeout_ms, max_attempts, status, next_attempt_at,
+                               lease_owner, lease_expires_at, receiver_id)
+         VALUES (gen_random_uuid(), $1, $2, 'http://127.0.0.1:9/h', 'http://127.0.0.1:9', 'POST', '{}', 1000, 8, 'in_flight', now(),
+                 $3, now() + interval '1 minute', $4) RETURNING id`,
+        [batch, keyId, owner, receiverId],
+      )
+    ).rows[0].id;
+  }
+
+  const outcome = (callbackId: string, success: boolean, startedAt: Date): RecordedOutcome => ({
+    callbackId,
+    apiKeyId: keyId,
+    host: 'http://127.0.0.1:9',
+    receiverId,
+    number: 1,
+    status: success ? 'succeeded' : 'pending',
+    nextAttemptAt: success ? null : new Date(Date.now() + 60_000),
+    completedAt: success ? new Date() : null,
+    startedAt,
+    durationMs: 5,
+    dnsMs: null,
+    connectMs: null,
+    tlsMs: null,
+    tunnelMs: null,
+    firstByteMs: null,
+    statusCode: success ? 200 : 503,
+    outcome: success ? 'success' : 'http_error',
+    error: null,
+    responseHeaders: null,
+    responseBody: null,
+  });
+  const land = async (success: boolean, at: Date) => {
+    const id = await leased();
+    expect(await outcomes.recordOutcomes('w', [outcome(id, success, at)])).toEqual([id]);
+  };
+  /** Runs `work` while every update of a receiver row fails ('receiver write refused'). */
+  async function refusingReceiverWrites(work: () => Promise<void>): Promise<void> {
+    await db.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'receiver write refused'; END $$`);
+    await db.query('CREATE TRIGGER refuse BEFORE UPDATE ON receiver FOR EACH ROW EXECUTE FUNCTION refuse()');
+    try {
+      await work();
+    } finally {
+      await db.query('DROP TRIGGER refuse ON receiver');
+      await db.query('DROP FUNCTION refuse()');
+    }
+  }
+  const health = async () =>
+    (await db.query('SELECT failing_since, last_failure_at, last_success_at FROM receiver WHERE id = $1', [receiverId])).rows[0] as Record<string, Date | null>;
+
+  it('should not start failing_since with a failure older than a success already recorded', async () => {
+    await land(true, t(10));
+    await land(false, t(5)); // sent before the success, written back after it
+    expect((await health()).failing_since).toBeNull();
+    await land(false, t(12));
+    expect(await health()).toMatchObject({ failing_since: t(12), last_failure_at: t(12) });
+  });
+
+  it('should not clear failing_since with a success older than the failures recorded after it, nor move it back', async () => {
+    await land(true, t(1));
+    await land(false, t(20));
+    await land(true, t(15)); // older than the failure: the receiver is still failing since 20
+    expect((await health()).failing_since).toEqual(t(20));
+    await land(false, t(18)); // after the last success (15), before 20: the first failure after it
+    expect((await health()).failing_since).toEqual(t(18));
+    await land(false, t(30));
+    expect(await health()).toMatchObject({ failing_since: t(18), last_failure_at: t(30) });
+    await land(true, t(31));
+    expect((await health()).failing_since).toBeNull();
+  });
+
+  it('should keep a receiver failing when a success lands between its first and last failure', async () => {
+    await land(true, t(1));
+    await land(false, t(10));
+    await land(false, t(20));
+    for (const alone of [true, false]) {
+      // a write-back of that success alone (the one statement of successes), and one beside a failure of another receiver's (the transaction)
+      await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [receiverId, t(1), t(10), t(20)]);
+      if (alone) await land(true, t(15));
+      else {
+        const other = (await db.query(`INSERT INTO receiver (id, api_key_id, name) VALUES (gen_random_uuid(), $1, 'o') RETURNING id`, [keyId])).rows[0].id;
+        const [mine, theirs] = [await leased(), await leased()];
+        await db.query('UPDATE callback SET receiver_id = $2 WHERE id = $1', [theirs, other]);
+        expect(await outcomes.recordOutcomes('w', [outcome(mine, true, t(15)), { ...outcome(theirs, false, t(16)), receiverId: other }])).toHaveLength(2);
+      }
+      // the failure at 20 came after the success at 15: failing since then, not cleared
+      expect(await health(), alone ? 'alone' : 'beside a failure').toEqual({ last_success_at: t(15), failing_since: t(20), last_failure_at: t(20) });
+    }
+  });
+
+  it('should write the health with the outcomes or not at all', async () => {
+    const id = await leased();
+    await refusingReceiverWrites(async () => {
+      await expect(outcomes.recordOutcomes('w', [outcome(id, false, t(40))])).rejects.toThrow(/receiver write refused/);
+      // The callback is as the claim left it: the write-back is retried whole.
+      expect((await db.query('SELECT status, attempts, lease_owner FROM callback WHERE id = $1', [id])).rows[0]).toEqual({
+        status: 'in_flight',
+        attempts: 0,
+        lease_owner: 'w',
+      });
+      expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
+    });
+    expect(await outcomes.recordOutcomes('w', [outcome(id, false, t(40))])).toEqual([id]);
+    expect((await health()).failing_since).toEqual(t(40));
+  });
+
+  it('should write a healthy receiver at most once a second, however many successes land, and lock it no more often', async () => {
+    await land(true, t(50));
+    const ids = [await leased(), await leased()]; // made first: their foreign key checks lock the receiver too (FOR KEY SHARE)
+    // xmin moves with a write, xmax with a lock as well: the successes within the second take neither
+    const version = async () => (await db.query("SELECT xmin::text || '/' || xmax::text AS x FROM receiver WHERE id = $1", [receiverId])).rows[0].x;
+    const before = await version();
+    expect(await outcomes.recordOutcomes('w', [outcome(ids[0], true, new Date(t(50).getTime() + 300))])).toEqual([ids[0]]);
+    expect(await outcomes.recordOutcomes('w', [outcome(ids[1], true, new Date(t(50).getTime() + 900))])).toEqual([ids[1]]);
+    expect(await version()).toBe(before);
+    await land(true, t(52));
+    expect(await version()).not.toBe(before);
+    expect((await health()).last_success_at).toEqual(t(52));
+  });
+
+  it('should write the health of a write-back of successes with its outcomes or not at all, in its one statement', async () => {
+    const id = await leased();
+    await refusingReceiverWrites(async () => {
+      await expect(outcomes.recordOutcomes('w', [outcome(id, true, t(40))])).rejects.toThrow(/receiver write refused/);
+      expect((await db.query('SELECT status, lease_owner FROM callback WHERE id = $1', [id])).rows[0]).toEqual({ status: 'in_flight', lease_owner: 'w' });
+      expect((await db.query('SELECT count(*)::int AS n FROM attempt WHERE callback_id = $1', [id])).rows[0].n).toBe(0);
+    });
+    expect(await outcomes.recordOutcomes('w', [outcome(id, true, t(40))])).toEqual([id]);
+    expect((await health()).last_success_at).toEqual(t(40));
+  });
+
+  it('should lock the receivers of a write-back of successes before its callback rows', async () => {
+    // The API locks a receiver, then its callbacks (a disable holds them): a write-back
+    // that took the callback rows first and then waited for the receiver would deadlock with it.
+    const id = await leased();
+    const api = await connect(service.databaseUrl);
+    try {
+      await api.query('BEGIN');
+      await api.query('SELECT 1 FROM receiver WHERE id = $1 FOR UPDATE', [receiverId]);
+      const writeBack = outcomes.recordOutcomes('w', [outcome(id, true, t(60))]);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the write-back now waits for the receiver
+      await api.query(`SET LOCAL lock_timeout = '3s'`);
+      await api.query('UPDATE callback SET held = true WHERE id = $1', [id]); // would wait for a callback row the write-back held
+      await api.query('COMMIT');
+      expect(await writeBack).toEqual([id]);
+    } finally {
+      await api.end();
+    }
+    expect((await health()).last_success_at).toEqual(t(60));
+  });
+
+  it('should not wait for a healthy receiver that a write-back of successes leaves as it is', async () => {
+    await land(true, t(70));
+    const id = await leased();
+    const failure = await connect(service.databaseUrl); // a failure write-back of the receiver, under way
+    try {
+      await failure.query('BEGIN');
+      await failure.query('UPDATE receiver SET failing_since = $2, last_failure_at = $2 WHERE id = $1', [receiverId, new Date(t(70).getTime() + 200)]);
+      const writeBack = outcomes.recordOutcomes('w', [outcome(id, true, new Date(t(70).getTime() + 500))]);
+      const waited = new Promise((resolve) => setTimeout(() => resolve('waited'), 3_000));
+      expect(await Promise.race([writeBack, waited])).toEqual([id]);
+      await failure.query('COMMIT');
+    } finally {
+      await failure.end();
+    }
+    // As if the success had landed first: it is less than a second after the recorded one, so
+    // it was not written, and the failure after that recorded success counts (mergeHealth).
+    expect(await health()).toEqual({
+      last_success_at: t(70),
+      failing_since: new Date(t(70).getTime() + 200),
+      last_failure_at: new Date(t(70).getTime() + 200),
+    });
+  });
+
+  it('should merge a write-back of successes into any stored health as mergeHealth does', async () => {
+    // Stored states (null, or seconds around the successes) against one to three successes:
+    // what the one statement writes is what the transaction's merge in Node would.
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const at = () => (next(4) === 0 ? null : new Date(t(100).getTime() + next(6_000) - 3_000));
+    for (let round = 0; round < 40; round++) {
+      const stored = { receiverId, lastSuccessAt: at(), failingSince: at(), lastFailureAt: at() };
+      await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [
+        receiverId,
+        stored.lastSuccessAt,
+        stored.failingSince,
+        stored.lastFailureAt,
+      ]);
+      const rows: RecordedOutcome[] = [];
+      for (let k = 0; k <= next(3); k++) rows.push(outcome(await leased(), true, new Date(t(100).getTime() + next(6_000) - 3_000)));
+      const landed = await outcomes.recordOutcomes('w', rows);
+      expect(landed.sort()).toEqual(rows.map((r) => r.callbackId).sort());
+      const [change] = mergeHealth([stored], receiverHealth(rows, new Set(landed)));
+      const expected = change ?? stored;
+      expect(await health(), `round ${round}: ${JSON.stringify({ stored, successes: rows.map((r) => r.startedAt) })}`).toEqual({
+        last_success_at: expected.lastSuccessAt,
+        failing_since: expected.failingSince,
+        last_failure_at: expected.lastFailureAt,
+      });
+    }
+  });
+});

@@ -1,0 +1,56 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve, dirname } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(import.meta.dirname, '../../src');
+
+/** Folders under src/ that features build on: they import no feature. */
+const FOUNDATIONS = new Set(['common', 'database', 'config', 'generated', 'logging']);
+/** Of dispatch/, what other folders may import: the module, which the app assembles. */
+const DISPATCH_ENTRY = new Set(['dispatch/dispatch.module.ts']);
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return name === 'generated' ? [] : sources(path);
+    return path.endsWith('.ts') && !path.endsWith('.spec.ts') ? [path] : [];
+  });
+}
+
+/** Each relative import of the source files: `from` and `to` as paths under src/. */
+function imports(): Array<{ from: string; to: string }> {
+  const edges: Array<{ from: string; to: string }> = [];
+  for (const file of sources(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    for (const [, spec] of text.matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm)) {
+      edges.push({ from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), spec)).replace(/\.js$/, '.ts') });
+    }
+  }
+  return edges;
+}
+
+const top = (path: string) => path.split('/')[0];
+
+describe('source layout', () => {
+  const edges = imports();
+
+  it('should read the imports it checks', () => {
+    expect(edges.length).toBeGreaterThan(200);
+    expect(edges).toContainEqual({ from: 'dispatch/producer.service.ts', to: 'dispatch/claim.repository.ts' });
+  });
+
+  it('should not import a feature from common/, database/, config/ or logging/', () => {
+    const upward = edges.filter((e) => FOUNDATIONS.has(top(e.from)) && !FOUNDATIONS.has(top(e.to)));
+    expect(upward).toEqual([]);
+  });
+
+  it('should not reach into dispatch/ from another folder (only its module is public)', () => {
+    const inward = edges.filter((e) => top(e.to) === 'dispatch' && top(e.from) !== 'dispatch' && !DISPATCH_ENTRY.has(e.to));
+    expect(inward).toEqual([]);
+  });
+
+  it('should not import one controller from another', () => {
+    const across = edges.filter((e) => e.from.endsWith('.controller.ts') && e.to.endsWith('.controller.ts'));
+    expect(across).toEqual([]);
+  });
+});
