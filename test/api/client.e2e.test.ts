@@ -28,7 +28,7 @@ describe('generated API client', () => {
         label: 'typed',
         callbacks: [
           { url: `${receiver.url}/ok?n=1`, externalId: 'a' },
-          { url: `${receiver.url}/ok?n=2`, externalId: 'b' },
+          { url: `${receiver.url}/ok?n=2&sleep=120`, externalId: 'b' },
         ],
       },
     });
@@ -44,7 +44,9 @@ describe('generated API client', () => {
     expectTypeOf(read.status).toEqualTypeOf<'pending' | 'running' | 'completed'>();
     expectTypeOf(read.makespanMs).toEqualTypeOf<number | null>();
     expect(read).toMatchObject({ id: batch.id, label: 'typed', total: 2, counts: { succeeded: 2, failed: 0 } });
-    expect(read.makespanMs).toBeGreaterThanOrEqual(0);
+    // first attempt's start to last attempt's end: at least the 120 ms call, and what the two times say
+    expect(read.makespanMs).toBeGreaterThanOrEqual(120);
+    expect(read.makespanMs).toBe(Date.parse(read.lastAttemptEndAt!) - Date.parse(read.firstAttemptAt!));
 
     const page = await unwrap(client.GET('/v1/batches/{id}/callbacks', { params: { path: { id: batch.id }, query: { status: 'succeeded', limit: 10 } } }));
     expectTypeOf(page.items[0].status).toEqualTypeOf<'pending' | 'in_flight' | 'succeeded' | 'failed' | 'cancelled'>();

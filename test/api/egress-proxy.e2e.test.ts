@@ -1,14 +1,14 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProxiedConnector } from '../../src/dispatch/transport/proxy.connector.js';
 import { createTestDatabase } from '../support/database.js';
+import { TestCertificates } from '../support/certificates.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
 import { waitFor } from '../support/service.js';
 import { checkedFetch } from '../support/openapi-validator.js';
@@ -86,33 +86,14 @@ describe(buildProxiedConnector.name, () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'egress-proxy-'));
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-    // One CA-less self-signed certificate for `localhost` only (no IP in it), trusted
-    // by the service through NODE_EXTRA_CA_CERTS; the https proxy on 127.0.0.3 uses one of its own.
+    const certificates = new TestCertificates();
+    cleanups.push(async () => certificates.remove());
+    dir = certificates.dir;
+    // Two self-signed certificates: one for `localhost` only (no IP in it), trusted by
+    // the service through NODE_EXTRA_CA_CERTS; the https proxy on 127.0.0.3 uses the other.
     const cert = (name: string, san: string) => {
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'rsa:2048',
-          '-nodes',
-          '-days',
-          '1',
-          '-subj',
-          `/CN=${name}`,
-          '-addext',
-          `subjectAltName=${san}`,
-          '-keyout',
-          path.join(dir, `${name}.key`),
-          '-out',
-          path.join(dir, `${name}.pem`),
-        ],
-        { stdio: 'ignore' },
-      );
-      return { cert: path.join(dir, `${name}.pem`), key: path.join(dir, `${name}.key`) };
+      const made = certificates.selfSigned(name, san);
+      return { cert: made.certFile, key: made.keyFile };
     };
     const dest = cert('localhost', 'DNS:localhost');
     const proxyCert = cert('proxy', 'IP:127.0.0.3');

@@ -1,11 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpTransport } from '../../src/dispatch/transport/http.transport.js';
+import { TestCertificates, type CertificateFiles } from '../support/certificates.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
 import { createTestDatabase } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
@@ -79,7 +76,8 @@ describe(`${HttpTransport.name} phase timings`, () => {
  */
 describe(`${HttpTransport.name} TLS phase`, () => {
   const KEY = 'cbk_phases_tls_test_key_0123456789';
-  let dir: string;
+  let certificates: TestCertificates | undefined;
+  let tls: CertificateFiles;
   let server: https.Server;
   let proc: ServiceProcess;
   let url = '';
@@ -92,36 +90,16 @@ describe(`${HttpTransport.name} TLS phase`, () => {
     });
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'phases-tls-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-keyout',
-        path.join(dir, 'key.pem'),
-        '-out',
-        path.join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    server = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+    certificates = new TestCertificates();
+    tls = certificates.selfSigned('localhost', 'DNS:localhost,IP:127.0.0.1');
+    server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
       const sleep = Number(new URL(req.url!, 'https://x').searchParams.get('sleep') ?? 0);
       req.resume();
       req.on('end', () => setTimeout(() => res.end('ok'), sleep));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     db = await createTestDatabase();
-    proc = await spawnService({ DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem') });
+    proc = await spawnService({ DATABASE_URL: db.url, BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', NODE_EXTRA_CA_CERTS: tls.certFile });
     url = proc.url;
   });
   afterAll(async () => {
@@ -129,7 +107,7 @@ describe(`${HttpTransport.name} TLS phase`, () => {
     server?.closeAllConnections();
     await new Promise((r) => server?.close(r));
     await db?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    certificates?.remove();
   });
 
   it('should time the TLS handshake of a new https connection, and none on reuse', async () => {
@@ -148,7 +126,7 @@ describe(`${HttpTransport.name} TLS phase`, () => {
 
   it('should record an untrusted certificate as a tls_error', async () => {
     // 127.0.0.1 is in the certificate; 127.0.0.2 is not, so verification fails.
-    const other = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (_q, s) => s.end('ok'));
+    const other = https.createServer({ key: tls.key, cert: tls.cert }, (_q, s) => s.end('ok'));
     await new Promise<void>((r) => other.listen(0, '127.0.0.2', r));
     try {
       const { port } = other.address() as AddressInfo;

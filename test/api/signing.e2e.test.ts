@@ -1,18 +1,8 @@
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningSecretService } from '../../src/signing/signing-secret.service.js';
-import { Receiver, type ReceivedRequest } from '../support/receiver.js';
+import { Receiver } from '../support/receiver.js';
+import { verifies } from '../support/signatures.js';
 import { startTestService, waitFor, type TestService } from '../support/service.js';
-
-/** What the `standardwebhooks` package (an independent implementation) says about a received request. */
-function verifies(secret: string, r: ReceivedRequest): boolean {
-  try {
-    new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe(SigningSecretService.name, () => {
   let service: TestService;

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/database/embedded-postgres.js';
 import { WorkerService } from '../../src/dispatch/worker.service.js';
 import { Receiver } from '../support/receiver.js';
+import { TEST_SERVER_SETTINGS } from '../support/server-settings.js';
 import { startTestService, waitFor, type TestService } from '../support/service.js';
 
 /** A Postgres server of this file's own, stopped and started under a running service. */
@@ -29,7 +30,7 @@ describe(`${WorkerService.name} when Postgres goes away`, () => {
   };
 
   beforeAll(async () => {
-    server = await startEmbeddedPostgres(DIR, PORT);
+    server = await startEmbeddedPostgres(DIR, PORT, undefined, undefined, TEST_SERVER_SETTINGS);
     const c = new pg.Client({ connectionString: server.url });
     await c.connect();
     await c.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
@@ -50,20 +51,23 @@ describe(`${WorkerService.name} when Postgres goes away`, () => {
     // Calls in flight while the database goes down: their outcomes must be written once it is back.
     const res = await service.api('/v1/batches', {
       method: 'POST',
-      json: { callbacks: Array.from({ length: 20 }, (_, i) => ({ url: `${receiver.url}/slow?sleep=${300 + i * 10}`, timeoutMs: 5000 })) },
+      json: { callbacks: Array.from({ length: 20 }, (_, i) => ({ url: `${receiver.url}/slow?sleep=${1500 + i * 10}`, timeoutMs: 5000 })) },
     });
     expect(res.status).toBe(202);
     const first = (await res.json()) as { callbacks: Array<{ id: string }> };
-    await waitFor(() => receiver.requests.length > 0 || undefined, 5000, 5).catch(() => undefined);
+    // every call of the batch at the receiver, none answered yet: in flight when the database goes down
+    await waitFor(() => receiver.active === 20 || undefined, 5000, 5);
     await server.stop();
+    expect(receiver.requests.length, 'calls answered before the database was down').toBeLessThan(20);
 
     const during = await service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/x` }] } });
     expect(during.status).toBe(503);
     expect(await during.json()).toMatchObject({ code: 'not_ready' });
     await waitFor(async () => (await ready()) === 503, 10_000, 100);
-    await new Promise((r) => setTimeout(r, 1000));
+    // the calls answered while it is down: their outcomes wait in the worker for the database
+    await waitFor(() => receiver.requests.length === 20 || undefined, 10_000, 20);
 
-    server = await startEmbeddedPostgres(DIR, PORT);
+    server = await startEmbeddedPostgres(DIR, PORT, undefined, undefined, TEST_SERVER_SETTINGS);
     await waitFor(async () => (await ready()) === 200, 20_000, 200);
 
     const after = await service.api('/v1/batches', {

@@ -1,21 +1,11 @@
 import type pg from 'pg';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventService } from '../../src/events/event.service.js';
 import { RetentionService } from '../../src/retention/retention.service.js';
 import { connect } from '../support/database.js';
-import { Receiver, type ReceivedRequest } from '../support/receiver.js';
+import { Receiver } from '../support/receiver.js';
+import { verifies } from '../support/signatures.js';
 import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from '../support/service.js';
-
-/** What the `standardwebhooks` package (an independent implementation) says about a received request. */
-function verifies(secret: string, r: ReceivedRequest): boolean {
-  try {
-    new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const ORDER_SCHEMA = {
   type: 'object',

@@ -194,25 +194,33 @@ describe(LatencyController.name, () => {
   });
 
   // Regression: on a server with JIT (Debian's 15) each read was compiled, 0.45-0.77 s of reads of 1-5 ms.
-  it('should read without JIT, unfiltered (through the stored buckets), by host and by batch', async () => {
+  const jitCases = (): Array<[string, LatencyFilter]> => {
     const day: LatencyFilter = { apiKeyId: keyId, from: new Date('2026-11-10T00:00:00Z'), to: new Date('2026-11-11T00:00:00Z'), bucketMs: 300_000 };
-    const { rows } = await db.query(`SELECT pg_jit_available() AND current_setting('jit') = 'on' AS jit`);
-    for (const [name, f] of [
+    return [
       ['a day unfiltered', day],
       ['a day of one host', { ...day, host: HOST_B }],
       ['a day of one batch', { ...day, batchId: batchA }],
-    ] as const) {
-      // jit_above_cost 0: a read of these few attempts is costed as past it as one of millions is (1.2M on 3M attempts)
-      const server = rows[0].jit ? 'a server with JIT' : 'a server without';
-      const past = { jit_above_cost: '0' };
-      checkPlan(name, await explainStatement(service.databaseUrl, latencyStatement(f), { ...past, ...WITHOUT_JIT }), server, {
+    ];
+  };
+  // jit_above_cost 0: a read of these few attempts is costed as past it as one of millions is (1.2M on 3M attempts)
+  const PAST_JIT_COST = { jit_above_cost: '0' };
+  const serverHasJit = async () => (await db.query(`SELECT pg_jit_available() AND current_setting('jit') = 'on' AS jit`)).rows[0].jit as boolean;
+
+  it('should read without JIT, unfiltered (through the stored buckets), by host and by batch', async () => {
+    const server = (await serverHasJit()) ? 'a server with JIT' : 'a server without';
+    for (const [name, f] of jitCases()) {
+      checkPlan(name, await explainStatement(service.databaseUrl, latencyStatement(f), { ...PAST_JIT_COST, ...WITHOUT_JIT }), server, {
         uses: [],
         boundMs: 1_000,
         jitOff: true,
       });
-      // what the setting keeps away: the same statement compiled, where the server can
-      if (rows[0].jit) expect((await explainStatement(service.databaseUrl, latencyStatement(f), past))[0].JIT, name).toBeDefined();
     }
+  });
+
+  // What the setting keeps away, where the server can compile at all (Debian's 15 in CI); skipped, and shown skipped, on a server without JIT.
+  it("should be compiled at the same cost without the read's settings, on a server with JIT", async (ctx) => {
+    if (!(await serverHasJit())) ctx.skip();
+    for (const [name, f] of jitCases()) expect((await explainStatement(service.databaseUrl, latencyStatement(f), PAST_JIT_COST))[0].JIT, name).toBeDefined();
   });
 
   // Regression: `?host=127.0.0.5` (no scheme or port) silently matched nothing.

@@ -1,9 +1,9 @@
-import { Webhook } from 'standardwebhooks';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OperatorEndpointService } from '../../src/operator-events/operator-endpoint.service.js';
 import { connect, createTestDatabase, type TestDatabase } from '../support/database.js';
 import { Receiver, type ReceivedRequest } from '../support/receiver.js';
+import { verifies } from '../support/signatures.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
 
 interface OperatorCall {
@@ -22,15 +22,6 @@ export function operatorCalls(receiver: Receiver, type?: string): OperatorCall[]
     .filter((c) => type === undefined || c.type === type);
 }
 
-const verifies = (secret: string, r: ReceivedRequest) => {
-  try {
-    new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false });
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 /** One process (API and worker): the endpoint's API, and each event type once per cause. */
 describe(OperatorEndpointService.name, () => {
   let service: TestService;
@@ -39,7 +30,6 @@ describe(OperatorEndpointService.name, () => {
   let db: pg.Client;
   let database: TestDatabase;
   let secret: string;
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   beforeAll(async () => {
     [ops, target] = await Promise.all([Receiver.start({ host: '127.0.0.2' }), Receiver.start({ host: '127.0.0.3' })]);
@@ -64,6 +54,22 @@ describe(OperatorEndpointService.name, () => {
     return (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
   };
   const completed = (id: string) => waitFor(async () => (await service.apiJson(`/v1/batches/${id}`)).status === 'completed', 10_000);
+  /**
+   * Every operator event stored so far has been delivered or has failed for good, so
+   * the endpoints have all they will ever get for what has happened: an event is
+   * stored in the transaction of its cause (one per cause, by its event id), and its
+   * deliveries are callbacks of a batch marked operator_event.
+   */
+  const settled = () =>
+    waitFor(
+      async () =>
+        (
+          await db.query(
+            `SELECT count(*)::int AS n FROM callback c JOIN batch b ON b.id = c.batch_id WHERE b.operator_event AND c.status IN ('pending', 'in_flight')`,
+          )
+        ).rows[0].n === 0,
+      10_000,
+    );
   const events = async (type: string) => (await db.query('SELECT event_id FROM event WHERE type = $1 ORDER BY id', [type])).rows.map((r) => r.event_id);
 
   it('should refuse bad input with a 400 and store nothing', async () => {
@@ -104,11 +110,11 @@ describe(OperatorEndpointService.name, () => {
     const b = await batch({
       label: 'orders',
       notify: { url: `${target.url}/done` },
-      callbacks: [{ url: `${target.url}/a` }, { url: `${target.url}/b?code=500`, maxAttempts: 1 }],
+      callbacks: [{ url: `${target.url}/a?sleep=100` }, { url: `${target.url}/b?code=500`, maxAttempts: 1 }],
     });
     await completed(b.id);
     await waitFor(() => operatorCalls(ops, 'batch.completed').length >= 1 && operatorCalls(target, 'batch.completed').length >= 1, 10_000);
-    await sleep(500); // time for a second event, if there were one
+    await settled();
     const [call] = operatorCalls(ops, 'batch.completed');
     expect(operatorCalls(ops, 'batch.completed')).toHaveLength(1);
     expect(call.eventId).toBe(`batch.completed:${b.id}`);
@@ -117,7 +123,9 @@ describe(OperatorEndpointService.name, () => {
     expect(call.body.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(new Date(call.body.data.completedAt).toISOString()).toBe(call.body.data.completedAt);
     expect(call.body.data.counts).toMatchObject({ succeeded: 1, failed: 1, pending: 0 });
-    expect(call.body.data.makespanMs).toBeGreaterThanOrEqual(0);
+    // first attempt's start to last attempt's end, as the batch reads it (rounded from Postgres's microseconds there): the 100 ms call at least
+    expect(call.body.data.makespanMs).toBeGreaterThanOrEqual(100);
+    expect(Math.abs(call.body.data.makespanMs - (await service.apiJson(`/v1/batches/${b.id}`)).makespanMs)).toBeLessThanOrEqual(1);
     // the notify url: the same event, its own delivery, signed with its destination's secret (not the endpoint's)
     const [notified] = operatorCalls(target, 'batch.completed');
     expect(notified.eventId).toBe(call.eventId);
@@ -172,7 +180,7 @@ describe(OperatorEndpointService.name, () => {
           .n >= 2,
       10_000,
     );
-    await sleep(800);
+    await settled();
     expect((await db.query('SELECT count(*)::int AS n FROM event')).rows[0].n).toBe(eventsBefore + 2);
     expect(await events('receiver.failing')).toEqual([]);
     await service.api('/v1/operator-endpoint', { method: 'PUT', json: { url: `${ops.url}/ops` } });
@@ -191,7 +199,7 @@ describe(OperatorEndpointService.name, () => {
     const ids = [...first.callbacks, ...later.callbacks].map((c) => c.id);
     await waitFor(() => operatorCalls(ops, 'callback.exhausted').filter((c) => ids.includes(c.body.data.callbackId)).length >= 4, 10_000);
     await waitFor(() => operatorCalls(ops, 'batch.completed').some((c) => c.body.data.batchId === later.id), 10_000);
-    await sleep(800); // time for a second event, if there were one
+    await settled();
     expect(target.requests.length).toBe(called); // none of the later ones was sent
     const exhausted = operatorCalls(ops, 'callback.exhausted').filter((c) => ids.includes(c.body.data.callbackId));
     expect(exhausted.map((c) => c.body.data.callbackId).sort()).toEqual([...ids].sort()); // each exactly once
@@ -214,7 +222,7 @@ describe(OperatorEndpointService.name, () => {
     await service.api('/v1/receivers/shop', { method: 'PUT', json: { url: `${target.url}/shop?code=503`, maxAttempts: 1 } });
     for (let i = 0; i < 3; i++) await completed((await batch({ callbacks: Array.from({ length: 5 }, () => ({ receiver: 'shop' })) })).id);
     await waitFor(() => operatorCalls(ops, 'receiver.failing').length >= 1, 10_000);
-    await sleep(500);
+    await settled();
     expect(operatorCalls(ops, 'receiver.failing')).toHaveLength(1);
     expect(operatorCalls(ops, 'receiver.failing')[0].body.data).toMatchObject({ receiver: 'shop' });
     expect(operatorCalls(ops, 'callback.exhausted')).toHaveLength(15);
@@ -223,7 +231,7 @@ describe(OperatorEndpointService.name, () => {
     await service.api('/v1/receivers/shop', { method: 'PUT', json: { disabled: true } }); // no flip, no event
     await service.api('/v1/receivers/shop', { method: 'PUT', json: { disabled: false, url: `${target.url}/shop` } });
     await waitFor(() => operatorCalls(ops, 'receiver.enabled').length >= 1, 10_000);
-    await sleep(300);
+    await settled();
     expect(operatorCalls(ops, 'receiver.disabled').map((c) => c.body.data)).toMatchObject([
       { receiver: 'shop', auto: false, reason: 'disabled through the API' },
     ]);
@@ -245,12 +253,17 @@ describe(OperatorEndpointService.name, () => {
       await down.down();
       const b = await batch({ callbacks: Array.from({ length: 12 }, () => ({ url: `${down.url}/h`, maxAttempts: 20, retryDelaysMs: [50] })) });
       await waitFor(() => operatorCalls(ops, 'host.circuit_opened').length >= 1, 10_000);
-      await sleep(1000); // probes after each 300 ms cooldown fail and re-open: the same outage, no new event
+      // two probes after the 300 ms cooldowns fail and re-open it: the same outage, no new event
+      const attempts = async () =>
+        (await db.query('SELECT count(*)::int AS n FROM attempt a JOIN callback c ON c.id = a.callback_id WHERE c.batch_id = $1', [b.id])).rows[0].n;
+      const opened = await attempts();
+      await waitFor(async () => (await attempts()) >= opened + 2, 10_000);
+      await settled();
       expect(operatorCalls(ops, 'host.circuit_opened')).toHaveLength(1);
       await down.up();
       await completed(b.id);
       await waitFor(() => operatorCalls(ops, 'host.circuit_closed').length >= 1, 10_000);
-      await sleep(300);
+      await settled();
       expect(operatorCalls(ops, 'host.circuit_closed')).toHaveLength(1);
       expect(operatorCalls(ops, 'host.circuit_opened')[0].body.data).toMatchObject({ host: `http://127.0.0.4:${new URL(down.url).port}` });
       expect(operatorCalls(target).filter((c) => c.type.startsWith('host.'))).toEqual([]);
@@ -267,7 +280,7 @@ describe(OperatorEndpointService.name, () => {
     expect(started.status).toBe(202);
     const { id } = await jsonOf(started);
     await waitFor(() => operatorCalls(ops, 'recovery.completed').length >= 1, 10_000);
-    await sleep(500);
+    await settled();
     const calls = operatorCalls(ops, 'recovery.completed');
     expect(calls).toHaveLength(1);
     expect(calls[0].body.data).toMatchObject({ recoveryId: id, state: 'done', matched: 2, requeued: 2, failed: 1 });

@@ -1,20 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiverService } from '../../src/receivers/receiver.service.js';
 import { connect } from '../support/database.js';
 import { Receiver, type ReceivedRequest } from '../support/receiver.js';
+import { verifies } from '../support/signatures.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
-
-/** What the `standardwebhooks` package (an independent implementation) says about a received request. */
-function verifies(secret: string, r: ReceivedRequest): boolean {
-  try {
-    new Webhook(secret).verify(r.body, r.headers as Record<string, string>, { jsonParse: false });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const secretOf = (r: { secrets: Array<{ secret: string }> }) => r.secrets[0].secret;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

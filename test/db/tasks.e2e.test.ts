@@ -80,7 +80,9 @@ describe('tasks: work on a whole backlog in chunks', () => {
     expect(cancelled.done).toBe(n);
     expect(await count(`SELECT count(*) AS n FROM receiver WHERE id = $1`, [receiverId])).toBe(0);
     expect(
-      await count(`SELECT count(*) AS n FROM callback WHERE status = 'cancelled' AND receiver_id IS NULL AND last_error LIKE 'cancelled: its receiver was deleted'`),
+      await count(
+        `SELECT count(*) AS n FROM callback WHERE status = 'cancelled' AND receiver_id IS NULL AND last_error LIKE 'cancelled: its receiver was deleted'`,
+      ),
     ).toBe(n);
   });
 

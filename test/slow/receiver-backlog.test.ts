@@ -200,5 +200,4 @@ describe('tasks on a large backlog, under other traffic', () => {
       }
     },
   );
-
 });

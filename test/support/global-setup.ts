@@ -1,14 +1,13 @@
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { migrate } from '../../src/database/migrator.js';
 import { startPgBouncer } from './pgbouncer.js';
+import { TEST_SERVER_SETTINGS } from './server-settings.js';
 
 /** Port of the embedded test server; give each concurrent test run its own. */
 const TEST_PG_PORT = Number(process.env.TEST_PG_PORT ?? 54339);
-/** The test servers' settings (no durability: a test database never outlives its run), shared with scripts/postgres-server.mjs and .ci/run. */
-export const TEST_SERVER_SETTINGS: string[] = JSON.parse(readFileSync(new URL('../../scripts/test-server-settings.json', import.meta.url), 'utf8')).settings;
 
 interface Shared {
   provided: { pgAdminUrl: string; pgPoolerUrl: string | null; pgTemplate: string };

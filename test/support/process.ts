@@ -21,6 +21,16 @@ export interface ServiceProcess {
 }
 
 /**
+ * Every service process a test file spawned and that still runs: killed when the
+ * file's worker exits, so a test that failed before its own clean-up (a timeout,
+ * an assertion in a hook) leaves no service behind to load the machine.
+ */
+const spawned = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const p of spawned) p.kill('SIGKILL');
+});
+
+/**
  * The built service (`dist/main.js`, made by `npm test`'s build step) as a real
  * child process, for crash, shutdown and many-worker tests. A DATABASE_URL on the
  * run's PgBouncer (TEST_PGBOUNCER=1) gets its DATABASE_DIRECT_URL beside it.
@@ -42,12 +52,18 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 30_0
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(proc);
+  proc.on('exit', () => spawned.delete(proc));
   let out = '';
   proc.stdout!.on('data', (c) => (out += c));
   proc.stderr!.on('data', (c) => (out += c));
   const exited = new Promise<number | string>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // not left running behind the failed test
+      proc.kill('SIGKILL');
+      reject(new Error(`service did not start in ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
     const check = () => {
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) {

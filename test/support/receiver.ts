@@ -30,6 +30,8 @@ export class Receiver {
   /** Most requests ever waiting in the receiver's own queue, and most handled at once. */
   maxQueued = 0;
   maxActive = 0;
+  /** Requests being handled now (arrived, not yet answered). */
+  active = 0;
   url = '';
   private port = 0;
   private readonly listeners = new Set<(m: { type: string; port?: number }) => void>();
@@ -39,9 +41,14 @@ export class Receiver {
     private readonly host: string,
   ) {
     worker.on('message', (m) => {
-      if (m.type === 'request') this.requests.push(m.record);
-      else if (m.type === 'queued') this.maxQueued = Math.max(this.maxQueued, m.depth);
-      else if (m.type === 'active') this.maxActive = Math.max(this.maxActive, m.active);
+      if (m.type === 'request') {
+        this.requests.push(m.record);
+        this.active = m.active;
+      } else if (m.type === 'queued') this.maxQueued = Math.max(this.maxQueued, m.depth);
+      else if (m.type === 'active') {
+        this.active = m.active;
+        this.maxActive = Math.max(this.maxActive, m.active);
+      }
       for (const l of this.listeners) l(m);
     });
   }

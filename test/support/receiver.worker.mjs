@@ -60,7 +60,7 @@ function start(listenPort) {
         res.on('close', () => {
           active--;
           record.handledMs = now() - record.startedAt;
-          parentPort.postMessage({ type: 'request', record });
+          parentPort.postMessage({ type: 'request', record, active });
           queue.shift()?.();
         });
         handle(req, res, body, record);
