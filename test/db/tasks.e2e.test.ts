@@ -4,7 +4,6 @@ import { TaskRepository } from '../../src/tasks/task.repository.js';
 import { TaskRunner } from '../../src/tasks/task.runner.js';
 import { connect, useTestDatabase } from '../support/database.js';
 import { call, spawnService, type ServiceProcess } from '../support/process.js';
-import { Receiver } from '../support/receiver.js';
 import { seedPending } from '../support/seed.js';
 import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from '../support/service.js';
 
