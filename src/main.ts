@@ -2,9 +2,6 @@ import 'reflect-metadata';
 import { startService } from './app.factory.js';
 import { ConfigError, loadConfig } from './config/app.config.js';
 
-/** How long past SHUTDOWN_GRACE_MS a stop may take (the last write-back gets 5 s of it) before the process exits anyway. */
-const SHUTDOWN_OVERRUN_MS = 10_000;
-
 /**
  * `npm start`: embedded Postgres (unless DATABASE_URL), migrations, API and worker.
  * SIGTERM/SIGINT drain in-flight calls, write everything back, and exit 0.
@@ -39,7 +36,7 @@ async function main(): Promise<void> {
     // Draining talks to the database; one that stopped answering must not keep the
     // process alive. What this worker still holds then goes back to pending when its
     // leases expire (at least once, same webhook-id).
-    const limitMs = config.shutdownGraceMs + SHUTDOWN_OVERRUN_MS;
+    const limitMs = config.shutdownGraceMs + config.shutdownOverrunMs;
     setTimeout(() => {
       console.error(`shutdown not done after ${limitMs} ms (is the database answering?); exiting anyway`);
       process.exit(1);

@@ -50,6 +50,8 @@ export class AppConfig {
   @IsInt() @Min(1000) dispatchLeaseMarginMs = 30_000;
   /** DISPATCH_POLL_MS: heartbeat that looks for due work when no NOTIFY came (1000 ms). */
   @IsInt() @Min(10) dispatchPollMs = 1000;
+  /** LEADER_LOCK_TIMEOUT_MS: a maintenance leader cut off from Postgres loses the lead this long after its last statement reached the server, and another worker takes it then (10000 ms). */
+  @IsInt() @Min(1000) @Max(600_000) leaderLockTimeoutMs = 10_000;
   /** DATABASE_STATEMENT_TIMEOUT_MS: Postgres statement_timeout of the service's sessions (30000 ms; 0: none): a statement running longer is cancelled. */
   @IsInt() @Min(0) databaseStatementTimeoutMs = 30_000;
   /** DATABASE_LOCK_TIMEOUT_MS: Postgres lock_timeout of the service's sessions (5000 ms; 0: none): a statement waiting longer for a lock is cancelled. */
@@ -62,6 +64,8 @@ export class AppConfig {
   @IsInt() @Min(1) @Max(10000) writebackMaxRows = 500;
   /** SHUTDOWN_GRACE_MS: on SIGTERM, how long in-flight calls may finish (10000 ms). */
   @IsInt() @Min(0) shutdownGraceMs = 10_000;
+  /** SHUTDOWN_OVERRUN_MS: how long past SHUTDOWN_GRACE_MS a stop may take (writing back, with a database that may not answer) before the process exits anyway, with code 1 (10000 ms). */
+  @IsInt() @Min(1000) shutdownOverrunMs = 10_000;
 
   /** HTTP_TIMEOUT_MS: default per-call timeout when a callback names none (15000 ms). */
   @IsInt() @Min(1) httpTimeoutMs = 15_000;
@@ -196,12 +200,14 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   DISPATCH_CLAIM_BATCH: ['dispatchClaimBatch', int],
   DISPATCH_LEASE_MARGIN_MS: ['dispatchLeaseMarginMs', int],
   DISPATCH_POLL_MS: ['dispatchPollMs', int],
+  LEADER_LOCK_TIMEOUT_MS: ['leaderLockTimeoutMs', int],
   DISPATCH_SYNCHRONOUS_COMMIT: ['dispatchSynchronousCommit', str],
   DATABASE_STATEMENT_TIMEOUT_MS: ['databaseStatementTimeoutMs', int],
   DATABASE_LOCK_TIMEOUT_MS: ['databaseLockTimeoutMs', int],
   WRITEBACK_INTERVAL_MS: ['writebackIntervalMs', int],
   WRITEBACK_MAX_ROWS: ['writebackMaxRows', int],
   SHUTDOWN_GRACE_MS: ['shutdownGraceMs', int],
+  SHUTDOWN_OVERRUN_MS: ['shutdownOverrunMs', int],
   HTTP_TIMEOUT_MS: ['httpTimeoutMs', int],
   HTTP_MAX_TIMEOUT_MS: ['httpMaxTimeoutMs', int],
   RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],

@@ -1,26 +1,37 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
+import { AppConfig } from '../config/app.config.js';
 import { DATABASE_TARGET, type DatabaseTarget } from '../database/database.target.js';
 import { holdsLeaderLock, leaderUnlock, lockSessionSettings, tryLeaderLock } from './sql/leader.sql.js';
 
 /**
- * Postgres ends the lock's session after this long without a statement from it
- * (`idle_session_timeout`), and the lock goes with it: a leader cut off from the
- * database (a network partition, a pooler or proxy that stopped forwarding, a frozen
- * process), which Postgres cannot tell from an idle one, loses the lock this long
- * after its last statement reached the server.
+ * The lock's timings, all from LEADER_LOCK_TIMEOUT_MS (`idleMs`): Postgres ends the
+ * lock's session after `idleMs` without a statement from it (`idle_session_timeout`),
+ * and the lock goes with it: a leader cut off from the database (a network
+ * partition, a pooler or proxy that stopped forwarding, a frozen process), which
+ * Postgres cannot tell from an idle one, loses the lock that long after its last
+ * statement reached the server.
  */
-export const LOCK_IDLE_TIMEOUT_MS = 10_000;
-/**
- * A leader whose lock was last confirmed (the confirming statement sent) this long
- * ago stops leading, before any other worker can take the lock: that is at least
- * LOCK_IDLE_TIMEOUT_MS after the same statement was sent.
- */
-export const LEAD_CONFIRMED_FOR_MS = 6_000;
-/** The lock's session confirms the lock at least this often while it leads (so it is never idle that long). */
-const HEARTBEAT_MS = 2_000;
-/** A statement on the lock's session not answered within this means the connection is cut: it is dropped. */
-const LOCK_QUERY_TIMEOUT_MS = 3_000;
+export interface LeaderTimings {
+  idleMs: number;
+  /**
+   * A leader whose lock was last confirmed (the confirming statement sent) this long
+   * ago stops leading, before any other worker can take the lock: that is at least
+   * `idleMs` after the same statement was sent.
+   */
+  confirmedForMs: number;
+  /** The lock's session confirms the lock at least this often while it leads (so it is never idle `idleMs`). */
+  heartbeatMs: number;
+  /** A statement on the lock's session not answered within this means the connection is cut: it is dropped. */
+  queryTimeoutMs: number;
+}
+
+export const leaderTimings = (idleMs: number): LeaderTimings => ({
+  idleMs,
+  confirmedForMs: Math.round(idleMs * 0.6),
+  heartbeatMs: Math.round(idleMs * 0.2),
+  queryTimeoutMs: Math.round(idleMs * 0.3),
+});
 
 /**
  * The maintenance leader election: one dedicated connection per worker, on which
@@ -28,11 +39,11 @@ const LOCK_QUERY_TIMEOUT_MS = 3_000;
  *
  * Fencing: the leader confirms it still holds the lock before each maintenance task
  * (a round trip to its session) and every HEARTBEAT_MS; it leads only while its
- * last confirmation was sent less than LEAD_CONFIRMED_FOR_MS ago. A leader cut off
- * from the database therefore stops leading at most LEAD_CONFIRMED_FOR_MS after its
- * last confirmation went out, while Postgres frees the lock no sooner than
- * LOCK_IDLE_TIMEOUT_MS after it arrived: the old leader has stopped 4 s before a new
- * one can start, and the new one starts within LOCK_IDLE_TIMEOUT_MS plus one reaper
+ * last confirmation was sent less than `confirmedForMs` ago. A leader cut off from
+ * the database therefore stops leading at most `confirmedForMs` after its last
+ * confirmation went out, while Postgres frees the lock no sooner than `idleMs` after it
+ * arrived: the old leader has stopped 0.4 × LEADER_LOCK_TIMEOUT_MS before a new one
+ * can start, and the new one starts within LEADER_LOCK_TIMEOUT_MS plus one reaper
  * interval (DISPATCH_POLL_MS) of the cut. When the process dies or the connection
  * breaks outright, Postgres ends the session at once and the next worker to try
  * leads within one reaper interval.
@@ -49,13 +60,15 @@ export class LeaderLock implements OnApplicationShutdown {
   private readonly heartbeat: NodeJS.Timeout;
 
   private readonly databaseUrl: string;
+  private readonly timings: LeaderTimings;
 
   /** On the direct URL: this needs a session of its own (database.target.ts). */
-  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget) {
+  constructor(@Inject(DATABASE_TARGET) target: DatabaseTarget, config: AppConfig) {
     this.databaseUrl = target.directUrl;
+    this.timings = leaderTimings(config.leaderLockTimeoutMs);
     this.heartbeat = setInterval(() => {
       if (this.held) void this.confirm();
-    }, HEARTBEAT_MS).unref();
+    }, this.timings.heartbeatMs).unref();
   }
 
   /**
@@ -71,7 +84,7 @@ export class LeaderLock implements OnApplicationShutdown {
 
   /** Whether the lock was confirmed recently enough to lead on (no round trip): for a long task to check between its steps. */
   stillLeads(): boolean {
-    return this.held && performance.now() - this.confirmedAt < LEAD_CONFIRMED_FOR_MS;
+    return this.held && performance.now() - this.confirmedAt < this.timings.confirmedForMs;
   }
 
   private confirm(): Promise<boolean> {
@@ -108,11 +121,11 @@ export class LeaderLock implements OnApplicationShutdown {
     return this.held;
   }
 
-  /** One statement on the lock's session, given up (and the connection dropped) past LOCK_QUERY_TIMEOUT_MS. */
+  /** One statement on the lock's session, given up (and the connection dropped) past `queryTimeoutMs`. */
   private async query<R extends pg.QueryResultRow>(client: pg.Client, statement: { text: string; values: unknown[] }): Promise<pg.QueryResult<R>> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${LOCK_QUERY_TIMEOUT_MS} ms`)), LOCK_QUERY_TIMEOUT_MS);
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timings.queryTimeoutMs} ms`)), this.timings.queryTimeoutMs);
     });
     try {
       return await Promise.race([client.query<R>(statement.text, statement.values), timeout]);
@@ -141,7 +154,7 @@ export class LeaderLock implements OnApplicationShutdown {
     try {
       await client.connect();
       this.client = client;
-      await this.query(client, { text: lockSessionSettings(LOCK_IDLE_TIMEOUT_MS), values: [] });
+      await this.query(client, { text: lockSessionSettings(this.timings.idleMs), values: [] });
     } catch (error) {
       this.client = undefined;
       client.end().catch(() => undefined); // never ready; the connect error is thrown
@@ -161,7 +174,7 @@ export class LeaderLock implements OnApplicationShutdown {
     }
     this.held = false;
     // a broken connection is as good as closed; one cut off may never answer the goodbye
-    await Promise.race([client.end().catch(() => undefined), new Promise((r) => setTimeout(r, LOCK_QUERY_TIMEOUT_MS).unref())]);
+    await Promise.race([client.end().catch(() => undefined), new Promise((r) => setTimeout(r, this.timings.queryTimeoutMs).unref())]);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -72,7 +72,8 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
     await this.producer.stop(deadline);
     await this.completer.release(this.producer.removeWaiting());
     await this.sender.drain(deadline);
-    await this.completer.drain(deadline + 5000);
+    // the last write-back gets half of SHUTDOWN_OVERRUN_MS, at most 5 s, before the process exits anyway (main.ts)
+    await this.completer.drain(deadline + Math.min(5000, this.config.shutdownOverrunMs / 2));
     this.status.state = 'stopped';
     const cut = this.sender.stillSending();
     if (cut.length > 0) this.logger.warn(`${cut.length} calls still in flight at the shutdown deadline; handing them back to be sent again`);

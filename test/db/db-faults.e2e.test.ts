@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCK_IDLE_TIMEOUT_MS } from '../../src/dispatch/leader.lock.js';
 import { connect, inTransactionRetryingDeadlocks, useTestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { checkedFetch } from '../support/openapi-validator.js';
@@ -32,6 +31,8 @@ describe('workers cut off from Postgres', () => {
   const proxies: FaultProxy[] = [];
   let receiver: Receiver;
   const POLL_MS = 200;
+  /** LEADER_LOCK_TIMEOUT_MS of these workers: the lock's session ends 3 s after its last statement. */
+  const LOCK_TIMEOUT_MS = 3000;
 
   beforeAll(async () => {
     receiver = await Receiver.start({ host: '127.0.0.74' });
@@ -50,6 +51,7 @@ describe('workers cut off from Postgres', () => {
       DATABASE_URL: proxy.urlFor(t.directUrl),
       DISPATCH_POLL_MS: String(POLL_MS),
       DISPATCH_LEASE_MARGIN_MS: '1000',
+      LEADER_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
       LOG_LEVEL: 'log',
     });
     processes.push(worker);
@@ -57,7 +59,7 @@ describe('workers cut off from Postgres', () => {
   }
 
   it(
-    'should hand maintenance to another worker within the documented bound when the leader is blackholed 30 s, the old leader stopping first; readiness 503 meanwhile',
+    'should hand maintenance to another worker within the documented bound when the leader is blackholed three times the lock timeout, the old leader stopping first; readiness 503 meanwhile',
     { timeout: 180_000 },
     async () => {
       const a = await workerBehindProxy('127.0.0.71');
@@ -73,13 +75,14 @@ describe('workers cut off from Postgres', () => {
       }, 40_000);
       const [aStopped] = events(a.worker, 'leader_stopped');
       expect(aStopped, a.worker.output()).toBeDefined();
-      // the old leader stopped before the new one started, and the new one within LOCK_IDLE_TIMEOUT_MS + a reaper interval (+ 2 s of this machine)
+      // the old leader stopped before the new one started, and the new one within LEADER_LOCK_TIMEOUT_MS + a reaper interval (+ 1 s of this machine)
       expect(aStopped.getTime()).toBeLessThan(bLeads.getTime());
-      expect(bLeads.getTime() - cutAt.getTime()).toBeLessThan(LOCK_IDLE_TIMEOUT_MS + POLL_MS + 2000);
+      expect(bLeads.getTime() - cutAt.getTime()).toBeLessThan(LOCK_TIMEOUT_MS + POLL_MS + 1000);
       expect(await ready(a.worker)).toBe(503);
       expect(await ready(b.worker)).toBe(200);
 
-      await new Promise((r) => setTimeout(r, Math.max(0, 30_000 - (Date.now() - cutAt.getTime()))));
+      // cut off three times as long as the lock's timeout: B keeps leading through it
+      await new Promise((r) => setTimeout(r, Math.max(0, 3 * LOCK_TIMEOUT_MS - (Date.now() - cutAt.getTime()))));
       a.proxy.set({ kind: 'pass' });
       await waitFor(async () => (await ready(a.worker)) === 200 || undefined, 60_000, 250);
       // B keeps the lead; A does not take it back
