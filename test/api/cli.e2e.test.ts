@@ -1,9 +1,10 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../../src/cli/cli.run.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, TEST_KEY, waitFor, type TestService } from '../support/service.js';
 
@@ -28,28 +29,21 @@ describe('callbacks CLI', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** Runs the real CLI process against the test service (bounded: killed after 20 s). */
-  function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], {
-        env: { PATH: process.env.PATH, CALLBACKS_URL: service.url, CALLBACKS_API_KEY: TEST_KEY, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c) => {
-        stdout += c;
-      });
-      child.stderr.on('data', (c) => {
-        stderr += c;
-      });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
+  /**
+   * Runs the CLI against the test service, as its bin does (src/cli/main.ts calls the
+   * same `run` with the process's argv, env and streams) but in this process: one
+   * test below runs the bin itself. A throw is the bin's crash: exit code 1.
+   */
+  async function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+    let stdout = '';
+    let stderr = '';
+    const io = { out: (text: string) => void (stdout += text.endsWith('\n') ? text : `${text}\n`), err: (text: string) => void (stderr += text), tty: false };
+    try {
+      const code = await run(args, { PATH: process.env.PATH, CALLBACKS_URL: service.url, CALLBACKS_API_KEY: TEST_KEY, ...env }, io);
+      return { code, stdout, stderr };
+    } catch (error) {
+      return { code: 1, stdout, stderr: `${stderr}${String(error)}` };
+    }
   }
 
   async function batchFile(name: string, content: unknown): Promise<string> {
