@@ -14,7 +14,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // *.pgbouncer.test.ts start PgBouncers of their own (Debian's package): only with
 // TEST_PGBOUNCER=1, so `npm test` needs nothing but Node.
 const pgbouncer = process.env.TEST_PGBOUNCER === '1' ? [] : ['test/**/*.pgbouncer.test.ts'];
-const DATABASE = { globalSetup: ['test/support/global-setup.ts'], exclude: [...configDefaults.exclude, ...pgbouncer] };
+// The files of a database tier share their worker's modules (isolate: false): the
+// service's modules are loaded once per worker, not once per file.
+const DATABASE = { globalSetup: ['test/support/global-setup.ts'], exclude: [...configDefaults.exclude, ...pgbouncer], isolate: false };
 
 export default defineConfig({
   plugins: [swc.vite({ module: { type: 'es6' } })],
