@@ -1336,7 +1336,7 @@ export interface components {
             cleared: number;
         };
         SecretDto: {
-            /** @example whsec_dGhpcyBpcyBhbiBleGFtcGxlIHNlY3JldCE= */
+            /** @example whsec_ZXhhbXBsZSBvbmx5 */
             secret: string;
             createdAt: string;
             /** @description null while current; else the end of its rotation overlap */
@@ -1790,7 +1790,7 @@ export interface components {
             disabled?: boolean;
             /**
              * @description Bring its signing secret (whsec_ + base64 of at least 24 bytes); else one is made
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             * @example whsec_ZXhhbXBsZSBvbmx5
              */
             secret?: string;
         };
