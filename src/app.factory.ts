@@ -9,6 +9,7 @@ import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
 import { ErrorFilter } from './common/error.filter.js';
 import { buildValidationPipe } from './common/validation.pipe.js';
 import { registerSecurityHooks } from './common/security.hooks.js';
+import { serviceUrl } from './common/service-url.js';
 import { cutConnectionsOnStop } from './common/stop.connections.js';
 import type { AppConfig } from './config/app.config.js';
 import { resolveDatabaseTarget } from './database/database.target.js';
@@ -128,6 +129,6 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   }
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const url = serviceUrl(config.host, port);
   return { app, url, databaseUrl, firstKey, close };
 }

@@ -81,7 +81,7 @@ export class AppConfig {
   @IsArray()
   @Matches(/^https?:\/\/[^/\s,;'"*]+$/, { each: true, message: 'each must be an origin: http(s)://host[:port], no path' })
   portalFrameAncestors: string[] = [];
-  /** PORTAL_BASE_URL: this service's address as receivers reach it, for portal links (unset: the address the minting request came to). */
+  /** PORTAL_BASE_URL: this service's address as receivers reach it, for portal links (unset: http://HOST:PORT as it listens; with HOST=0.0.0.0 or ::, the local address the minting request reached; never the request's Host header). */
   @IsOptional() @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be http(s)://host[:port], no path' }) portalBaseUrl?: string;
   /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */
   @IsOptional()
