@@ -163,6 +163,8 @@ export class AppConfig {
   @IsInt() @Min(0) apiAuthFailuresPerSec = 10;
   /** API_AUTH_FAILURES_BURST: wrong keys a client address may send at once (100). */
   @IsInt() @Min(1) apiAuthFailuresBurst = 100;
+  /** TRUSTED_PROXIES: comma-separated CIDRs of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto name the client and its scheme (none: the socket's address is the client). */
+  @IsArray() @IsString({ each: true }) @IsCidrList() trustedProxies: string[] = [];
 }
 
 type Parser = (raw: string) => unknown;
@@ -240,6 +242,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   API_RATE_LIMIT_BURST: ['apiRateLimitBurst', int],
   API_AUTH_FAILURES_PER_SEC: ['apiAuthFailuresPerSec', int],
   API_AUTH_FAILURES_BURST: ['apiAuthFailuresBurst', int],
+  TRUSTED_PROXIES: ['trustedProxies', list],
 };
 
 /** Variables whose values an error never repeats (they are keys). */

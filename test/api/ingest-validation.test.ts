@@ -296,7 +296,7 @@ describe(BatchController.name, () => {
       },
     });
     expect(res.status).toBe(202);
-    const [id] = (await res.json()).callbacks.map((c: { id: string }) => c.id);
+    const [{ id }] = ((await res.json()) as { callbacks: Array<{ id: string }> }).callbacks;
     const { rows } = await db.query('SELECT headers FROM callback WHERE id = $1', [id]);
     const names = Object.keys(rows[0].headers);
     expect(rows[0].headers).toMatchObject({ 'x-over': 'own', 'X-Kept': 'default', 'content-type': 'application/json' });
