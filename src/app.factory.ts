@@ -20,6 +20,7 @@ import { migrate } from './database/migrator.js';
 import { checkServer, describeServer, readServerFacts } from './database/server.check.js';
 import { AppLogger } from './logging/app.logger.js';
 import { registerRequestLogging } from './logging/request.logging.js';
+import { metricsClosedMessage, metricsOpenWithoutToken } from './metrics/metrics.controller.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerRequestMetrics } from './metrics/request.metrics.js';
 import { buildOpenApiDocument } from './openapi.document.js';
@@ -136,6 +137,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
     await close().catch(() => undefined);
     throw error;
   }
+  if (!config.metricsToken && !metricsOpenWithoutToken(config)) logger.warn(metricsClosedMessage(config));
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = serviceUrl(config.host, port);

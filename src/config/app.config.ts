@@ -67,7 +67,7 @@ export class AppConfig {
   @IsInt() @Min(1) httpTimeoutMs = 15_000;
   /** HTTP_MAX_TIMEOUT_MS: largest timeoutMs a callback may ask for (120000 ms). */
   @IsInt() @Min(1) httpMaxTimeoutMs = 120_000;
-  /** METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>` (unset: open, as /health). */
+  /** METRICS_TOKEN: /metrics needs `Authorization: Bearer <token>` (unset: /metrics is open while HOST is loopback and TRUSTED_PROXIES unset, else answers 403). */
   @IsOptional() @IsString() @MinLength(16) metricsToken?: string;
   /** SECRETS_KEY: 32 random bytes, base64 (`openssl rand -base64 32`): signing secrets are stored encrypted under it (AES-256-GCM). Required with DATABASE_URL; unset with the embedded Postgres, a key is made in DATA_DIR/secrets.key. */
   @IsOptional() @Matches(SECRETS_KEY_FORMAT, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' }) secretsKey?: string;
