@@ -44,7 +44,10 @@ export interface RunningService {
 /** Starts the whole service (database, migrations, API, worker) as the config says. */
 export async function startService(config: AppConfig): Promise<RunningService> {
   // JSON lines (pino) with secrets redacted, from the first line on; LOG_LEVEL applies.
-  const appLogger = new AppLogger(config.logLevel, config.bootstrapApiKey ? [config.bootstrapApiKey] : []);
+  const configuredSecrets = [config.bootstrapApiKey, config.metricsToken, config.secretsKey, ...config.secretsKeyPrevious].filter((s): s is string =>
+    Boolean(s),
+  );
+  const appLogger = new AppLogger(config.logLevel, configuredSecrets);
   Logger.overrideLogger(appLogger);
   const logger = new Logger('Service');
   // Before any database: an external one without SECRETS_KEY is refused here.
