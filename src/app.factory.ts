@@ -44,10 +44,11 @@ export interface RunningService {
 /** Starts the whole service (database, migrations, API, worker) as the config says. */
 export async function startService(config: AppConfig): Promise<RunningService> {
   // JSON lines (pino) with secrets redacted, from the first line on; LOG_LEVEL applies.
-  const configuredSecrets = [config.bootstrapApiKey, config.metricsToken, config.secretsKey, ...config.secretsKeyPrevious].filter((s): s is string =>
-    Boolean(s),
+  const configured = [config.bootstrapApiKey, config.metricsToken, config.secretsKey, ...config.secretsKeyPrevious];
+  const appLogger = new AppLogger(
+    config.logLevel,
+    configured.filter((s) => s !== undefined),
   );
-  const appLogger = new AppLogger(config.logLevel, configuredSecrets);
   Logger.overrideLogger(appLogger);
   const logger = new Logger('Service');
   // Before any database: an external one without SECRETS_KEY is refused here.
