@@ -1,16 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { admit } from '../common/request.admission.js';
 import type { PortalAuthService } from '../portal/portal-auth.service.js';
 import type { PortalCaller } from '../portal/portal-session.service.js';
 import type { AuthenticatedKey } from './api-key.service.js';
 import type { KeyAuthService } from './key-auth.service.js';
 
 type AuthenticatedRequest = FastifyRequest & { apiKey?: AuthenticatedKey; portal?: PortalCaller };
-
-/** True once the request hook found the request's API key or portal session. */
-export function isAuthenticated(req: FastifyRequest): boolean {
-  const r = req as AuthenticatedRequest;
-  return r.apiKey !== undefined || r.portal !== undefined;
-}
 
 /**
  * Authenticates every /v1 request (its API key) and every /portal/api request (its
@@ -32,6 +27,9 @@ export function registerAuthHooks(fastify: FastifyInstance, keys: KeyAuthService
     const r = req as AuthenticatedRequest;
     const authenticated =
       area === 'key' ? keys.authenticate(req).then((key) => void (r.apiKey = key)) : portal.authenticate(req).then((caller) => void (r.portal = caller));
-    authenticated.then(() => done(), done);
+    authenticated.then(() => {
+      admit(req);
+      done();
+    }, done);
   });
 }

@@ -1,9 +1,9 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { isAuthenticated } from '../auth/auth.hooks.js';
 import type { AppConfig } from '../config/app.config.js';
 import { AppError } from './app.error.js';
+import { isAdmitted } from './request.admission.js';
 
 /** Levels a request may nest around its callback bodies (`{callbacks:[{body:…}]}` and slack). */
 export const ENVELOPE_DEPTH = 4;
@@ -63,7 +63,7 @@ export function registerSecurityHooks(fastify: FastifyInstance): void {
   // After authentication (auth.hooks.ts), before any byte of a body is read: a request
   // no credential admitted (a public route, an unknown one) may send only a little.
   fastify.addHook('preParsing', (req: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, body?: Readable) => void) => {
-    if (isAuthenticated(req) || !hasBody(req)) return done(null, payload);
+    if (isAdmitted(req) || !hasBody(req)) return done(null, payload);
     if (Number(req.headers['content-length']) > UNAUTHENTICATED_BODY_BYTES) {
       void reply.header('connection', 'close');
       return done(tooLargeUnauthenticated());
