@@ -89,7 +89,7 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   const adapter = new FastifyAdapter({
     bodyLimit: config.maxRequestBytes,
     // Only these proxies' X-Forwarded-* headers are believed: req.ip is then the client
-    // they name (the failed-key limit and logs use it), else the socket's address.
+    // they name (the failed-key limit and the trace's client.address use it), else the socket's address.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     // Receiver and event type names are up to 128 characters (fastify's default, 100, answered 414 to longer ones),
     // percent-encoded up to three times as long.

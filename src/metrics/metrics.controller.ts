@@ -63,6 +63,7 @@ export function metricsOpenWithoutToken(config: AppConfig): boolean {
   return isLoopbackHost(config.host) && config.trustedProxies.length === 0;
 }
 
+/** Why /metrics answers 403 under `config`, and what to set: the scrape's answer and the start's warning. */
 export function metricsClosedMessage(config: AppConfig): string {
   const why = isLoopbackHost(config.host)
     ? "TRUSTED_PROXIES is set (a proxy forwards other machines' requests)"
