@@ -6,9 +6,12 @@ import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import { AppModule } from './app.module.js';
 import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
+import { registerAuthHooks } from './auth/auth.hooks.js';
+import { KeyAuthService } from './auth/key-auth.service.js';
 import { ErrorFilter } from './common/error.filter.js';
 import { buildValidationPipe } from './common/validation.pipe.js';
-import { registerSecurityHooks } from './common/security.hooks.js';
+import { registerJsonParser, registerSecurityHooks } from './common/security.hooks.js';
+import { serviceUrl } from './common/service-url.js';
 import { cutConnectionsOnStop } from './common/stop.connections.js';
 import type { AppConfig } from './config/app.config.js';
 import { resolveDatabaseTarget } from './database/database.target.js';
@@ -17,9 +20,11 @@ import { migrate } from './database/migrator.js';
 import { checkServer, describeServer, readServerFacts } from './database/server.check.js';
 import { AppLogger } from './logging/app.logger.js';
 import { registerRequestLogging } from './logging/request.logging.js';
+import { metricsClosedMessage, metricsOpenWithoutToken } from './metrics/metrics.controller.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { registerRequestMetrics } from './metrics/request.metrics.js';
 import { buildOpenApiDocument } from './openapi.document.js';
+import { PortalAuthService } from './portal/portal-auth.service.js';
 import { registerRequestTracing } from './tracing/request.tracing.js';
 import { loadKeyring } from './signing/secret-keyring.js';
 import { prepareSecretsAtRest } from './signing/secret-reseal.js';
@@ -39,7 +44,11 @@ export interface RunningService {
 /** Starts the whole service (database, migrations, API, worker) as the config says. */
 export async function startService(config: AppConfig): Promise<RunningService> {
   // JSON lines (pino) with secrets redacted, from the first line on; LOG_LEVEL applies.
-  const appLogger = new AppLogger(config.logLevel, config.bootstrapApiKey ? [config.bootstrapApiKey] : []);
+  const configured = [config.bootstrapApiKey, config.metricsToken, config.secretsKey, ...config.secretsKeyPrevious];
+  const appLogger = new AppLogger(
+    config.logLevel,
+    configured.filter((s) => s !== undefined),
+  );
   Logger.overrideLogger(appLogger);
   const logger = new Logger('Service');
   // Before any database: an external one without SECRETS_KEY is refused here.
@@ -79,6 +88,9 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   await startTracing(config);
   const adapter = new FastifyAdapter({
     bodyLimit: config.maxRequestBytes,
+    // Only these proxies' X-Forwarded-* headers are believed: req.ip is then the client
+    // they name (the failed-key limit and the trace's client.address use it), else the socket's address.
+    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     // Receiver and event type names are up to 128 characters (fastify's default, 100, answered 414 to longer ones),
     // percent-encoded up to three times as long.
     routerOptions: { maxParamLength: 400 },
@@ -92,10 +104,13 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   });
   app.useGlobalFilters(new ErrorFilter());
   app.useGlobalPipes(buildValidationPipe());
-  registerSecurityHooks(app.getHttpAdapter().getInstance(), config);
+  registerJsonParser(app, config);
+  registerSecurityHooks(app.getHttpAdapter().getInstance());
   registerRequestLogging(app.getHttpAdapter().getInstance(), appLogger);
   registerRequestTracing(app.getHttpAdapter().getInstance());
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
+  // Last of the request hooks: a refusal is logged, traced and counted first.
+  registerAuthHooks(app.getHttpAdapter().getInstance(), app.get(KeyAuthService), app.get(PortalAuthService));
   const stopping = cutConnectionsOnStop(app.getHttpAdapter().getInstance(), config.shutdownGraceMs);
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
 
@@ -126,8 +141,9 @@ export async function startService(config: AppConfig): Promise<RunningService> {
     await close().catch(() => undefined);
     throw error;
   }
+  if (!config.metricsToken && !metricsOpenWithoutToken(config)) logger.warn(metricsClosedMessage(config));
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const url = serviceUrl(config.host, port);
   return { app, url, databaseUrl, firstKey, close };
 }

@@ -22,6 +22,11 @@ const KEY_PREFIX = 'cbk_';
 const LOOKUP_CHARS = KEY_PREFIX.length + 8;
 /** Verified keys are remembered this long, so hot endpoints skip a query per request. */
 const CACHE_MS = 5_000;
+/** Digests of keys this process verified, kept at most this many (the set starts over when full). */
+const MAX_KNOWN = 10_000;
+
+/** The part of a presented key its row is found by, and failed attempts are counted per. */
+export const keyPrefixOf = (presented: string): string => presented.slice(0, LOOKUP_CHARS);
 
 /** One-shot hash: half the cost of createHash().update().digest(), and the guard hashes every request's key. */
 const sha256 = (s: string) => hash('sha256', s, 'buffer');
@@ -30,6 +35,12 @@ const sha256 = (s: string) => hash('sha256', s, 'buffer');
 export class ApiKeyService {
   private readonly logger = new Logger(ApiKeyService.name);
   private readonly cache = new Map<string, { key: AuthenticatedKey; until: number }>();
+  /**
+   * Digests of keys that verified in this process and have not failed since: a key here
+   * is not a guess, so the failed-key limit does not hold it back (it is still verified,
+   * from the cache or the database, on every request).
+   */
+  private readonly known = new Set<string>();
 
   constructor(
     private readonly keys: ApiKeyRepository,
@@ -55,13 +66,23 @@ export class ApiKeyService {
     const cacheKey = digest.toString('hex');
     const hit = this.cache.get(cacheKey);
     if (hit && hit.until > Date.now()) return hit.key;
-    const rows = await this.keys.findActiveByPrefix(presented.slice(0, LOOKUP_CHARS));
+    const rows = await this.keys.findActiveByPrefix(keyPrefixOf(presented));
     const row = rows.find((r) => timingSafeEqual(Buffer.from(r.hash, 'hex'), digest));
-    if (!row) return undefined;
+    if (!row) {
+      this.known.delete(cacheKey);
+      return undefined;
+    }
     const key = { id: row.id, name: row.name, isAdmin: row.isAdmin };
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(cacheKey, { key, until: Date.now() + CACHE_MS });
+    if (this.known.size >= MAX_KNOWN) this.known.clear();
+    this.known.add(cacheKey);
     return key;
+  }
+
+  /** True when `presented` verified in this process before and has not failed since. */
+  isKnownKey(presented: string): boolean {
+    return this.known.size > 0 && this.known.has(sha256(presented).toString('hex'));
   }
 
   listKeys(): Promise<ApiKeyRow[]> {
@@ -75,6 +96,7 @@ export class ApiKeyService {
   async revokeKey(id: string): Promise<boolean> {
     const revoked = await this.keys.revokeKey(id);
     this.cache.clear();
+    this.known.clear();
     return revoked;
   }
 
@@ -86,7 +108,7 @@ export class ApiKeyService {
     if ((await this.keys.countActive()) > 0) return undefined;
     const given = this.config.bootstrapApiKey;
     const created = await this.createKey('bootstrap', { isAdmin: true, key: given });
-    this.logger.log(`created the first API key "${created.name}" (${created.prefix}…)`);
+    this.logger.log(`created the first API key "${created.name}"`);
     return given ? { ...created, key: '(BOOTSTRAP_API_KEY)' } : created;
   }
 }

@@ -8,10 +8,16 @@ const MAX_BUCKETS = 100_000;
 
 /**
  * Per-key API rate limit (API_RATE_LIMIT_PER_SEC, API_RATE_LIMIT_BURST) and a limit
- * on failed authentications per client address (API_AUTH_FAILURES_*), so a flood of
- * guessed keys neither reaches the database nor makes guessing cheap. Token buckets
- * in this process: with N API replicas a client may make N times the rate in all;
- * that is the documented trade for a check that costs no query.
+ * on failed authentications (API_AUTH_FAILURES_*), so a flood of guessed keys neither
+ * reaches the database nor makes guessing cheap. Failures are counted twice, each
+ * against its own bucket: per client address (req.ip: the socket's, or the client a
+ * TRUSTED_PROXIES proxy names) and per presented key prefix (the part a key's row is
+ * found by), so guesses spread over many addresses at one key are held off too. The
+ * caller lets a key this process has verified before pass either hold (the
+ * authentication hook), so wrong keys sent from one address never lock out the
+ * working keys of everyone else behind it. Token buckets in this process: with N API
+ * replicas a client may make N times the rate in all; that is the documented trade for
+ * a check that costs no query.
  */
 @Injectable()
 export class RateLimitService {
@@ -26,18 +32,26 @@ export class RateLimitService {
     this.take(this.keys, keyId, limits, nowMs, `rate limit of ${limits.perSec} requests per second (burst ${limits.burst}) exceeded for this key`);
   }
 
-  /** Before a key is checked: throws 429 while `client` has no failed attempts left. */
-  checkFailures(client: string, nowMs = Date.now()): void {
-    const limits = this.failureLimits();
-    if (limits.perSec === 0 || tokensAt(this.failures.get(client), limits, nowMs) >= 1) return;
-    throw rateLimited('too many requests with a missing or wrong API key from this address', Math.max(1, Math.ceil(1 / limits.perSec)));
-  }
-
-  /** A missing or wrong key from `client`: spends one of its failed attempts. */
-  recordFailure(client: string, nowMs = Date.now()): void {
+  /** Before a credential is checked: throws 429 while `client`, or the presented key's `prefix`, has no failed attempts left. */
+  checkFailures(client: string, prefix?: string, nowMs = Date.now()): void {
     const limits = this.failureLimits();
     if (limits.perSec === 0) return;
-    this.store(this.failures, client, takeToken(this.failures.get(client), limits, nowMs).bucket, limits, nowMs);
+    const retryAfterSec = Math.max(1, Math.ceil(1 / limits.perSec));
+    if (tokensAt(this.failures.get(`address ${client}`), limits, nowMs) < 1) {
+      throw rateLimited('too many requests with a missing or wrong API key from this address', retryAfterSec);
+    }
+    if (prefix !== undefined && tokensAt(this.failures.get(`prefix ${prefix}`), limits, nowMs) < 1) {
+      throw rateLimited('too many wrong API keys beginning as this one', retryAfterSec);
+    }
+  }
+
+  /** A wrong credential from `client` (presented with key prefix `prefix`): spends one failed attempt of each. */
+  recordFailure(client: string, prefix?: string, nowMs = Date.now()): void {
+    const limits = this.failureLimits();
+    if (limits.perSec === 0) return;
+    for (const id of prefix === undefined ? [`address ${client}`] : [`address ${client}`, `prefix ${prefix}`]) {
+      this.store(this.failures, id, takeToken(this.failures.get(id), limits, nowMs).bucket, limits, nowMs);
+    }
   }
 
   private failureLimits(): BucketLimits {

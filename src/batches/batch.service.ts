@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
+import { layerHeaders } from '../common/headers.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
@@ -134,7 +135,7 @@ export class BatchService {
     if (timeoutMs > this.config.httpMaxTimeoutMs) {
       throw new AppError('validation_failed', `callbacks[${index}].timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
     }
-    const headers: Record<string, string> = { ...(r?.headers as Record<string, string> | undefined), ...d.headers, ...c.headers };
+    const headers = layerHeaders(r?.headers as Record<string, string> | undefined, d.headers, c.headers);
     if (Object.keys(headers).length > MAX_HEADERS) {
       throw new AppError('validation_failed', `callbacks[${index}] has more than ${MAX_HEADERS} headers with the batch defaults`);
     }

@@ -1336,7 +1336,7 @@ export interface components {
             cleared: number;
         };
         SecretDto: {
-            /** @example whsec_dGhpcyBpcyBhbiBleGFtcGxlIHNlY3JldCE= */
+            /** @example whsec_ZXhhbXBsZSBvbmx5 */
             secret: string;
             createdAt: string;
             /** @description null while current; else the end of its rotation overlap */
@@ -1790,7 +1790,7 @@ export interface components {
             disabled?: boolean;
             /**
              * @description Bring its signing secret (whsec_ + base64 of at least 24 bytes); else one is made
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             * @example whsec_ZXhhbXBsZSBvbmx5
              */
             secret?: string;
         };
@@ -5570,6 +5570,15 @@ export interface operations {
             };
             /** @description unauthorized: no key, or an unknown or revoked key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description forbidden: the route needs an admin key */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,9 +1,18 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { AppConfig } from '../config/app.config.js';
-import { jsonDepth } from './validators.js';
+import { AppError } from './app.error.js';
+import { isAdmitted } from './request.admission.js';
 
 /** Levels a request may nest around its callback bodies (`{callbacks:[{body:…}]}` and slack). */
 export const ENVELOPE_DEPTH = 4;
+
+/**
+ * Bytes of body a request without a credential may send (no public route takes a
+ * body): MAX_REQUEST_BYTES applies only once a key or portal session is known.
+ */
+export const UNAUTHENTICATED_BODY_BYTES = 16 * 1024;
 
 /**
  * Headers on every response unless a route set its own: no MIME sniffing, no
@@ -26,8 +35,8 @@ const FRAMEABLE = /frame-ancestors (?!'none')/;
 
 const DOCS_CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
-/** Registers the security response headers (and `x-request-id`), the URL guards and the JSON depth limit on the Fastify instance. */
-export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfig): void {
+/** Registers the security response headers (and `x-request-id`), the URL guards, the body limit before authentication and the JSON-only rule on the Fastify instance. */
+export function registerSecurityHooks(fastify: FastifyInstance): void {
   // Callback-style hooks (not async): one of each runs on every request, and an
   // async hook costs a promise and a microtask turn each time.
   fastify.addHook('onSend', (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
@@ -51,19 +60,90 @@ export function registerSecurityHooks(fastify: FastifyInstance, config: AppConfi
     done();
   });
 
-  // Before Nest's pipes turn the body into DTOs (recursively): the API takes JSON
-  // only, and a hostile document nested thousands deep is refused here.
-  const limit = config.maxJsonDepth + ENVELOPE_DEPTH;
+  // After authentication (auth.hooks.ts), before any byte of a body is read: a request
+  // no credential admitted (a public route, an unknown one) may send only a little.
+  fastify.addHook('preParsing', (req: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, body?: Readable) => void) => {
+    if (isAdmitted(req) || !hasBody(req)) return done(null, payload);
+    if (Number(req.headers['content-length']) > UNAUTHENTICATED_BODY_BYTES) {
+      void reply.header('connection', 'close');
+      return done(tooLargeUnauthenticated());
+    }
+    done(null, payload.pipe(new ByteLimit(UNAUTHENTICATED_BODY_BYTES)));
+  });
+
+  // The API takes JSON only (Nest's pipes then turn it into DTOs); the JSON parser
+  // bounds its nesting (registerJsonParser).
   fastify.addHook('preValidation', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (req.body === undefined || !(req.url.startsWith('/v1/') || req.url.startsWith('/portal/api/'))) return done();
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       return refuse(req, reply, 415, 'unsupported_media_type', 'the API takes JSON bodies only (content-type: application/json)');
     }
-    if (typeof req.body === 'object' && req.body !== null && jsonDepth(req.body, limit) > limit) {
-      return refuse(req, reply, 400, 'validation_failed', `request JSON is nested deeper than ${limit} levels`);
-    }
     done();
   });
+}
+
+/**
+ * The application/json parser: the raw body's nesting is measured in one pass over its
+ * bytes (jsonExceedsDepth) before JSON.parse builds anything, so a hostile `[[[[…`
+ * costs a scan, not millions of nested arrays built on the event loop; then Fastify's
+ * own parser (`__proto__` and `constructor.prototype` keys refused) parses it.
+ */
+export function registerJsonParser(app: NestFastifyApplication, config: AppConfig): void {
+  const limit = config.maxJsonDepth + ENVELOPE_DEPTH;
+  const parse = app.getHttpAdapter().getInstance().getDefaultJsonParser('error', 'error');
+  app.useBodyParser<RawServerDefault>('application/json', { bodyLimit: config.maxRequestBytes }, (req, body, done) => {
+    if (jsonExceedsDepth(body, limit)) return done(new AppError('validation_failed', `request JSON is nested deeper than ${limit} levels`));
+    void parse(req, body.toString('utf8'), done);
+  });
+}
+
+/**
+ * True as soon as the JSON text in `bytes` opens more than `limit` arrays or objects
+ * that are still open: brackets inside strings (escapes respected) do not count. It
+ * reads bytes, not characters: the quote, the backslash, brackets and braces are
+ * ASCII, and no byte of a multi-byte UTF-8 character is. Text that is not JSON may be
+ * counted wrongly; JSON.parse refuses it after, having built no deeper than allowed.
+ */
+export function jsonExceedsDepth(bytes: Uint8Array, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i];
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > limit) return true;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
+  }
+  return false;
+}
+
+const [QUOTE, BACKSLASH, OPEN_ARRAY, CLOSE_ARRAY, OPEN_OBJECT, CLOSE_OBJECT] = ['"', '\\', '[', ']', '{', '}'].map((c) => c.charCodeAt(0));
+
+/** Whether the request announces a body (a length above 0, or chunks). */
+function hasBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+const tooLargeUnauthenticated = () =>
+  new AppError('payload_too_large', `a request without a valid credential may send at most ${UNAUTHENTICATED_BODY_BYTES} bytes of body`);
+
+/** Passes a body through until it exceeds `limit` bytes, then fails it with a 413. */
+class ByteLimit extends Transform {
+  private seen = 0;
+
+  constructor(private readonly limit: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.seen += chunk.length;
+    if (this.seen > this.limit) return callback(Object.assign(tooLargeUnauthenticated(), { statusCode: 413 }));
+    callback(null, chunk);
+  }
 }
 
 const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;|$)/i;

@@ -1,5 +1,6 @@
 import { Matches, registerDecorator, type ValidationOptions } from 'class-validator';
 import { cidrProblem } from './cidr.js';
+import { repeatedHeader } from './headers.js';
 
 /** RFC 9110 token: what a header name may contain. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -36,6 +37,9 @@ export function headerMapProblem(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'must be an object of header name to string value';
   const entries = Object.entries(value);
   if (entries.length > MAX_HEADERS) return `at most ${MAX_HEADERS} headers`;
+  // Header names are case-insensitive: two spellings of one name would both be sent.
+  const repeated = repeatedHeader(Object.keys(value));
+  if (repeated) return `header ${repeated[0]} is given twice (as ${repeated.join(' and ')}): header names are compared whatever their case`;
   for (const [name, v] of entries) {
     if (!HEADER_NAME.test(name)) return `invalid header name ${JSON.stringify(name)}`;
     if (RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('webhook-'))

@@ -23,6 +23,12 @@ describe(AppConfig.name, () => {
     expect(() => loadConfig({ RETENTION_HOURS: '1h' })).toThrow(/RETENTION_HOURS="1h"/);
   });
 
+  it('should take TRUSTED_PROXIES as a list of CIDRs and refuse an entry that is not one, naming the variable', () => {
+    expect(loadConfig({}).trustedProxies).toEqual([]);
+    expect(loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1,fd00::/8' }).trustedProxies).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
+    expect(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8,loopback' })).toThrow(/TRUSTED_PROXIES="10.0.0.0\/8,loopback".*"loopback" is not an IP address/);
+  });
+
   it('should list every bad variable at once', () => {
     let error: unknown;
     try {

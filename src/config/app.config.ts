@@ -71,7 +71,7 @@ export class AppConfig {
   @IsInt() @Min(1) httpTimeoutMs = 15_000;
   /** HTTP_MAX_TIMEOUT_MS: largest timeoutMs a callback may ask for (120000 ms). */
   @IsInt() @Min(1) httpMaxTimeoutMs = 120_000;
-  /** METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>` (unset: open, as /health). */
+  /** METRICS_TOKEN: /metrics needs `Authorization: Bearer <token>` (unset: /metrics is open while HOST is loopback and TRUSTED_PROXIES unset, else answers 403). */
   @IsOptional() @IsString() @MinLength(16) metricsToken?: string;
   /** SECRETS_KEY: 32 random bytes, base64 (`openssl rand -base64 32`): signing secrets are stored encrypted under it (AES-256-GCM). Required with DATABASE_URL; unset with the embedded Postgres, a key is made in DATA_DIR/secrets.key. */
   @IsOptional() @Matches(SECRETS_KEY_FORMAT, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' }) secretsKey?: string;
@@ -85,7 +85,7 @@ export class AppConfig {
   @IsArray()
   @Matches(/^https?:\/\/[^/\s,;'"*]+$/, { each: true, message: 'each must be an origin: http(s)://host[:port], no path' })
   portalFrameAncestors: string[] = [];
-  /** PORTAL_BASE_URL: this service's address as receivers reach it, for portal links (unset: the address the minting request came to). */
+  /** PORTAL_BASE_URL: this service's address as receivers reach it, for portal links (unset: http://HOST:PORT as it listens; with HOST=0.0.0.0 or ::, the local address the minting request reached; never the request's Host header). */
   @IsOptional() @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be http(s)://host[:port], no path' }) portalBaseUrl?: string;
   /** EGRESS_PROXY_URL: http:// or https:// forward proxy every callback goes through, as a CONNECT tunnel (unset: direct). */
   @IsOptional()
@@ -167,6 +167,8 @@ export class AppConfig {
   @IsInt() @Min(0) apiAuthFailuresPerSec = 10;
   /** API_AUTH_FAILURES_BURST: wrong keys a client address may send at once (100). */
   @IsInt() @Min(1) apiAuthFailuresBurst = 100;
+  /** TRUSTED_PROXIES: comma-separated CIDRs of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto name the client and its scheme (none: the socket's address is the client). */
+  @IsArray() @IsString({ each: true }) @IsCidrList() trustedProxies: string[] = [];
 }
 
 type Parser = (raw: string) => unknown;
@@ -246,6 +248,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   API_RATE_LIMIT_BURST: ['apiRateLimitBurst', int],
   API_AUTH_FAILURES_PER_SEC: ['apiAuthFailuresPerSec', int],
   API_AUTH_FAILURES_BURST: ['apiAuthFailuresBurst', int],
+  TRUSTED_PROXIES: ['trustedProxies', list],
 };
 
 /** Variables whose values an error never repeats (they are keys). */

@@ -1,3 +1,4 @@
+import { layerHeaders } from '../common/headers.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { AppConfig } from '../config/app.config.js';
 import { signWebhook } from '../signing/signature.js';
@@ -10,11 +11,18 @@ import type { CallResult, OutgoingCall } from './transport/http.transport.js';
  * The request for one attempt: the client's headers plus the Standard Webhooks
  * headers. `webhook-id` is the callback id, the same on every attempt, so receivers
  * can drop duplicates; the timestamp and signature are made fresh per attempt.
+ *
+ * One header per name goes out, whatever the case of the stored names: the client's
+ * `User-Agent` replaces the service's. A row stored by an event's insert lays the
+ * event's own `content-type` over its receiver's headers in SQL (`||`, which compares
+ * names exactly), so it may hold `Content-Type` beside it; jsonb lists names by length,
+ * then byte order, so of two spellings of one name the all-lowercase one, the
+ * service's own, comes last and is the one sent.
  */
 export function buildRequest(row: ClaimedCallback, secrets: readonly string[], defaultTimeoutMs: number, now = Date.now()): OutgoingCall {
   const body = row.body ?? '';
   const timestamp = Math.floor(now / 1000);
-  const headers: Record<string, string> = { 'user-agent': USER_AGENT, ...row.headers };
+  const headers = layerHeaders({ 'user-agent': USER_AGENT }, row.headers);
   headers['webhook-id'] = row.id;
   headers['webhook-timestamp'] = String(timestamp);
   if (secrets.length > 0) headers['webhook-signature'] = signWebhook(row.id, timestamp, body, secrets);

@@ -150,7 +150,7 @@ export class EventService {
       if ((r.timeoutMs ?? this.config.httpTimeoutMs) > this.config.httpMaxTimeoutMs) {
         throw new AppError('validation_failed', `receiver ${r.name}: timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
       }
-      const theirs = Object.keys(r.headers as Record<string, string>).filter((h) => !own.includes(h)).length;
+      const theirs = Object.keys(r.headers as Record<string, string>).filter((h) => !own.includes(h.toLowerCase())).length;
       if (theirs + own.length > MAX_HEADERS)
         throw new AppError('validation_failed', `receiver ${r.name} has more than ${MAX_HEADERS} headers with the event's`);
       callbackIds.push(uuidv7());

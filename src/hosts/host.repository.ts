@@ -110,6 +110,22 @@ export class HostRepository {
   }
 
   /**
+   * Whether this key has work at `host`, as `hostsOfKey` lists it: pending or in-flight
+   * rows, attempts since `since`, or a 410 mark of its own. Each EXISTS stops at its
+   * first row; the callback probe reads what `queueDepths` reads for the same key and
+   * host (the planner's pick of the key's or the host's pending rows), the attempt probe
+   * the key's attempts since `since` (`attempt_api_key_id_started_at_idx`), as
+   * `hostStats` does. Reads only, locks nothing.
+   */
+  async keyHasWork(apiKeyId: string, host: string, since: Date): Promise<boolean> {
+    const [row] = await this.db.query<{ found: boolean }>(Prisma.sql`
+      SELECT EXISTS (SELECT 1 FROM callback WHERE status IN ${UNFINISHED} AND api_key_id = ${apiKeyId}::uuid AND host = ${host})
+          OR EXISTS (SELECT 1 FROM attempt WHERE api_key_id = ${apiKeyId}::uuid AND started_at >= ${since} AND host = ${host})
+          OR EXISTS (SELECT 1 FROM gone_endpoint WHERE host = ${host} AND api_key_id = ${apiKeyId}::uuid) AS found`);
+    return row.found;
+  }
+
+  /**
    * One page of the hosts in use, for admin keys: with calls in flight, a breaker
    * not closed or failing, limits of their own (all via `host_limited_idx`), pending
    * rows of any key, gone URLs, or attempts of `apiKeyId` since `since`. Destinations

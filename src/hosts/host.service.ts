@@ -15,7 +15,9 @@ const DEFAULT_WINDOW_MS = 15 * 60_000;
  * Per-destination limits and state for GET/PUT /v1/hosts. Limits, in-flight
  * count and breaker are the host's (shared by every tenant); latency, error rate,
  * queue depth and gone URLs are the calling key's own, except that an admin key
- * sees every host and every gone URL.
+ * sees every host and every gone URL. A plain key sees only the hosts it has work
+ * for: any other is a 404 worded as for a host nobody uses, so the answer does not
+ * tell whether another tenant sends there.
  */
 @Injectable()
 export class HostService {
@@ -34,8 +36,8 @@ export class HostService {
   }
 
   async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostDto> {
-    const [row] = await this.hosts.findHosts([host]);
-    if (!row) throw new AppError('not_found', `no callbacks or limits for ${host} yet`);
+    const [row, visible] = await Promise.all([this.hosts.findHosts([host]).then((rows) => rows[0]), key.isAdmin || this.hosts.keyHasWork(key.id, host, since)]);
+    if (!row || !visible) throw new AppError('not_found', `no callbacks or limits for ${host} yet`);
     const [item] = await this.describe([row], key, since);
     return item;
   }

@@ -10,9 +10,10 @@ const LEVELS: Record<NestLogLevel, Level> = { fatal: 'fatal', error: 'error', wa
 /**
  * Nest's logger as one JSON line per event (pino): `level`, `time`, `context`,
  * `msg`, and `requestId` when the line is written while serving an API request.
- * Secrets are redacted from messages and fields: `whsec_` signing secrets, `cbk_`
- * keys, bearer tokens, fields named like secrets, and the configured
- * BOOTSTRAP_API_KEY whatever it looks like.
+ * Secrets are redacted from messages and fields, at every level: `whsec_` signing
+ * secrets, `cbk_` keys, `cbp_` portal tokens, bearer tokens, credentials in query
+ * strings, fields named like secrets, and the configured secrets (BOOTSTRAP_API_KEY,
+ * METRICS_TOKEN, SECRETS_KEY) whatever they look like (redact.policy.ts).
  */
 export class AppLogger implements LoggerService {
   private readonly pino: Logger;

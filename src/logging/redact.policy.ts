@@ -1,15 +1,36 @@
-/** Secrets the service hands out or is given: signing secrets and API keys. */
-const SECRET_PATTERNS = [/whsec_[A-Za-z0-9+/=_-]+/g, /cbk_[A-Za-z0-9_-]+/g, /(Bearer\s+)\S+/gi];
 export const REDACTED = '[redacted]';
+
+/**
+ * Credentials the service hands out or is given, by their shape: `whsec_` signing
+ * secrets, `cbk_` API keys, `cbp_` portal tokens (claims `.` signature) and cookies,
+ * any bearer token, and the value of a query parameter named like a credential (a
+ * portal link's `?token=`, a receiver URL's `?access_token=`). The rest of a line stays.
+ */
+const SECRET_PATTERNS: Array<[RegExp, string]> = [
+  [/whsec_[A-Za-z0-9+/=_-]+/g, REDACTED],
+  [/cbk_[A-Za-z0-9_-]+/g, REDACTED],
+  [/cbp_[A-Za-z0-9_.-]+/g, REDACTED],
+  [/(Bearer\s+)\S+/gi, `$1${REDACTED}`],
+  [/([?&;](?:[\w.-]*(?:token|secret|password|passwd|signature|api[_-]?key|apikey|auth)[\w.-]*|key|sig|code)=)[^&#\s"']*/gi, `$1${REDACTED}`],
+];
 
 /** Field names whose values are never logged, at any depth. */
 export const SECRET_FIELDS = ['authorization', 'cookie', 'secret', 'secrets', 'key', 'apiKey', 'bootstrapApiKey', 'signingSecret', 'password'];
 
-/** `text` with every secret-looking token, and each of `extra` (e.g. BOOTSTRAP_API_KEY), replaced by [redacted]. */
+/**
+ * `text` with every secret-looking token, and each of `extra` (BOOTSTRAP_API_KEY,
+ * METRICS_TOKEN, SECRETS_KEY: whatever they look like, as written and as a URL writes
+ * them), replaced by [redacted].
+ */
 export function redactText(text: string, extra: string[] = []): string {
   let out = text;
-  for (const secret of extra) if (secret) out = out.split(secret).join(REDACTED);
-  for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, (_m, bearer?: string) => (typeof bearer === 'string' ? `${bearer}${REDACTED}` : REDACTED));
+  for (const secret of extra) {
+    if (!secret) continue;
+    out = out.split(secret).join(REDACTED);
+    const encoded = encodeURIComponent(secret);
+    if (encoded !== secret) out = out.split(encoded).join(REDACTED);
+  }
+  for (const [pattern, replacement] of SECRET_PATTERNS) out = out.replace(pattern, replacement);
   return out;
 }
 

@@ -1,9 +1,12 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
+import { serviceUrl } from '../common/service-url.js';
 import { AppConfig } from '../config/app.config.js';
 import { CreatePortalSessionDto, PortalSessionDto, RevokedPortalSessionsDto } from './dto/portal-session.dto.js';
 import { PortalSessionService } from './portal-session.service.js';
@@ -17,6 +20,7 @@ export class PortalSessionController {
   constructor(
     private readonly sessions: PortalSessionService,
     private readonly config: AppConfig,
+    private readonly adapter: HttpAdapterHost,
   ) {}
 
   /** A link (and token) to the receiver's portal, scoped to it and to `capabilities`, valid `ttlSeconds`. */
@@ -43,12 +47,15 @@ export class PortalSessionController {
     return this.sessions.revokeSessions(key.id, name);
   }
 
-  /** PORTAL_BASE_URL, else the address this request came to (a Host header of host[:port] only). */
+  /**
+   * PORTAL_BASE_URL, else the address the service listens on (HOST and its port; with a
+   * HOST of every interface, the local address the request's connection reached). Never
+   * the request's Host header: whoever mints a link through a proxy, or with a forged
+   * Host, would otherwise hand receivers a link to another site, token included.
+   */
   private baseUrl(req: FastifyRequest): string {
     if (this.config.portalBaseUrl) return this.config.portalBaseUrl;
-    const host = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(req.headers.host ?? '')
-      ? req.headers.host
-      : `${this.config.host}:${this.config.port}`;
-    return `${req.protocol}://${host}`;
+    const address = this.adapter.httpAdapter.getHttpServer().address() as AddressInfo | null;
+    return serviceUrl(this.config.host, address?.port ?? this.config.port, req.socket.localAddress);
   }
 }

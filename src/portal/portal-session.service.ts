@@ -13,6 +13,7 @@ import {
   readPortalToken,
   signPortalToken,
   type PortalCapability,
+  type PortalClaims,
 } from './portal-token.policy.js';
 
 /** Sessions last an hour unless asked otherwise, at most 7 days. */
@@ -77,10 +78,20 @@ export class PortalSessionService {
    * revoked, expired, its receiver deleted or its key revoked, it is refused.
    */
   async authenticate(token: string | undefined): Promise<PortalCaller> {
-    const refused = () => new AppError('unauthorized', 'invalid, expired or revoked portal session: ask the sender for a new link');
+    const claims = this.signedClaims(token);
+    if (!claims) throw refused();
+    return this.callerOf(claims);
+  }
+
+  /** The claims of a token this service signed and that has not expired, else undefined; reads nothing but the token. */
+  signedClaims(token: string | undefined): PortalClaims | undefined {
     const claims = readPortalToken(token);
     const key = claims && this.keyring.derive(PURPOSE, claims.kid);
-    if (!claims || !key || !portalTokenValid(token!, claims, key, Date.now())) throw refused();
+    return claims && key && portalTokenValid(token!, claims, key, Date.now()) ? claims : undefined;
+  }
+
+  /** The caller of signed `claims` as its session row says, or a 401 (revoked, expired, receiver deleted, key revoked). */
+  async callerOf(claims: PortalClaims): Promise<PortalCaller> {
     const row = await this.sessions.findLiveSession(claims.sid, new Date());
     if (!row || row.receiverId !== claims.rid) throw refused();
     return toCaller(row);
@@ -107,6 +118,9 @@ export class PortalSessionService {
     return key;
   }
 }
+
+/** The 401 of a portal token that is not, or no longer, a session. */
+export const refused = () => new AppError('unauthorized', 'invalid, expired or revoked portal session: ask the sender for a new link');
 
 function toCaller(row: PortalSessionRow): PortalCaller {
   return {

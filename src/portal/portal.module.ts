@@ -7,6 +7,7 @@ import { ReceiversModule } from '../receivers/receivers.module.js';
 import { RecoveriesModule } from '../recoveries/recoveries.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { PortalApiController } from './portal-api.controller.js';
+import { PortalAuthService } from './portal-auth.service.js';
 import { PortalPagesController } from './portal-pages.controller.js';
 import { PortalSessionController } from './portal-session.controller.js';
 import { PortalSessionRepository } from './portal-session.repository.js';
@@ -18,6 +19,6 @@ import { PortalService } from './portal.service.js';
 @Module({
   imports: [AuthModule, BatchesModule, CallbacksModule, HistoryModule, ReceiversModule, RecoveriesModule, SigningModule],
   controllers: [PortalSessionController, PortalApiController, PortalPagesController],
-  providers: [PortalSessionRepository, PortalSessionService, PortalService, PortalGuard],
+  providers: [PortalSessionRepository, PortalSessionService, PortalAuthService, PortalService, PortalGuard],
 })
 export class PortalModule {}

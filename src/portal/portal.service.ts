@@ -4,6 +4,7 @@ import type { CreateBatchDto } from '../batches/dto/create-batch.dto.js';
 import { CallbackService, toCallbackView } from '../callbacks/callback.service.js';
 import type { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { AppError, notFound } from '../common/app.error.js';
+import { layerHeaders } from '../common/headers.js';
 import { pageOf } from '../common/page.js';
 import { AppConfig } from '../config/app.config.js';
 import { USER_AGENT } from '../common/user-agent.js';
@@ -93,7 +94,10 @@ export class PortalService {
     const attempts = detail.attempts.map((a) => {
       const timestamp = Math.floor(Date.parse(a.startedAt) / 1000);
       const signingSecrets = secretsAt(secrets, Date.parse(a.startedAt));
-      const sentHeaders: Record<string, string> = { 'user-agent': USER_AGENT, ...headers, 'webhook-id': sent.id, 'webhook-timestamp': String(timestamp) };
+      // As buildRequest makes them: one header per name whatever its case.
+      const sentHeaders = layerHeaders({ 'user-agent': USER_AGENT }, headers);
+      sentHeaders['webhook-id'] = sent.id;
+      sentHeaders['webhook-timestamp'] = String(timestamp);
       if (signingSecrets.length > 0) sentHeaders['webhook-signature'] = signWebhook(sent.id, timestamp, sent.body ?? '', signingSecrets);
       const request = { method: sent.method, url: sent.url, headers: sentHeaders, body: sent.body };
       return { ...a, request };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitService } from '../../src/auth/rate-limit.service.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, TEST_KEY, type TestService } from '../support/service.js';
 
 describe(RateLimitService.name, () => {
   let service: TestService;
@@ -56,6 +56,35 @@ describe(RateLimitService.name, () => {
       await new Promise((r) => setTimeout(r, 1100));
       expect((await limited.api('/v1/batches')).status).toBe(200);
       expect(await wrong()).toBe(401);
+      // That key has now verified in this process: wrong keys from its address no longer hold it off.
+      while ((await wrong()) !== 429);
+      expect((await limited.api('/v1/batches')).status).toBe(200);
+    } finally {
+      await limited.dispose();
+    }
+  });
+
+  it('should count wrong keys per client a TRUSTED_PROXIES proxy names, and per key prefix across clients', async () => {
+    const limited = await startTestService({ role: 'api', apiAuthFailuresPerSec: 1, apiAuthFailuresBurst: 3, trustedProxies: ['127.0.0.1/32'] });
+    try {
+      const from = (client: string, key: string | null = TEST_KEY) =>
+        limited.api('/v1/batches', { key, headers: { 'x-forwarded-for': client } }).then((r) => r.status);
+      // four guesses of different keys from one client behind the proxy: the fourth is held off
+      const guesses = [];
+      for (const prefix of ['cbk_aaaaaaa1', 'cbk_aaaaaaa2', 'cbk_aaaaaaa3', 'cbk_aaaaaaa4'])
+        guesses.push(await from('198.51.100.1', `${prefix}_wrong_tail_000000`));
+      expect(guesses).toEqual([401, 401, 401, 429]);
+      // another client behind the same proxy is not: its wrong key is a 401, its key (never verified here before) a 200
+      expect(await from('198.51.100.2', 'cbk_bbbbbbb1_wrong_tail_000000')).toBe(401);
+      expect(await from('198.51.100.2')).toBe(200);
+      // guesses at one key prefix from many clients: the prefix is held off, for a new client too
+      const spread = [];
+      for (let i = 10; i < 14; i++) spread.push(await from(`198.51.100.${i}`, `cbk_sameprefx_wrong_tail_${i}`));
+      expect(spread).toEqual([401, 401, 401, 429]);
+      const held = await limited.api('/v1/batches', { key: 'cbk_sameprefx_wrong_tail_99', headers: { 'x-forwarded-for': '198.51.100.99' } });
+      expect([held.status, ((await held.json()) as { message: string }).message]).toEqual([429, expect.stringMatching(/wrong API keys beginning as this one/)]);
+      // the held client's working key, verified here before, is served all the same
+      expect(await from('198.51.100.1')).toBe(200);
     } finally {
       await limited.dispose();
     }

@@ -87,6 +87,27 @@ const CASES: Case[] = [
     code: 'validation_failed',
     says: /defaults/,
   },
+  {
+    name: 'header names that differ only by case',
+    body: one({ headers: { 'X-Dup': 'a', 'x-dup': 'b' } }),
+    status: 400,
+    code: 'validation_failed',
+    says: /header X-Dup is given twice \(as X-Dup and x-dup\)/,
+  },
+  {
+    name: 'two Content-Types',
+    body: one({ headers: { 'Content-Type': 'text/plain', 'content-type': 'application/json' } }),
+    status: 400,
+    code: 'validation_failed',
+    says: /header Content-Type is given twice/,
+  },
+  {
+    name: 'header names that differ only by case in the defaults',
+    body: { defaults: { headers: { 'X-Token': 'a', 'X-TOKEN': 'b' } }, callbacks: [{ url: URL_OK }] },
+    status: 400,
+    code: 'validation_failed',
+    says: /defaults.*X-Token is given twice/,
+  },
   { name: '51 headers', body: one({ headers: manyHeaders(51) }), status: 400, code: 'validation_failed', says: /at most 50 headers/ },
   {
     name: '30 default + 30 own headers',
@@ -265,5 +286,21 @@ describe(BatchController.name, () => {
     });
     expect(res.status).toBe(202);
     expect(await stored()).toEqual({ batches: before.batches + 1, callbacks: before.callbacks + 5 });
+  });
+
+  it("should lay a callback's header over its default of the same name whatever the case, and store one of each name", async () => {
+    const res = await post({
+      body: {
+        defaults: { headers: { 'X-Over': 'default', 'X-Kept': 'default', ...manyHeaders(30, 'X-H') } },
+        callbacks: [{ url: URL_OK, headers: { 'x-over': 'own', ...manyHeaders(30, 'x-h') }, body: { a: 1 } }],
+      },
+    });
+    expect(res.status).toBe(202);
+    const [{ id }] = ((await res.json()) as { callbacks: Array<{ id: string }> }).callbacks;
+    const { rows } = await db.query('SELECT headers FROM callback WHERE id = $1', [id]);
+    const names = Object.keys(rows[0].headers);
+    expect(rows[0].headers).toMatchObject({ 'x-over': 'own', 'X-Kept': 'default', 'content-type': 'application/json' });
+    expect(names).toHaveLength(33);
+    expect(new Set(names.map((n) => n.toLowerCase())).size).toBe(names.length);
   });
 });

@@ -87,6 +87,28 @@ describe(MetricsController.name, () => {
   });
 });
 
+describe(`${MetricsController.name} without METRICS_TOKEN`, () => {
+  it('should answer 403 naming METRICS_TOKEN when the port is reachable from other machines (here: through TRUSTED_PROXIES), and serve it with the token', async () => {
+    const service = await startTestService({ role: 'api', trustedProxies: ['127.0.0.1/32'] });
+    try {
+      const res = await service.api('/metrics', { key: null });
+      expect(res.status).toBe(403);
+      expect(await res.json()).toMatchObject({
+        code: 'forbidden',
+        message: expect.stringMatching(/needs METRICS_TOKEN: TRUSTED_PROXIES is set.*set METRICS_TOKEN/),
+      });
+    } finally {
+      await service.dispose();
+    }
+    const open = await startTestService({ role: 'api', trustedProxies: ['127.0.0.1/32'], metricsToken: METRICS_TOKEN });
+    try {
+      expect((await open.api('/metrics', { key: METRICS_TOKEN })).status).toBe(200);
+    } finally {
+      await open.dispose();
+    }
+  });
+});
+
 describe(`${MetricsController.name} (API role)`, () => {
   it('should count due callbacks no worker has claimed as the backlog, open to scrapers when no METRICS_TOKEN is set', async () => {
     const service = await startTestService({ role: 'api' });

@@ -152,6 +152,23 @@ describe('OpenAPI document', () => {
     expect(doc.servers?.length).toBeGreaterThan(0);
   });
 
+  it('should show no example a reader could put to use as a secret: each whsec_ example is refused as a receiver secret and an operator endpoint secret', async () => {
+    const examples = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (typeof node === 'string' && /whsec_/.test(node)) examples.add(node);
+      else if (node !== null && typeof node === 'object') Object.values(node).forEach(walk);
+    };
+    walk(doc);
+    expect(examples.size).toBeGreaterThan(0);
+    for (const secret of examples) {
+      if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) continue;
+      const receiver = await service.api('/v1/receivers/example-secret', { method: 'PUT', json: { url: 'http://127.0.0.1:9/x', secret } });
+      expect([secret, receiver.status]).toEqual([secret, 400]);
+      const operator = await service.api('/v1/operator-endpoint', { method: 'PUT', json: { url: 'http://127.0.0.1:9/ops', secret } });
+      expect([secret, operator.status]).toEqual([secret, 400]);
+    }
+  });
+
   /** The validator every answer of service.api and service.client goes through (test/support/openapi-validator.ts), shown its teeth. */
   describe(OpenApiValidator.name, () => {
     /** The served document, changed by `edit`, as a validator. */

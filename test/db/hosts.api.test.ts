@@ -50,12 +50,19 @@ describe(HostController.name, () => {
     expect(await service.apiJson(path)).toEqual(item);
   });
 
-  it('should show another key the host only once it has work there, with its own figures', async () => {
+  it('should show another key the host only once it has work there, with its own figures (GET /v1/hosts/:host a 404 until then, as for a host nobody uses)', async () => {
     expect((await service.apiJson('/v1/hosts', { key: tenant.key })).items).toEqual([]);
+    const unknown = `/v1/hosts/${encodeURIComponent('http://127.0.0.9:1')}`;
+    const [other, nobody] = [await service.api(path, { key: tenant.key }), await service.api(unknown, { key: tenant.key })];
+    expect([other.status, nobody.status]).toEqual([404, 404]);
+    const [a, b] = [await jsonOf(other), await jsonOf(nobody)];
+    expect(a.message.replace(receiver.url, 'H')).toBe(b.message.replace('http://127.0.0.9:1', 'H'));
+    expect((await service.api(path)).status).toBe(200);
     const batch = await service.apiJson('/v1/batches', { method: 'POST', key: tenant.key, json: { callbacks: [{ url: `${receiver.url}/t` }] } });
     await waitFor(async () => (await service.apiJson(`/v1/batches/${batch.id}`, { key: tenant.key })).status === 'completed');
     const [item] = (await service.apiJson('/v1/hosts', { key: tenant.key })).items;
     expect(item).toMatchObject({ host: receiver.url, latency: { attempts: 1, errorRate: 0 } });
+    expect(await service.apiJson(path, { key: tenant.key })).toEqual(item);
   });
 
   it("should let only admin keys change a host's limits, and restore defaults with null", async () => {

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PortalGuard } from '../../src/portal/portal.guard.js';
@@ -86,6 +87,25 @@ describe(PortalGuard.name, () => {
       expect(Math.abs(Date.parse(s.expiresAt) - Date.now() - 600_000)).toBeLessThan(5_000);
       expect((await service.api('/v1/receivers/c/portal-sessions', { method: 'POST', json: {} })).status).toBe(404);
       expect((await service.api('/v1/receivers/nobody/portal-sessions', { method: 'POST', json: {} })).status).toBe(404);
+    });
+
+    it("should build the link from the service's own address, never from the request's Host header", async () => {
+      const body = '{}';
+      const forged = await new Promise<{ status: number; json: any }>((resolve, reject) => {
+        const req = http.request(`${service.url}/v1/receivers/a/portal-sessions`, {
+          method: 'POST',
+          headers: { host: 'evil.example', authorization: `Bearer ${service.key}`, 'content-type': 'application/json', 'content-length': body.length },
+        });
+        req.on('response', (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      expect(forged.status).toBe(201);
+      expect(forged.json.url).toBe(`${service.url}/portal/session?token=${forged.json.token}`);
     });
 
     it('should refuse bad input with a 400 and store nothing', async () => {

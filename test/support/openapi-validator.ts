@@ -48,8 +48,9 @@ export class OpenApiValidator {
     const op = this.operations.find((o) => o.method === method && o.pattern.test(url.pathname));
     if (!op) {
       if (!url.pathname.startsWith('/v1/') && url.pathname !== '/v1') return [];
-      // A route that does not exist answers 404 (or 400, when its body is already bad): still the error body.
-      if (status !== 404 && status !== 400) return [`${method} ${url.pathname} is not in the document (answered ${status})`];
+      // A route that does not exist answers 404 (or 400, when its body is already bad; 401 or
+      // 429 without a working key, checked before the route): still the error body.
+      if (![400, 401, 404, 429].includes(status)) return [`${method} ${url.pathname} is not in the document (answered ${status})`];
       return this.bodyProblems(`${method} ${url.pathname} (no such route) → ${status}`, 'error', { $ref: '#/components/schemas/ErrorDto' }, body);
     }
     const name = `${method} ${op.template} → ${status}`;

@@ -6,6 +6,8 @@ export interface ReceivedRequest {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;
+  /** Names and values as they came, in order (`headers` joins or drops repeated names). */
+  rawHeaders: string[];
   body: string;
   /** Epoch ms (sub-ms precision) when the request arrived and when its handler began (after any queue). */
   arrivedAt: number;

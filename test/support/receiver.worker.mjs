@@ -52,7 +52,7 @@ function start(listenPort) {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString();
-      const record = { method: req.method, url: req.url, headers: req.headers, body, arrivedAt, startedAt: arrivedAt };
+      const record = { method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, body, arrivedAt, startedAt: arrivedAt };
       admit(() => {
         record.startedAt = now();
         active++;

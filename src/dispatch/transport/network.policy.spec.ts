@@ -36,19 +36,33 @@ describe(NetworkPolicy.name, () => {
     ['fe80::1', 'IPv6 link-local'],
     ['fe80::1%eth0', 'IPv6 link-local with a scope'],
     ['ff02::1', 'IPv6 multicast'],
+    ['::ffff:0:7f00:1', 'IPv4-translated loopback, hex'],
+    ['::ffff:0:127.0.0.1', 'IPv4-translated loopback, dotted'],
+    ['0:0:0:0:ffff:0:a9fe:a9fe', 'IPv4-translated metadata address, written out'],
+    ['::ffff:0:a00:1', 'IPv4-translated RFC 1918'],
     ['64:ff9b::7f00:1', 'NAT64 of loopback'],
+    ['64:ff9b::808:808', 'NAT64 of a public address (a gateway reaches it)'],
+    ['64:ff9b:1::a00:1', 'local-use NAT64'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
     ['2002:7f00:1::1', '6to4 of loopback'],
     ['2001:db8::1', 'IPv6 documentation'],
   ])('should refuse %s (%s) by default', (address) => {
     expect(closed.refusal(address)).toMatch(/private or reserved range.*ALLOW_PRIVATE_NETWORKS/);
   });
 
-  it.each([['8.8.8.8'], ['1.1.1.1'], ['93.184.215.14'], ['172.32.0.1'], ['100.128.0.1'], ['11.0.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8']])(
-    'should allow the public address %s',
-    (address) => {
-      expect(closed.refusal(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    ['8.8.8.8'],
+    ['1.1.1.1'],
+    ['93.184.215.14'],
+    ['172.32.0.1'],
+    ['100.128.0.1'],
+    ['11.0.0.1'],
+    ['2606:4700:4700::1111'],
+    ['::ffff:8.8.8.8'],
+    ['::ffff:0:808:808'],
+  ])('should allow the public address %s', (address) => {
+    expect(closed.refusal(address)).toBeUndefined();
+  });
 
   it('should refuse something that is not an IP literal', () => {
     expect(closed.refusal('localhost')).toMatch(/not an IP address/);
@@ -59,6 +73,9 @@ describe(NetworkPolicy.name, () => {
     [['127.0.0.2/32'], '127.0.0.1', false],
     [['127.0.0.2/32'], '127.0.0.3', false],
     [['127.0.0.2/32'], '::ffff:7f00:2', true],
+    [['127.0.0.2/32'], '::ffff:0:7f00:2', true],
+    [['127.0.0.2/32'], '::ffff:0:7f00:1', false],
+    [['127.0.0.0/8'], '64:ff9b::7f00:1', false],
     [['127.0.0.2'], '127.0.0.2', true],
     [['127.0.0.0/8'], '127.9.9.9', true],
     [['127.0.0.0/8'], '10.0.0.1', false],

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { IsHttpUrl } from '../../common/validators.js';
-import { SecretDto } from '../../signing/dto/secrets.dto.js';
+import { EXAMPLE_SECRET, SecretDto } from '../../signing/dto/secrets.dto.js';
 import { TaskDto } from '../../tasks/dto/task.dto.js';
 import { OPERATOR_EVENT_TYPES, type OperatorEventType } from '../operator-event.sql.js';
 
@@ -30,7 +30,7 @@ export class PutOperatorEndpointDto {
   disabled?: boolean;
 
   @ApiPropertyOptional({
-    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    example: EXAMPLE_SECRET,
     description: 'Bring its signing secret (whsec_ + base64 of at least 24 bytes); else one is made',
   })
   @IsOptional()
