@@ -11,6 +11,10 @@ commands:
   history [--host URL] [--bucket 1m] [--since 1h]
                                     latency per time bucket (p50/p90/p99) from /v1/history/latency
   keys create <name> [--admin]      make an API key (shown once)
+  keys create <name> --admin --local
+                                    the same without a key: written straight into the service's
+                                    database (DATABASE_URL, or the embedded one under DATA_DIR,
+                                    as the service's own settings say): for a lost first key
   keys list                         list keys
   keys revoke <id>                  revoke a key
   receivers put <name> [--endpoint URL] [--description TEXT] [--timeout-ms N] [--max-attempts N]
@@ -60,6 +64,8 @@ export interface CliArgs {
   waitTimeoutMs: number;
   json: boolean;
   admin: boolean;
+  /** keys create --local: past the API, into the database. */
+  local: boolean;
   host?: string;
   bucket?: string;
   sinceMs: number;
@@ -121,6 +127,7 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         'wait-timeout': { type: 'string' },
         json: { type: 'boolean' },
         admin: { type: 'boolean' },
+        local: { type: 'boolean' },
         host: { type: 'string' },
         bucket: { type: 'string' },
         since: { type: 'string' },
@@ -198,6 +205,7 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     waitTimeoutMs: waitTimeoutS * 1000,
     json: v.json ?? false,
     admin: v.admin ?? false,
+    local: v.local ?? false,
     host: v.host,
     bucket: v.bucket,
     sinceMs: parseDuration(v.since ?? '1h'),

@@ -3,6 +3,7 @@
 import { ApiError, connect } from './api.client.js';
 import { parseCliArgs, USAGE, UsageError } from './cli.args.js';
 import { history, keys, send, status, type Output } from './cli.commands.js';
+import { createLocalKey } from './local-key.command.js';
 import { events, eventTypes } from './events.command.js';
 import { receivers } from './receivers.command.js';
 import { recover } from './recover.command.js';
@@ -17,6 +18,10 @@ export async function run(argv: string[], env: Record<string, string | undefined
     if (args.help || args.command === '' || args.command === 'help') return (io.out(USAGE.trimEnd()), 0);
     const command = COMMANDS[args.command as keyof typeof COMMANDS];
     if (!command) throw new UsageError(`unknown command: ${args.command}`);
+    if (args.local) {
+      if (args.command !== 'keys') throw new UsageError('--local works with keys create only');
+      return await createLocalKey(args, env, io);
+    }
     return await command(connect(args.url, args.key), args, io);
   } catch (error) {
     if (error instanceof UsageError) {
