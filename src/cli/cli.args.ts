@@ -41,6 +41,8 @@ commands:
                                     --dry-run only counts them; --wait follows it to the end
   recover show <id> | recover cancel <id>
                                     a recovery's progress; stop it
+  receive [--port 4555]             a receiver on this machine (127.0.0.1) that prints each call it
+                                    gets and answers 200 (?code=N: N) after ?sleep= ms; Ctrl-C stops it
   secrets new-key                   print a new SECRETS_KEY (made here; changes nothing)
   secrets keys                      which keys the stored signing secrets are sealed under (admin)
   secrets rotate-key                re-encrypt every signing secret under the service's SECRETS_KEY,
@@ -64,6 +66,8 @@ export interface CliArgs {
   waitTimeoutMs: number;
   json: boolean;
   admin: boolean;
+  /** receive --port. */
+  port?: number;
   /** keys create --local: past the API, into the database. */
   local: boolean;
   host?: string;
@@ -128,6 +132,7 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         json: { type: 'boolean' },
         admin: { type: 'boolean' },
         local: { type: 'boolean' },
+        port: { type: 'string' },
         host: { type: 'string' },
         bucket: { type: 'string' },
         since: { type: 'string' },
@@ -206,6 +211,7 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     json: v.json ?? false,
     admin: v.admin ?? false,
     local: v.local ?? false,
+    port: v.port === undefined ? undefined : Number(v.port),
     host: v.host,
     bucket: v.bucket,
     sinceMs: parseDuration(v.since ?? '1h'),
