@@ -45,6 +45,7 @@ interface Shell {
   exited: Promise<number | null>;
   /** Ctrl-C in its terminal: SIGINT to its whole process group (npm, sh, node). */
   interrupt: () => void;
+  kill: (signal: NodeJS.Signals) => void;
 }
 
 /** Runs `script` with bash in the checkout, in a process group of its own, as a terminal would. */
@@ -54,14 +55,14 @@ function shell(script: string, env: Record<string, string>): Shell {
   proc.stdout!.on('data', (c) => (out += c));
   proc.stderr!.on('data', (c) => (out += c));
   const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-  const interrupt = () => {
+  const kill = (signal: NodeJS.Signals) => {
     try {
-      process.kill(-proc.pid!, 'SIGINT');
+      process.kill(-proc.pid!, signal);
     } catch {
       // the group is gone already
     }
   };
-  return { proc, output: () => out, exited, interrupt };
+  return { proc, output: () => out, exited, interrupt: () => kill('SIGINT'), kill };
 }
 
 /**
@@ -94,6 +95,8 @@ describe('README: First use, as written', () => {
     terminal?.interrupt();
     service?.interrupt();
     await Promise.all([terminal?.exited, service?.exited]);
+    // The service drains after its shell is gone: wait until it gave the folder back (else stop it for good).
+    if (env) await waitFor(() => !existsSync(join(env.DATA_DIR, 'service.lock')), 30_000, 100).catch(() => service?.kill('SIGKILL'));
     if (dir) await rm(dir, { recursive: true, force: true });
     await rm(join(ROOT, 'orders.json'), { force: true }); // the README's batch file, written in the checkout as a user's would be
   });
