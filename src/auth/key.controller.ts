@@ -50,7 +50,7 @@ export class KeyController {
   @ApiOperation({ summary: 'Revoke an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: RevokedKeyDto })
-  @ApiErrors(404)
+  @ApiErrors(404, 409)
   async revoke(@Param('id', UuidParam) id: string): Promise<RevokedKeyDto> {
     if (!(await this.keys.revokeKey(id))) throw notFound('active key');
     return { id, revoked: true };
