@@ -86,6 +86,8 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
 /**
  * Waits until a session of `db`'s database waits on a lock with a statement whose
  * text contains `fragment` (the statement a test has just queued behind a lock it holds).
+ * `db` must not be in a transaction: Postgres reads pg_stat_activity once per
+ * transaction, so a session holding the lock itself would never see the waiter come.
  */
 export async function waitForLockWaiter(db: pg.Client, fragment: string, timeoutMs = 10_000, everyMs = 50): Promise<void> {
   await waitFor(
