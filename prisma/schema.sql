@@ -133,6 +133,16 @@ CREATE TABLE host (
   claimed_until timestamp(3) with time zone
 );
 
+CREATE TABLE host_key_breaker (
+  host text NOT NULL,
+  api_key_id uuid NOT NULL,
+  state text NOT NULL DEFAULT 'closed'::text,
+  failures integer NOT NULL DEFAULT 0,
+  opened_at timestamp(3) with time zone,
+  open_until timestamp(3) with time zone,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
 CREATE TABLE latency_rollup (
   api_key_id uuid NOT NULL,
   bucket_ms integer NOT NULL,
@@ -253,6 +263,9 @@ ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key
 ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
 ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
+ALTER TABLE host_key_breaker ADD CONSTRAINT host_key_breaker_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE host_key_breaker ADD CONSTRAINT host_key_breaker_pkey PRIMARY KEY (host, api_key_id);
+ALTER TABLE host_key_breaker ADD CONSTRAINT host_key_breaker_state_check CHECK ((state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE latency_rollup ADD CONSTRAINT latency_rollup_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE latency_rollup ADD CONSTRAINT latency_rollup_pkey PRIMARY KEY (api_key_id, bucket_ms, start);
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
@@ -315,6 +328,7 @@ CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
+CREATE UNIQUE INDEX host_key_breaker_pkey ON public.host_key_breaker USING btree (host, api_key_id);
 CREATE UNIQUE INDEX latency_rollup_pkey ON public.latency_rollup USING btree (api_key_id, bucket_ms, start);
 CREATE INDEX latency_rollup_start_idx ON public.latency_rollup USING btree (start);
 CREATE UNIQUE INDEX operator_endpoint_pkey ON public.operator_endpoint USING btree (api_key_id);

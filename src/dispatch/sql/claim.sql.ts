@@ -126,8 +126,8 @@ const shut = (a: ClaimArgs) => Prisma.sql`
 const isShut = Prisma.sql`(SELECT shut FROM shut)`;
 
 /**
- * Whether candidate row `r` may go now: its host is not blocked nor skipped, and,
- * with an ordering key, no callback of the same key and ordering key accepted
+ * Whether candidate row `r` may go now: its host is not blocked nor skipped, its
+ * key's breaker at the host does not pause it (`key_pauses`), and, with an ordering key, no callback of the same key and ordering key accepted
  * before it (smaller id) is unfinished: one probe of `callback_ordering_idx`. A
  * callback waiting for its retry is pending, so it holds the ones behind it; one
  * that finished (succeeded, failed for good, cancelled) lets the next go. The check
@@ -136,6 +136,7 @@ const isShut = Prisma.sql`(SELECT shut FROM shut)`;
  */
 const eligible = (r: Prisma.Sql, a: ClaimArgs) => Prisma.sql`
   ${r}.host <> ALL(${a.skipHosts}::text[]) AND ${r}.host NOT IN (SELECT host FROM blocked)
+  AND (${r}.host, ${r}.api_key_id) NOT IN (SELECT host, api_key_id FROM key_pauses WHERE NOT probe)
   AND (${r}.ordering_key IS NULL OR NOT EXISTS (
     SELECT 1 FROM ${QUEUE} o
     WHERE o.api_key_id = ${r}.api_key_id AND o.ordering_key = ${r}.ordering_key
@@ -304,17 +305,25 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   ago (see `spent`), by primary key. Read without locks; they only keep those
  *   hosts' rows out of `due`, so a host with thousands of waiting rows cannot fill
  *   the claim and starve the others.
+ * - `key_pauses`: the keys' own breakers at hosts that are not closed
+ *   (`host_key_breaker`, a handful of rows: breaker.policy.ts `failureScope`), each
+ *   with whether its pause is over (`probe`). A paused key's rows to that host are
+ *   not `eligible`; other keys' rows to it go as usual.
  * - `shut`: whether every host with due rows is blocked or skipped (see `probe`);
- *   then neither walk runs and the claim takes nothing.
+ *   then neither walk runs and the claim takes nothing. A key's pause does not shut a
+ *   host: the walks pass over its rows.
  * - `due`: see claimFront and claimPastBlocked.
  * - `hosts`: locks those hosts' rows `FOR UPDATE` by primary key, in name order. A
  *   locked row reads the latest committed `in_flight` (kept exact by triggers on
  *   callback), so two workers never hand out the same slot; a second claimer for the
  *   same host waits for the first to commit (a millisecond), then sees its rows
  *   counted. `slots` and `tokens`: see hostRoom.
+ * - `probes`: of a key whose pause at a host is over, its first row there in the
+ *   claim's order, its probe (none when no pause is over: a join with nothing).
  * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
  *   the fair share's, or the oldest first past blocked hosts), but none of a
- *   disabled receiver; the rest are unlocked at commit, untouched.
+ *   disabled receiver, and of a key probing a host only its probe; the rest are
+ *   unlocked at commit, untouched.
  * - `moved`: leases them. Rows whose URL answered 410 Gone to their key (`gone`) are
  *   not leased: they come back named (`gone` true, nothing else) for
  *   failGoneEndpoints (gone.sql.ts) to fail without a call, with their
@@ -341,6 +350,10 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   leaves it to the others HOST_AFFINITY_MS later. A preference, not a lock: a
  *   claim already past `blocked` takes the slots it finds under the host lock, and
  *   the cap holds either way.
+ * - `probed`: turns the key breakers of `probes` half-open, for the cool-down or the
+ *   probe's lease, whichever is longer (a key's calls in flight at a host are not
+ *   counted, so the window itself keeps a second probe from starting while the first
+ *   runs). Its row locks come after the host rows'; a report locks only key breakers.
  * The triggers add the leased rows to `host.in_flight` when the statement ends.
  */
 function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
@@ -349,6 +362,8 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
     WITH RECURSIVE limits AS MATERIALIZED (
       SELECT h.host, h.rate_per_sec, h.breaker_state, ${room}
       FROM host h WHERE ${LIMITED_HOST}
+    ), key_pauses AS MATERIALIZED (
+      SELECT k.host, k.api_key_id, k.open_until <= ${a.now} AS probe FROM host_key_breaker k WHERE k.state <> ${BREAKER.closed}
     ), ${probe(a)}, kept AS MATERIALIZED (
       SELECT h.host FROM probe p JOIN host h ON h.host = p.host
       WHERE ${!a.takeKept}::boolean AND h.claimed_by <> ${a.owner} AND h.claimed_until > ${a.now} AND h.breaker_state = ${BREAKER.closed}
@@ -363,12 +378,18 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       SELECT h.host, h.rate_per_sec, h.breaker_state, ${room}
       FROM unnest(ARRAY(SELECT DISTINCT host FROM due ORDER BY host)) AS d(host)
       CROSS JOIN LATERAL (SELECT * FROM host h WHERE h.host = d.host FOR UPDATE) h
+    ), probes AS MATERIALIZED (
+      SELECT DISTINCT ON (d.host, d.api_key_id) d.id
+      FROM due d JOIN key_pauses k ON k.host = d.host AND k.api_key_id = d.api_key_id AND k.probe
+      ORDER BY d.host, d.api_key_id, d.ord
     ), pick AS MATERIALIZED (
       SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
       FROM (
         SELECT d.id, d.api_key_id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d
         -- a receiver disabled or deleted whose task has not yet held this row: a primary-key probe per row of a receiver
-        WHERE d.receiver_id IS NULL OR NOT EXISTS (SELECT 1 FROM receiver rv WHERE rv.id = d.receiver_id AND rv.disabled)
+        WHERE (d.receiver_id IS NULL OR NOT EXISTS (SELECT 1 FROM receiver rv WHERE rv.id = d.receiver_id AND rv.disabled))
+          -- of a key probing the host, its probe alone
+          AND ((d.host, d.api_key_id) NOT IN (SELECT host, api_key_id FROM key_pauses) OR d.id IN (SELECT id FROM probes))
       ) r
       JOIN hosts h ON h.host = r.host
       WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
@@ -393,6 +414,12 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM (SELECT host, count(*) AS n, sum(count(*)) OVER () <= ${a.sendRoom}::int AS all_sent FROM moved GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
+    ), probed AS (
+      UPDATE host_key_breaker k
+      SET state = ${BREAKER.half_open}, updated_at = ${a.now},
+          open_until = ${a.now} + greatest(${a.cooldownMs}::int, m.timeout_ms + ${a.leaseMarginMs}::int) * interval '1 millisecond'
+      FROM (SELECT m.host, m.api_key_id, m.timeout_ms FROM moved m JOIN probes p ON p.id = m.id) m
+      WHERE k.host = m.host AND k.api_key_id = m.api_key_id
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
            timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent,
