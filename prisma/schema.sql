@@ -8,7 +8,8 @@ CREATE TABLE api_key (
   is_admin boolean NOT NULL DEFAULT false,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   revoked_at timestamp(3) with time zone,
-  weight integer NOT NULL DEFAULT 1
+  weight integer NOT NULL DEFAULT 1,
+  allow_private_networks boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE attempt (
@@ -195,7 +196,8 @@ CREATE TABLE receiver (
   last_success_at timestamp(3) with time zone,
   deleted_at timestamp(3) with time zone,
   event_types text[] NOT NULL DEFAULT '{}'::text[],
-  event_filter jsonb
+  event_filter jsonb,
+  portal_hosts text[] NOT NULL DEFAULT '{}'::text[]
 );
 
 CREATE TABLE recovery (

@@ -8,6 +8,7 @@ export interface ApiKeyRow {
   hash: string;
   isAdmin: boolean;
   weight: number;
+  allowPrivateNetworks: boolean;
   createdAt: Date;
   revokedAt: Date | null;
 }
@@ -16,8 +17,8 @@ export interface ApiKeyRow {
 export class ApiKeyRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  async updateWeight(id: string, weight: number): Promise<ApiKeyRow | null> {
-    const { count } = await this.prisma.apiKey.updateMany({ where: { id }, data: { weight } });
+  async updateKey(id: string, data: { weight?: number; allowPrivateNetworks?: boolean }): Promise<ApiKeyRow | null> {
+    const { count } = await this.prisma.apiKey.updateMany({ where: { id }, data });
     return count === 1 ? this.prisma.apiKey.findUnique({ where: { id } }) : null;
   }
 

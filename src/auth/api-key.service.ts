@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../config/app.config.js';
+import { AppError } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
 import { ApiKeyRepository, ApiKeyRow } from './api-key.repository.js';
 
@@ -37,10 +38,17 @@ export class ApiKeyService {
   ) {}
 
   /** Creates a key; pass `key` to register a chosen value (BOOTSTRAP_API_KEY). */
-  async createKey(name: string, options: { isAdmin?: boolean; key?: string } = {}): Promise<CreatedKey> {
+  async createKey(name: string, options: { isAdmin?: boolean; key?: string; allowPrivateNetworks?: boolean } = {}): Promise<CreatedKey> {
     const key = options.key ?? `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
     const prefix = key.slice(0, LOOKUP_CHARS);
-    const row = await this.keys.insertKey({ id: uuidv7(), name, prefix, hash: sha256(key).toString('hex'), isAdmin: options.isAdmin ?? false });
+    const row = await this.keys.insertKey({
+      id: uuidv7(),
+      name,
+      prefix,
+      hash: sha256(key).toString('hex'),
+      isAdmin: options.isAdmin ?? false,
+      allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    });
     return { id: row.id, name: row.name, isAdmin: row.isAdmin, key, prefix };
   }
 
@@ -68,8 +76,12 @@ export class ApiKeyService {
     return this.keys.listKeys();
   }
 
-  setWeight(id: string, weight: number): Promise<ApiKeyRow | null> {
-    return this.keys.updateWeight(id, weight);
+  /** Sets what is given of a key's weight and grant of private networks; null when there is no such key. */
+  updateKey(id: string, changes: { weight?: number; allowPrivateNetworks?: boolean }): Promise<ApiKeyRow | null> {
+    if (changes.weight === undefined && changes.allowPrivateNetworks === undefined) {
+      throw new AppError('validation_failed', 'give weight, allowPrivateNetworks or both');
+    }
+    return this.keys.updateKey(id, changes);
   }
 
   async revokeKey(id: string): Promise<boolean> {
@@ -85,7 +97,8 @@ export class ApiKeyService {
   async ensureFirstKey(): Promise<CreatedKey | undefined> {
     if ((await this.keys.countActive()) > 0) return undefined;
     const given = this.config.bootstrapApiKey;
-    const created = await this.createKey('bootstrap', { isAdmin: true, key: given });
+    // the install's own key: the private ranges ALLOW_PRIVATE_NETWORKS opens are for it, as a one-team install expects
+    const created = await this.createKey('bootstrap', { isAdmin: true, key: given, allowPrivateNetworks: true });
     this.logger.log(`created the first API key "${created.name}" (${created.prefix}…)`);
     return given ? { ...created, key: '(BOOTSTRAP_API_KEY)' } : created;
   }

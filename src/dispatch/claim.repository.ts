@@ -28,6 +28,12 @@ export interface ClaimedCallback {
   traceparent?: string | null;
   /** Its receiver, whose secrets sign it; null: signed with its key's secret for its destination. */
   receiverId: string | null;
+  /**
+   * It may go to the ranges ALLOW_PRIVATE_NETWORKS opens: its key is granted them and its
+   * destination is not one a portal session chose (claim.sql.ts `moved`). Otherwise the
+   * transport connects to public addresses only.
+   */
+  privateNetworks: boolean;
 }
 
 export interface ClaimOptions {

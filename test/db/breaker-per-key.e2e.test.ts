@@ -25,7 +25,7 @@ describe(`${HostLimitsService.name} per key`, () => {
     receiver = await Receiver.start({ host: '127.0.0.5' });
     await receiver.warmUp();
     db = await connect(service.databaseUrl);
-    tenant = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'attacker' } })).key;
+    tenant = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'attacker', allowPrivateNetworks: true } })).key;
   });
   afterAll(async () => {
     await db?.end();

@@ -324,8 +324,13 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   the fair share's, or the oldest first past blocked hosts), but none of a
  *   disabled receiver, and of a key probing a host only its probe; the rest are
  *   unlocked at commit, untouched.
- * - `moved`: leases them. Rows whose URL answered 410 Gone to their key (`gone`) are
- *   not leased: they come back named (`gone` true, nothing else) for
+ * - `moved`: leases them, each with whether it may go to the private ranges
+ *   ALLOW_PRIVATE_NETWORKS opens (`privateNetworks`): its key is granted them
+ *   (`granted`: api_key by primary key, one probe per key of the claim) and its
+ *   destination is not one a portal session chose for its receiver (`portal_hosts`,
+ *   read by the receiver probe `pick` makes anyway). The transport checks the address
+ *   each call connects to against that (transport/http.transport.ts). Rows whose URL
+ *   answered 410 Gone to their key (`gone`) are not leased: they come back named (`gone` true, nothing else) for
  *   failGoneEndpoints (gone.sql.ts) to fail without a call, with their
  *   callback.exhausted operator events, in a statement of its own that runs only when
  *   a claim met such a row; other keys' rows to the URL go out.
@@ -383,11 +388,17 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM due d JOIN key_pauses k ON k.host = d.host AND k.api_key_id = d.api_key_id AND k.probe
       ORDER BY d.host, d.api_key_id, d.ord
     ), pick AS MATERIALIZED (
-      SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
+      SELECT r.id, r.host, r.public_only, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
       FROM (
-        SELECT d.id, d.api_key_id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d
-        -- a receiver disabled or deleted whose task has not yet held this row: a primary-key probe per row of a receiver
-        WHERE (d.receiver_id IS NULL OR NOT EXISTS (SELECT 1 FROM receiver rv WHERE rv.id = d.receiver_id AND rv.disabled))
+        SELECT d.id, d.api_key_id, d.host, d.url, coalesce(rv.public_only, false) AS public_only,
+               row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn
+        FROM due d
+        -- its receiver, a primary-key probe per row of a receiver: one disabled or deleted whose task
+        -- has not yet held this row is left out; a destination a portal session chose goes public only
+        LEFT JOIN LATERAL (
+          SELECT rv.disabled, d.host = ANY(rv.portal_hosts) AS public_only FROM receiver rv WHERE rv.id = d.receiver_id
+        ) rv ON true
+        WHERE NOT coalesce(rv.disabled, false)
           -- of a key probing the host, its probe alone
           AND ((d.host, d.api_key_id) NOT IN (SELECT host, api_key_id FROM key_pauses) OR d.id IN (SELECT id FROM probes))
       ) r
@@ -400,7 +411,9 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM pick p
       WHERE c.id = p.id AND c.done_at = 'infinity' AND NOT p.gone
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.public_only
+    ), granted AS MATERIALIZED (
+      SELECT k.id FROM api_key k WHERE k.allow_private_networks AND k.id IN (SELECT api_key_id FROM moved)
     ), spent AS (
       UPDATE host h
       SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -423,11 +436,11 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
            timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent,
-           receiver_id AS "receiverId", false AS gone
+           receiver_id AS "receiverId", NOT public_only AND api_key_id IN (SELECT id FROM granted) AS "privateNetworks", false AS gone
     FROM moved
     UNION ALL
     -- rows to a gone URL, untouched: failGoneEndpoints fails them (the rest of the columns null)
-    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone`;
+    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone`;
 }
 
 /** Most due rows of one key and priority `dueAhead` reads. */
