@@ -427,11 +427,14 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM (SELECT host, count(*) AS n, sum(count(*)) OVER () <= ${a.sendRoom}::int AS all_sent FROM moved GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
+    ), probe_rows AS MATERIALIZED (
+      -- the probes leased (none unless a key's pause is over): the update below then touches nothing
+      SELECT m.host, m.api_key_id, m.timeout_ms FROM moved m WHERE m.id IN (SELECT id FROM probes)
     ), probed AS (
       UPDATE host_key_breaker k
       SET state = ${BREAKER.half_open}, updated_at = ${a.now},
           open_until = ${a.now} + greatest(${a.cooldownMs}::int, m.timeout_ms + ${a.leaseMarginMs}::int) * interval '1 millisecond'
-      FROM (SELECT m.host, m.api_key_id, m.timeout_ms FROM moved m JOIN probes p ON p.id = m.id) m
+      FROM probe_rows m
       WHERE k.host = m.host AND k.api_key_id = m.api_key_id
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
