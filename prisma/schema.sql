@@ -46,7 +46,8 @@ CREATE TABLE batch (
   notify_url text,
   notify_host text,
   notify_receiver_id uuid,
-  operator_event boolean NOT NULL DEFAULT false
+  operator_event boolean NOT NULL DEFAULT false,
+  body_bytes bigint NOT NULL DEFAULT 0
 );
 
 CREATE TABLE callback (
@@ -77,7 +78,8 @@ CREATE TABLE callback (
   receiver_id uuid,
   held boolean NOT NULL DEFAULT false,
   recovery_id uuid,
-  done_at timestamp(3) with time zone NOT NULL DEFAULT 'infinity'::timestamp with time zone
+  done_at timestamp(3) with time zone NOT NULL DEFAULT 'infinity'::timestamp with time zone,
+  body_event_id uuid
 );
 
 CREATE TABLE event (
@@ -85,11 +87,12 @@ CREATE TABLE event (
   api_key_id uuid NOT NULL,
   event_id text NOT NULL,
   type text NOT NULL,
-  payload jsonb NOT NULL,
+  payload jsonb,
   request_hash text NOT NULL,
   batch_id uuid NOT NULL,
   deliveries integer NOT NULL,
-  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  body text
 );
 
 CREATE TABLE event_subscription (
@@ -256,6 +259,7 @@ ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (
 ALTER TABLE callback_live ADD CONSTRAINT callback_live_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE event ADD CONSTRAINT event_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE event ADD CONSTRAINT event_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE event ADD CONSTRAINT event_payload_or_body_check CHECK (((payload IS NULL) <> (body IS NULL)));
 ALTER TABLE event ADD CONSTRAINT event_pkey PRIMARY KEY (id);
 ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_pkey PRIMARY KEY (api_key_id, pattern, receiver_id);
 ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
@@ -303,6 +307,7 @@ CREATE INDEX attempt_receiver_idx ON ONLY public.attempt USING btree (receiver_i
 CREATE INDEX batch_api_key_id_created_at_idx ON public.batch USING btree (api_key_id, created_at);
 CREATE UNIQUE INDEX batch_api_key_id_idempotency_key_key ON public.batch USING btree (api_key_id, idempotency_key);
 CREATE INDEX batch_completed_idx ON public.batch USING btree (completed_at) WHERE (completed_at IS NOT NULL);
+CREATE INDEX batch_key_open_idx ON public.batch USING btree (api_key_id) INCLUDE (body_bytes) WHERE (completed_at IS NULL);
 CREATE INDEX batch_open_idx ON public.batch USING btree (created_at) WHERE (completed_at IS NULL);
 CREATE UNIQUE INDEX batch_pkey ON public.batch USING btree (id);
 CREATE INDEX callback_api_key_id_created_at_idx ON ONLY public.callback USING btree (api_key_id, created_at);

@@ -145,6 +145,8 @@ export class AppConfig {
 
   /** MAX_PENDING_PER_KEY: pending callbacks one API key may have stored; a batch past it is refused whole (1000000; 0 = no limit). */
   @IsInt() @Min(0) maxPendingPerKey = 1_000_000;
+  /** MAX_PENDING_BYTES_PER_KEY: bytes of payload one API key's pending callbacks may hold, an event's payload counted once for all its deliveries; a batch or event past it is refused whole (1073741824: 1 GiB; 0 = no limit). */
+  @IsInt() @Min(0) maxPendingBytesPerKey = 1_073_741_824;
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
   @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
   /** EVENT_MAX_DELIVERIES: deliveries (callbacks) one published event may make; an event that would make more is refused whole, a 413 (10000). */
@@ -235,6 +237,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   TASK_INLINE_MS: ['taskInlineMs', int],
   TASK_RESUME_AFTER_MS: ['taskResumeAfterMs', int],
   MAX_PENDING_PER_KEY: ['maxPendingPerKey', int],
+  MAX_PENDING_BYTES_PER_KEY: ['maxPendingBytesPerKey', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   EVENT_MAX_DELIVERIES: ['eventMaxDeliveries', int],
   EVENT_CHECK_BUDGET_MS: ['eventCheckBudgetMs', int],

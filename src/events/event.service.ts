@@ -86,20 +86,22 @@ export class EventService {
     this.checkFanOut(dto.type, subscribers.length);
     const id = uuidv7();
     const eventId = dto.id ?? id;
-    const deliveries = this.deliveries(subscribers, dto, eventId, body, traceparent);
-    const event = { id, apiKeyId, eventId, type: dto.type, payload: dto.payload, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
+    const deliveries = this.deliveries(subscribers, dto, eventId, traceparent);
+    const event = { id, apiKeyId, eventId, type: dto.type, body, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
     const n = subscribers.length;
-    await this.quota.admit(apiKeyId, n);
+    // its payload is stored once for all its deliveries, so it counts once against the bytes pending (none without deliveries)
+    const bytes = n > 0 ? Buffer.byteLength(body) : 0;
+    await this.quota.admit(apiKeyId, n, bytes);
     let createdAt: Date | null;
     try {
       createdAt = await this.events.insertEvent(event, deliveries);
     } catch (error) {
-      this.quota.notStored(apiKeyId, n);
+      this.quota.notStored(apiKeyId, n, bytes);
       throw error;
     }
     if (!createdAt) {
       // the same id published at the same moment: the first one stands
-      this.quota.notStored(apiKeyId, n);
+      this.quota.notStored(apiKeyId, n, bytes);
       const existing = await this.events.findEvent(apiKeyId, eventId);
       if (!existing) throw new Error(`event ${eventId} was not inserted, and no event holds its id`);
       return replay(existing, requestHash);
@@ -135,10 +137,10 @@ export class EventService {
    * (BatchService.toRow: the receiver's url, headers, timeout, attempts and retry delays,
    * else the configured ones) by the insert itself (insertEventStatement): here only
    * what needs Node per subscriber (its callback id, its url's destination) and the
-   * checks a batch's callback gets. The payload as JSON is every delivery's body; the
-   * event's id and type go in headers of their own.
+   * checks a batch's callback gets. The payload as JSON is every delivery's body,
+   * stored once on the event; the event's id and type go in headers of their own.
    */
-  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, body: string, traceparent: string | null): NewDeliveries {
+  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, traceparent: string | null): NewDeliveries {
     const headers = { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type };
     const own = Object.keys(headers);
     const callbackIds: string[] = [];
@@ -158,7 +160,6 @@ export class EventService {
       receiverIds: subscribers.map((r) => r.id),
       urls: subscribers.map((r) => r.url),
       hosts,
-      body,
       headers: JSON.stringify(headers),
       priority: priorityRank(dto.priority ?? 'normal'),
       // ordering holds per receiver: one receiver's slow endpoint never holds back another's deliveries
@@ -216,7 +217,8 @@ export class EventService {
     const row = await this.events.findEvent(apiKeyId, eventId);
     if (!row) throw notFound('event');
     const deliveries = await this.events.deliveriesOf(row.batchId, DELIVERIES_SHOWN);
-    return { ...toEventSummary(row), payload: row.payload, callbacks: deliveries };
+    // published events keep their payload as the text their deliveries send; operator events (and older ones) as JSON
+    return { ...toEventSummary(row), payload: row.body !== null ? JSON.parse(row.body) : row.payload, callbacks: deliveries };
   }
 }
 

@@ -359,6 +359,11 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   probe's lease, whichever is longer (a key's calls in flight at a host are not
  *   counted, so the window itself keeps a second probe from starting while the first
  *   runs). Its row locks come after the host rows'; a report locks only key breakers.
+ * - An event's deliveries hold no body of their own (`body_event_id`: the event
+ *   stores it once, delivery.sql.ts): the statement answers each such event's body
+ *   once, as a row of its own (id null), and the repository gives it to every
+ *   delivery of the claim that sends it. So a claim of 200 deliveries of one 48 KiB
+ *   event reads and sends 48 KiB, not 200 copies.
  * The triggers add the leased rows to `host.in_flight` when the statement ends.
  */
 function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
@@ -411,7 +416,7 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM pick p
       WHERE c.id = p.id AND c.done_at = 'infinity' AND NOT p.gone
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.public_only
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.public_only, c.body_event_id
     ), granted AS MATERIALIZED (
       SELECT k.id FROM api_key k WHERE k.allow_private_networks AND k.id IN (SELECT api_key_id FROM moved)
     ), spent AS (
@@ -439,11 +444,17 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
            timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent,
-           receiver_id AS "receiverId", NOT public_only AND api_key_id IN (SELECT id FROM granted) AS "privateNetworks", false AS gone
+           receiver_id AS "receiverId", NOT public_only AND api_key_id IN (SELECT id FROM granted) AS "privateNetworks",
+           body_event_id AS "bodyEventId", false AS gone
     FROM moved
     UNION ALL
     -- rows to a gone URL, untouched: failGoneEndpoints fails them (the rest of the columns null)
-    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone`;
+    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone
+    UNION ALL
+    -- the body of each event whose deliveries were claimed, once: a primary-key probe of event per event (id null)
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, e.id, false
+    FROM (SELECT DISTINCT body_event_id AS id FROM moved WHERE body_event_id IS NOT NULL) d
+    CROSS JOIN LATERAL (SELECT e.id, e.body FROM event e WHERE e.id = d.id) e`;
 }
 
 /** Most due rows of one key and priority `dueAhead` reads. */
