@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HostLimitsRepository } from '../../src/dispatch/host-limits/host-limits.repository.js';
 import { HostLimitsService } from '../../src/dispatch/host-limits/host-limits.service.js';
 import { connect } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
@@ -108,5 +109,21 @@ describe(`${HostLimitsService.name} per key, after the cool-down`, () => {
     expect(arrivals[1].arrivedAt).toBeGreaterThanOrEqual(arrivals[0].startedAt + (arrivals[0].handledMs ?? 0));
     // answered: the key's breaker is clean again, so its row is gone
     await waitFor(async () => (await db.query('SELECT 1 FROM host_key_breaker')).rowCount === 0, 2000, 20);
+  });
+
+  it('should delete key breakers nobody wrote for the idle time whose pause is over, and keep the others', async () => {
+    const key = (await db.query(`SELECT id FROM api_key LIMIT 1`)).rows[0].id;
+    await db.query(
+      `INSERT INTO host_key_breaker (host, api_key_id, state, failures, opened_at, open_until, updated_at) VALUES
+         ('http://idle.example:80', $1, 'open', 3, now() - interval '2 hours', now() - interval '2 hours', now() - interval '2 hours'),
+         ('http://counting.example:80', $1, 'closed', 1, NULL, NULL, now() - interval '2 hours'),
+         ('http://paused.example:80', $1, 'open', 3, now() - interval '2 hours', now() + interval '1 hour', now() - interval '2 hours'),
+         ('http://recent.example:80', $1, 'open', 3, now(), now() - interval '1 second', now())`,
+      [key],
+    );
+    expect(await service.app.get(HostLimitsRepository).deleteIdleKeyBreakers(3_600_000)).toBe(2);
+    const left = (await db.query(`SELECT host FROM host_key_breaker ORDER BY host`)).rows.map((r) => r.host);
+    expect(left).toEqual(['http://paused.example:80', 'http://recent.example:80']);
+    await db.query(`DELETE FROM host_key_breaker`);
   });
 });
