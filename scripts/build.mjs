@@ -3,7 +3,8 @@
 //   1. the Prisma client (scripts/prisma-generate.mjs) and tsc (tsconfig.build.json) into
 //      a fresh folder beside dist/ (dist.build-<pid>);
 //   2. what the service reads at run time copied in: prisma/migrations to migrations/,
-//      src/dashboard/assets and src/portal/assets to dashboard/assets and portal/assets;
+//      src/dashboard/assets and src/portal/assets to dashboard/assets and portal/assets,
+//      the payload check threads' modules (src/events/checks);
 //      the callbacks bin made executable; a stamp (.build-stamp) last;
 //   3. dist/ renamed away and the new folder renamed to dist/, then the old one removed.
 //
@@ -39,6 +40,8 @@ const INPUTS = [
 ];
 /** What the service reads at run time, copied into dist/: [from, to]. */
 const RUNTIME_FILES = [
+  // plain ES modules the payload check threads load (src/events/payload-check.pool.ts)
+  ['src/events/checks', 'events/checks'],
   ['prisma/migrations', 'migrations'],
   ['src/dashboard/assets', 'dashboard/assets'],
   ['src/portal/assets', 'portal/assets'],

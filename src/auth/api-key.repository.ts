@@ -10,6 +10,7 @@ export interface ApiKeyRow {
   hash: string;
   isAdmin: boolean;
   weight: number;
+  allowPrivateNetworks: boolean;
   createdAt: Date;
   revokedAt: Date | null;
 }
@@ -21,8 +22,8 @@ export class ApiKeyRepository {
     private readonly db: ApiDatabase,
   ) {}
 
-  async updateWeight(id: string, weight: number): Promise<ApiKeyRow | null> {
-    const { count } = await this.prisma.apiKey.updateMany({ where: { id }, data: { weight } });
+  async updateKey(id: string, data: { weight?: number; allowPrivateNetworks?: boolean }): Promise<ApiKeyRow | null> {
+    const { count } = await this.prisma.apiKey.updateMany({ where: { id }, data });
     return count === 1 ? this.prisma.apiKey.findUnique({ where: { id } }) : null;
   }
 

@@ -55,10 +55,17 @@ export class ApiKeyService {
   ) {}
 
   /** Creates a key; pass `key` to register a chosen value (BOOTSTRAP_API_KEY). */
-  async createKey(name: string, options: { isAdmin?: boolean; key?: string } = {}): Promise<CreatedKey> {
+  async createKey(name: string, options: { isAdmin?: boolean; key?: string; allowPrivateNetworks?: boolean } = {}): Promise<CreatedKey> {
     const key = options.key ?? newKey();
     const prefix = prefixOf(key);
-    const row = await this.keys.insertKey({ id: uuidv7(), name, prefix, hash: digestOf(key).toString('hex'), isAdmin: options.isAdmin ?? false });
+    const row = await this.keys.insertKey({
+      id: uuidv7(),
+      name,
+      prefix,
+      hash: digestOf(key).toString('hex'),
+      isAdmin: options.isAdmin ?? false,
+      allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    });
     return { id: row.id, name: row.name, isAdmin: row.isAdmin, key, prefix };
   }
 
@@ -96,8 +103,12 @@ export class ApiKeyService {
     return this.keys.listKeys();
   }
 
-  setWeight(id: string, weight: number): Promise<ApiKeyRow | null> {
-    return this.keys.updateWeight(id, weight);
+  /** Sets what is given of a key's weight and grant of private networks; null when there is no such key. */
+  updateKey(id: string, changes: { weight?: number; allowPrivateNetworks?: boolean }): Promise<ApiKeyRow | null> {
+    if (changes.weight === undefined && changes.allowPrivateNetworks === undefined) {
+      throw new AppError('validation_failed', 'give weight, allowPrivateNetworks or both');
+    }
+    return this.keys.updateKey(id, changes);
   }
 
   /**
@@ -128,7 +139,8 @@ export class ApiKeyService {
     const given = this.config.bootstrapApiKey;
     if (given) return this.ensureBootstrapKey(given);
     if ((await this.keys.countActive()) > 0) return {};
-    const created = await this.createKey('bootstrap', { isAdmin: true });
+    // the install's own key: the private ranges ALLOW_PRIVATE_NETWORKS opens are for it, as a one-team install expects
+    const created = await this.createKey('bootstrap', { isAdmin: true, allowPrivateNetworks: true });
     this.logger.log(`created the first API key "${created.name}"`);
     return { created };
   }
@@ -152,7 +164,7 @@ export class ApiKeyService {
       return { bootstrap: 'not_added' };
     }
     try {
-      const created = await this.createKey('bootstrap', { isAdmin: true, key: given });
+      const created = await this.createKey('bootstrap', { isAdmin: true, key: given, allowPrivateNetworks: true });
       this.logger.log(`created the first API key "${created.name}" from BOOTSTRAP_API_KEY`);
       return { created: { ...created, key: '(BOOTSTRAP_API_KEY)' } };
     } catch (error) {

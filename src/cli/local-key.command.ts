@@ -27,7 +27,8 @@ export async function createLocalKey(args: CliArgs, env: Record<string, string |
     throw error;
   }
   try {
-    await writeKey(name, args.admin, config, io);
+    // an admin key made here stands in for the first key, which may reach private networks
+    await writeKey(name, args.admin, args.admin || args.privateNetworks, config, io);
   } catch (error) {
     if (error instanceof UsageError) throw error;
     io.err(`error: ${(error as Error).message}\n`);
@@ -36,7 +37,7 @@ export async function createLocalKey(args: CliArgs, env: Record<string, string |
   return 0;
 }
 
-async function writeKey(name: string, admin: boolean, config: AppConfig, io: Output): Promise<void> {
+async function writeKey(name: string, admin: boolean, privateNetworks: boolean, config: AppConfig, io: Output): Promise<void> {
   const database = await openDatabase(config);
   try {
     const client = new pg.Client({ connectionString: database.url });
@@ -46,12 +47,13 @@ async function writeKey(name: string, admin: boolean, config: AppConfig, io: Out
       if (!rows[0]?.ready) throw new UsageError(`${database.where} has no api_key table yet: start the service on it once first`);
       const key = newKey();
       const id = uuidv7();
-      await client.query('INSERT INTO api_key (id, name, prefix, hash, is_admin) VALUES ($1, $2, $3, $4, $5)', [
+      await client.query('INSERT INTO api_key (id, name, prefix, hash, is_admin, allow_private_networks) VALUES ($1, $2, $3, $4, $5, $6)', [
         id,
         name,
         prefixOf(key),
         digestOf(key).toString('hex'),
         admin,
+        privateNetworks,
       ]);
       io.out(key);
       io.err(`key ${id} "${name}"${admin ? ' (admin)' : ''} written to ${database.where}: shown once, store it now\n`);

@@ -124,7 +124,8 @@ export class ReceiverService {
   ) {}
 
   /** Creates (created: true) or updates the receiver; answers it with its secrets. */
-  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
+  /** `portalHost`: the destination of the URL a portal session sets (recorded in `portal_hosts`: its callbacks there go public only). */
+  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto, options: { portalHost?: string } = {}) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
     const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, ...rest } = dto;
@@ -136,6 +137,7 @@ export class ReceiverService {
       ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
       ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
       ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
+      ...(options.portalHost !== undefined && { portalHost: options.portalHost }),
     };
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(

@@ -208,7 +208,7 @@ describe(ReceiverService.name, () => {
   });
 
   it("should keep one key's receivers from another key (404, and a 400 for its name in a batch)", async () => {
-    const other = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant two' } })).key as string;
+    const other = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant two', allowPrivateNetworks: true } })).key as string;
     expect((await service.api('/v1/receivers/merchant-a', { key: other })).status).toBe(404);
     expect((await service.api('/v1/receivers/merchant-a/secret/rotate', { method: 'POST', key: other })).status).toBe(404);
     expect((await service.api('/v1/receivers/merchant-a', { method: 'DELETE', key: other })).status).toBe(404);
