@@ -5,7 +5,7 @@ import { OperatorEndpointService } from '../../src/operator-events/operator-endp
 import { connect, createTestDatabase, type TestDatabase } from '../support/database.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
 import { closedPort, Receiver } from '../support/receiver.js';
-import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
+import { jsonOf, startServices, startTestService, stopAll, waitFor, type TestService } from '../support/service.js';
 
 /**
  * An API and three workers on one database, one of them a real process SIGKILLed right
@@ -18,7 +18,7 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
   let db: pg.Client;
   let ops: Receiver;
   let target: Receiver;
-  const services: TestService[] = [];
+  let services: TestService[] = [];
   let killed: ServiceProcess | undefined;
 
   beforeAll(async () => {
@@ -29,7 +29,7 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
   afterAll(async () => {
     killed?.kill('SIGKILL');
     await killed?.exited;
-    for (const s of services) await s.stop();
+    await stopAll(services);
     await db?.end();
     await Promise.all([ops?.close(), target?.close()]);
     await database?.drop();
@@ -41,9 +41,8 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     const settings = { dispatchPollMs: 100, httpTimeoutMs: 2000, dispatchLeaseMarginMs: 1000, hostBreakerFailures: 3, hostBreakerCooldownMs: 300 };
     const workerSettings = { ...settings, role: 'worker' as const, dispatchConcurrency: 8, hostMaxInFlight: 1000 };
     const refused = `http://127.0.0.1:${await closedPort()}`;
-    const api = await startTestService({ ...settings, role: 'api' }, database.url);
-    services.push(api);
-    for (let i = 0; i < 2; i++) services.push(await startTestService(workerSettings, database.url));
+    services = await startServices(database.url, [{ ...settings, role: 'api' }, workerSettings, workerSettings]);
+    const api = services[0];
     killed = await spawnService({
       DATABASE_URL: database.url,
       DISPATCH_POLL_MS: '100',

@@ -4,7 +4,7 @@ import { ProducerService } from '../../src/dispatch/producer.service.js';
 import { connect, createTestDatabase } from '../support/database.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
 import { Receiver, type ReceivedRequest } from '../support/receiver.js';
-import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
+import { jsonOf, startServices, stopAll, waitFor, type TestService } from '../support/service.js';
 
 const KEYS = 20;
 const PER_KEY = 40;
@@ -17,7 +17,7 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: pg.Client;
   const receivers: Receiver[] = [];
-  const services: TestService[] = [];
+  let services: TestService[] = [];
   let killed: ServiceProcess | undefined;
 
   beforeAll(async () => {
@@ -28,7 +28,7 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
   afterAll(async () => {
     killed?.kill('SIGKILL');
     await killed?.exited;
-    for (const s of services) await s.stop();
+    await stopAll(services);
     await db?.end();
     for (const r of receivers) await r.close();
     await database?.drop();
@@ -37,9 +37,9 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
   it('should deliver each ordering key in order, never two at once, with three workers and one killed', async () => {
     // Leases of 2 s (a 1 s timeout and the margin's floor of 1 s): a killed worker's rows come back soon.
     const settings = { dispatchPollMs: 100, retryDelaysMs: [50], retryJitterPermille: 0, dispatchLeaseMarginMs: 1000 };
-    const api = await startTestService({ ...settings, role: 'api' }, database.url);
-    services.push(api);
-    for (let i = 0; i < 2; i++) services.push(await startTestService({ ...settings, role: 'worker', dispatchConcurrency: 20 }, database.url));
+    const worker = { ...settings, role: 'worker' as const, dispatchConcurrency: 20 };
+    services = await startServices(database.url, [{ ...settings, role: 'api' }, worker, worker]);
+    const api = services[0];
     killed = await spawnService({
       DATABASE_URL: database.url,
       DISPATCH_POLL_MS: '100',
@@ -50,7 +50,7 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
       ROLE: 'worker',
       DISPATCH_CONCURRENCY: '20',
     });
-    const worker = killed;
+    const victim = killed;
 
     // Acceptance order: two batches, each key's callbacks interleaved with the others'. Every
     // fifth first try answers 503; each call is held 15 ms, so overlaps would show.
@@ -75,13 +75,13 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
     await waitFor(
       async () => {
         const { rows } = await db.query(`SELECT DISTINCT lease_owner FROM callback WHERE status = 'in_flight'`);
-        return rows.some((r) => String(r.lease_owner).includes(`:${worker.proc.pid}:`));
+        return rows.some((r) => String(r.lease_owner).includes(`:${victim.proc.pid}:`));
       },
       30_000,
       5,
     );
-    worker.kill('SIGKILL');
-    await worker.exited;
+    victim.kill('SIGKILL');
+    await victim.exited;
 
     await waitFor(
       async () => {
@@ -111,7 +111,7 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
     const workersSeen = (await db.query('SELECT count(DISTINCT worker)::int AS n FROM attempt')).rows[0].n;
     expect(workersSeen).toBeGreaterThanOrEqual(2);
     expect(
-      (await db.query(`SELECT count(*)::int AS n FROM attempt WHERE worker LIKE '%:' || $1 || ':%'`, [worker.proc.pid])).rows[0].n,
+      (await db.query(`SELECT count(*)::int AS n FROM attempt WHERE worker LIKE '%:' || $1 || ':%'`, [victim.proc.pid])).rows[0].n,
       'attempts of the killed worker',
     ).toBeGreaterThan(0);
   }, 240_000);
