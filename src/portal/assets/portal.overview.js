@@ -60,7 +60,9 @@ function settings(r, editable, rerender) {
           .filter(Boolean)
           .map((line) => [line.slice(0, line.indexOf(':')).trim(), line.slice(line.indexOf(':') + 1).trim()]),
       );
-      await portalSend('PATCH', '/portal/api/receiver', { url: url.value, headers: parsed });
+      // The URL goes only when changed: the portal sets public addresses only, and a
+      // receiver whose sender set a private one keeps it while its headers are edited.
+      await portalSend('PATCH', '/portal/api/receiver', { ...(url.value !== (r.url ?? '') && { url: url.value }), headers: parsed });
       await rerender();
     } catch (error) {
       message.textContent = error.message;
