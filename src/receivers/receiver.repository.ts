@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { UNFINISHED } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { ApiDatabase } from '../database/api-database.js';
+import type { SqlRunner } from '../database/pg.statements.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma, type Receiver } from '../generated/prisma/client.js';
 import { uuidv7 } from '../common/uuid.js';
@@ -71,6 +72,7 @@ export class ReceiverRepository {
   insertReceiver(
     row: { id: string; apiKeyId: string; name: string; disabled: boolean } & ReceiverSettings,
     secret: { id: string; keyId: string; sealed: string },
+    also?: (tx: SqlRunner, receiverId: string) => Promise<void>,
   ): Promise<ReceiverRow | null> {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
@@ -87,6 +89,7 @@ export class ReceiverRepository {
       await tx.execute(Prisma.sql`
         INSERT INTO signing_secret (id, api_key_id, receiver_id, key_id, secret)
         VALUES (${secret.id}::uuid, ${row.apiKeyId}::uuid, ${row.id}::uuid, ${secret.keyId}, ${secret.sealed})`);
+      await also?.(tx, created.id);
       return created;
     });
   }
@@ -107,6 +110,7 @@ export class ReceiverRepository {
     apiKeyId: string,
     name: string,
     s: ReceiverSettings & { disabled?: boolean; reason?: string },
+    also?: (tx: SqlRunner, receiverId: string) => Promise<void>,
   ): Promise<{ row: ReceiverRow; taskId: string | null } | null> {
     return this.db.transaction(async (tx) => {
       const [before] = await tx.query<{ id: string; disabled: boolean }>(Prisma.sql`
@@ -127,6 +131,7 @@ export class ReceiverRepository {
           updated_at = now()
         WHERE id = ${before.id}::uuid
         ${RETURNING}`);
+      await also?.(tx, before.id);
       if (!toggle) return { row, taskId: null };
       const taskId = uuidv7();
       await tx.execute(supersedeReceiverTasks(before.id));

@@ -7,7 +7,8 @@ import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
 import { traceAttempt } from '../dispatch.tracing.js';
 import { tracing } from '../../tracing/tracing.setup.js';
-import { buildGuardedConnector } from './connector.js';
+import { AgentPools, type ConnectionCredentials } from './agent.pools.js';
+import { buildGuardedConnector, type ClientTls } from './connector.js';
 import { NetworkPolicy } from './network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
 import { parseEgressProxy } from './proxy.tunnel.js';
@@ -21,6 +22,8 @@ export interface OutgoingCall {
   timeoutMs: number;
   /** Trace context the attempt's span continues (the accepting request's), if any. */
   traceparent?: string | null;
+  /** Its receiver's mutual TLS: sent through that receiver's own connections (AgentPools). */
+  tls?: ConnectionCredentials;
 }
 
 export interface CallResult {
@@ -31,6 +34,10 @@ export interface CallResult {
   responseBody?: string;
   retryAfter?: string;
   trace: CallTrace;
+  /** The receiver authentication it was sent with (basic, bearer, oauth2), if any. */
+  auth?: string;
+  /** Time spent getting an OAuth2 token before the call (fetched, or waited for), ms. */
+  tokenMs?: number;
 }
 
 /** Response headers kept per attempt, and the longest value kept. */
@@ -60,32 +67,43 @@ function dispatchAgent(connect: buildConnector.connector): Agent {
 export class HttpTransport implements OnApplicationShutdown {
   private readonly agent: Agent;
   private readonly adapter: AxiosAdapter;
+  /** Receivers' own connections, by their credentials (mutual TLS). */
+  private readonly pools: AgentPools;
 
   constructor(
     private readonly http: HttpService,
     private readonly config: AppConfig,
   ) {
     const policy = new NetworkPolicy(config.allowPrivateNetworks);
-    this.agent = dispatchAgent(
-      // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
-      // an address our policy checked (proxy.connector.ts).
-      config.egressProxyUrl
-        ? buildProxiedConnector(policy, parseEgressProxy(config.egressProxyUrl), CONNECT_TIMEOUT_MS)
-        : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
-    );
+    // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
+    // an address our policy checked (proxy.connector.ts).
+    const proxy = config.egressProxyUrl ? parseEgressProxy(config.egressProxyUrl) : undefined;
+    const connector = (tls?: ClientTls) =>
+      proxy ? buildProxiedConnector(policy, proxy, CONNECT_TIMEOUT_MS, tls) : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS, tls);
+    this.agent = dispatchAgent(connector());
     this.adapter = undiciAdapter(this.agent);
+    this.pools = new AgentPools((tls) => dispatchAgent(connector(tls)), config.receiverTlsPoolsMax);
   }
 
-  private requestConfig(call: OutgoingCall): AxiosRequestConfig & TracedRequestConfig {
+  private requestConfig(call: OutgoingCall, snippetBytes = this.config.responseSnippetBytes): AxiosRequestConfig & TracedRequestConfig {
     return {
       url: call.url,
       method: call.method,
       headers: call.headers,
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
-      adapter: this.adapter,
-      snippetBytes: this.config.responseSnippetBytes,
+      adapter: call.tls ? this.pools.adapterFor(call.tls) : this.adapter,
+      snippetBytes,
     };
+  }
+
+  /**
+   * One request that is not a callback (an OAuth2 token request), through the same
+   * connections, SSRF check, proxy and timeouts as a callback, untraced; keeps up to
+   * `snippetBytes` of the answer.
+   */
+  request(call: OutgoingCall, snippetBytes: number): Promise<CallResult> {
+    return this.sendCall(call, snippetBytes);
   }
 
   /** Sends one call; while tracing is on, as a client span whose traceparent the receiver gets. */
@@ -94,9 +112,9 @@ export class HttpTransport implements OnApplicationShutdown {
     return tracer ? traceAttempt(tracer, call, (c) => this.sendCall(c)) : this.sendCall(call);
   }
 
-  private async sendCall(call: OutgoingCall): Promise<CallResult> {
+  private async sendCall(call: OutgoingCall, snippetBytes?: number): Promise<CallResult> {
     try {
-      const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
+      const res = await this.http.axiosRef.request<string>(this.requestConfig(call, snippetBytes));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
       return {
         outcome: classifyStatus(res.status),
@@ -119,7 +137,7 @@ export class HttpTransport implements OnApplicationShutdown {
    * rather than waited for: `close()` would wait for its own timeout (up to minutes).
    */
   async onApplicationShutdown(): Promise<void> {
-    await this.agent.destroy().catch(() => undefined); // shutting down: calls still running were handed back
+    await Promise.all([this.agent.destroy().catch(() => undefined), this.pools.destroy()]); // shutting down: calls still running were handed back
   }
 }
 
