@@ -5,14 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthorizedSender } from '../../src/dispatch/auth/authorized.sender.js';
 import { TestCertificates, type CertificateFiles } from '../support/certificates.js';
 import { Receiver } from '../support/receiver.js';
-import { startTestService, waitFor, type TestService } from '../support/service.js';
+import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
 
 /** A TLS server on 127.0.0.x that asks every client for a certificate signed by `clientCa` and records whose each request came with. */
 async function mutualTlsServer(host: string, server: CertificateFiles, clientCa: CertificateFiles) {
   const seen: Array<{ url: string; client: string | null; authorization?: string }> = [];
   const s = https.createServer({ cert: server.cert, key: server.key, ca: clientCa.cert, requestCert: true, rejectUnauthorized: true }, (req, res) => {
     const peer = (req.socket as TLSSocket).getPeerCertificate();
-    seen.push({ url: req.url ?? '', client: peer?.subject?.CN ?? null, authorization: req.headers.authorization });
+    seen.push({ url: req.url ?? '', client: (peer?.subject?.CN as string | undefined) ?? null, authorization: req.headers.authorization });
     req.resume();
     req.on('end', () => res.end('ok'));
   });
@@ -65,12 +65,12 @@ describe(AuthorizedSender.name, () => {
       auth: { type: 'basic', username: 'merchant-42', password },
     });
     expect(res.status).toBe(201);
-    const created = await res.json();
+    const created = await jsonOf(res);
     expect(created.auth).toEqual({ type: 'basic', username: 'merchant-42', password: 'set' });
     expect(JSON.stringify(created)).not.toContain(password);
     const token = 'bearer-token-0123456789';
     res = await put('bearer-1', { url: `${receiver.url}/bearer`, auth: { type: 'bearer', token } });
-    expect((await res.json()).auth).toEqual({ type: 'bearer', token: 'set' });
+    expect((await jsonOf(res)).auth).toEqual({ type: 'bearer', token: 'set' });
 
     const basic = await deliver('basic-1');
     const bearer = await deliver('bearer-1');
@@ -100,10 +100,10 @@ describe(AuthorizedSender.name, () => {
     // another type needs its own secret
     res = await put('keep-1', { auth: { type: 'bearer' } });
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toBe('auth.token is required');
+    expect((await jsonOf(res)).message).toBe('auth.token is required');
     // null removes it; the next call goes without
     res = await put('keep-1', { auth: null });
-    expect((await res.json()).auth).toBeNull();
+    expect((await jsonOf(res)).auth).toBeNull();
     const plain = await waitFor(async () => {
       const c = await deliver('keep-1');
       return receiver.byId(c.id)[0].headers.authorization === undefined ? c : undefined; // the worker's copy lasts up to 5 s
@@ -127,7 +127,7 @@ describe(AuthorizedSender.name, () => {
     ];
     for (const [auth, tls, message] of cases) {
       const res = await put('refused-1', { url: `${receiver.url}/x`, ...(auth !== undefined && { auth }), ...(tls !== undefined && { tls }) });
-      const body = await res.json();
+      const body = await jsonOf(res);
       expect({ status: res.status, message: body.message }).toEqual({ status: 400, message: expect.stringMatching(message) });
       expect(JSON.stringify(body)).not.toMatch(/secret-value|secret\\nvalue|PRIVATE KEY/);
     }
@@ -140,7 +140,7 @@ describe(AuthorizedSender.name, () => {
     const b = certs.signed(ca, 'client-b', { clientAuth: true });
     const stranger = certs.signed(otherCa, 'client-c', { clientAuth: true });
     const url = `${tlsServer.url}/mtls`;
-    const made = await (await put('mtls-a', { url, tls: { clientCertificate: a.cert, clientKey: a.key, ca: ca.cert } })).json();
+    const made = await jsonOf(await put('mtls-a', { url, tls: { clientCertificate: a.cert, clientKey: a.key, ca: ca.cert } }));
     expect(made.tls).toMatchObject({ clientCertificate: { subject: 'CN=client-a', issuer: 'CN=test-ca' }, clientKey: 'set', ca: [{ subject: 'CN=test-ca' }] });
     expect(JSON.stringify(made)).not.toContain('PRIVATE KEY');
     await put('mtls-b', { url, auth: { type: 'bearer', token: 'b-token-123' }, tls: { clientCertificate: b.cert, clientKey: b.key, ca: ca.cert } });
@@ -154,7 +154,14 @@ describe(AuthorizedSender.name, () => {
     for (let i = 0; i < 3; i++) delivered.push(await deliver('mtls-a'), await deliver('mtls-b'));
     expect(delivered.map((c) => c.status)).toEqual(Array(6).fill('succeeded'));
     expect(tlsServer.seen.map((s) => s.client)).toEqual(['client-a', 'client-b', 'client-a', 'client-b', 'client-a', 'client-b']);
-    expect(tlsServer.seen.map((s) => s.authorization)).toEqual([undefined, 'Bearer b-token-123', undefined, 'Bearer b-token-123', undefined, 'Bearer b-token-123']);
+    expect(tlsServer.seen.map((s) => s.authorization)).toEqual([
+      undefined,
+      'Bearer b-token-123',
+      undefined,
+      'Bearer b-token-123',
+      undefined,
+      'Bearer b-token-123',
+    ]);
     expect(delivered[0].attempts[0]).toMatchObject({ auth: null, outcome: 'success' });
     expect(delivered[1].attempts[0]).toMatchObject({ auth: 'bearer' });
 
