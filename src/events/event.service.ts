@@ -12,7 +12,7 @@ import { ReceiverService } from '../receivers/receiver.service.js';
 import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
 import { matchesFilter } from './event-filter.policy.js';
 import { patternsOf, typeNameProblem } from './event-type.policy.js';
-import { EventTypeRepository } from './event-type.repository.js';
+import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
 import { EventRepository, type EventSummaryRow } from './event.repository.js';
 import { PayloadSchemaCache } from './payload-schema.cache.js';
 import type { NewDeliveries } from './delivery.sql.js';
@@ -70,11 +70,12 @@ export class EventService {
       const existing = await this.events.findEvent(apiKeyId, dto.id);
       if (existing) return replay(existing, requestHash);
     }
-    const body = this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
+    const eventType = await this.types.findEventType(apiKeyId, dto.type);
+    const body = this.checkPayload(dto.type, dto.payload, eventType);
     if (dto.receivers) await this.receivers.resolve(apiKeyId, dto.receivers);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store(apiKeyId, dto, body, requestHash, traceparent);
+        return await this.store(apiKeyId, dto, body, requestHash, traceparent, eventType!);
       } catch (error) {
         // a subscriber deleted between the lookup and the insert (which reads it FOR SHARE): look them up again
         if (attempt === 2 || !isForeignKeyViolation(error, CALLBACK_RECEIVER_FKEY)) throw error;
@@ -82,14 +83,21 @@ export class EventService {
     }
   }
 
-  private async store(apiKeyId: string, dto: PublishEventDto, body: string, requestHash: string, traceparent: string | null): Promise<PublishedEvent> {
+  private async store(
+    apiKeyId: string,
+    dto: PublishEventDto,
+    body: string,
+    requestHash: string,
+    traceparent: string | null,
+    eventType: EventTypeRow,
+  ): Promise<PublishedEvent> {
     const subscribers = (await this.events.findSubscribers(apiKeyId, patternsOf(dto.type), dto.receivers)).filter(
       (r) => r.eventFilter === null || matchesFilter(r.eventFilter, dto.payload),
     );
     this.checkFanOut(dto.type, subscribers.length);
     const id = uuidv7();
     const eventId = dto.id ?? id;
-    const deliveries = this.deliveries(subscribers, dto, eventId, body, traceparent);
+    const deliveries = this.deliveries(subscribers, dto, eventId, body, traceparent, eventType);
     const event = { id, apiKeyId, eventId, type: dto.type, payload: dto.payload, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
     const n = subscribers.length;
     await this.quota.admit(apiKeyId, n);
@@ -141,13 +149,22 @@ export class EventService {
    * checks a batch's callback gets. The payload as JSON is every delivery's body; the
    * event's id and type go in headers of their own.
    */
-  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, body: string, traceparent: string | null): NewDeliveries {
+  private deliveries(
+    subscribers: SubscriberRow[],
+    dto: PublishEventDto,
+    eventId: string,
+    body: string,
+    traceparent: string | null,
+    eventType: EventTypeRow,
+  ): NewDeliveries {
+    // the type's settings stand between the receiver's own and the service's (guide: Event types, delivery settings)
+    const typeTimeoutMs = eventType.timeoutMs ?? this.config.httpTimeoutMs;
     const headers = { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type };
     const own = Object.keys(headers);
     const callbackIds: string[] = [];
     const hosts: string[] = [];
     for (const r of subscribers) {
-      if ((r.timeoutMs ?? this.config.httpTimeoutMs) > this.config.httpMaxTimeoutMs) {
+      if ((r.timeoutMs ?? typeTimeoutMs) > this.config.httpMaxTimeoutMs) {
         throw new AppError('validation_failed', `receiver ${r.name}: timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
       }
       const theirs = Object.keys(r.headers as Record<string, string>).filter((h) => !own.includes(h.toLowerCase())).length;
@@ -167,8 +184,9 @@ export class EventService {
       // ordering holds per receiver: one receiver's slow endpoint never holds back another's deliveries
       orderingKey: dto.orderingKey?.toWellFormed() ?? null,
       traceparent,
-      timeoutMs: this.config.httpTimeoutMs,
-      maxAttempts: this.config.defaultMaxAttempts,
+      timeoutMs: typeTimeoutMs,
+      maxAttempts: eventType.maxAttempts ?? this.config.defaultMaxAttempts,
+      retryDelaysMs: eventType.retryDelaysMs?.length ? eventType.retryDelaysMs : null,
     };
   }
 
