@@ -16,6 +16,8 @@ import { EventTypeRepository, type EventTypeRow } from './event-type.repository.
 import { EventRepository, type EventSummaryRow } from './event.repository.js';
 import { PayloadSchemaCache } from './payload-schema.cache.js';
 import type { NewDeliveries } from './delivery.sql.js';
+import type { EventPreviewDto, PreviewEventDto } from './dto/event-preview.dto.js';
+import { previewVerdict, type PreviewCandidate } from './event-preview.policy.js';
 import type { SubscriberRow } from './subscriber.sql.js';
 
 /** Headers of every delivery besides the Standard Webhooks ones: the event's id and type (webhook-id stays the delivery's own). */
@@ -206,6 +208,30 @@ export class EventService {
       throw new AppError('payload_too_large', `payload is larger than ${this.config.maxCallbackBodyBytes} bytes (MAX_CALLBACK_BODY_BYTES)`);
     }
     return body;
+  }
+
+  /**
+   * Who would get this event now and who would not, and why (event-preview.policy.ts),
+   * read as a publish reads it: the named receivers, or every one subscribed to the
+   * type. Stores and sends nothing.
+   */
+  async previewEvent(apiKeyId: string, dto: PreviewEventDto): Promise<EventPreviewDto> {
+    const typeProblem = typeNameProblem(dto.type);
+    if (typeProblem) throw new AppError('validation_failed', `type: ${typeProblem}`);
+    if (dto.payload === undefined) throw new AppError('validation_failed', 'payload is required (any JSON value)');
+    let problem: string | null = null;
+    try {
+      this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      problem = error.message;
+    }
+    const patterns = patternsOf(dto.type);
+    const candidates: PreviewCandidate[] = dto.receivers
+      ? [...(await this.receivers.resolve(apiKeyId, dto.receivers)).values()]
+      : await this.events.findSubscribers(apiKeyId, patterns);
+    const receivers = candidates.map((r) => previewVerdict(r, patterns, dto.payload, problem));
+    return { type: dto.type, problem, deliveries: receivers.filter((r) => r.delivers).length, receivers };
   }
 
   async listEvents(apiKeyId: string, q: { type?: string; since?: Date; cursor?: string; limit: number }): Promise<EventPageDto> {
