@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventService } from '../../src/events/event.service.js';
 import { Receiver } from '../support/receiver.js';
 import { verifies } from '../support/signatures.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { jsonOf, startTestService, type TestService } from '../support/service.js';
 
 /** Try before you send (issue 55): the test call to a receiver, and the preview of an event. */
 describe(`${EventService.name} preview and the receiver test call`, () => {
@@ -25,7 +25,7 @@ describe(`${EventService.name} preview and the receiver test call`, () => {
     const before = receiver.requests.length;
     const res = await service.api('/v1/receivers/try-1/test', { method: 'POST' });
     expect(res.status).toBe(200);
-    const attempt = await res.json();
+    const attempt = await jsonOf(res);
     expect(attempt).toMatchObject({ receiver: 'try-1', statusCode: 202, outcome: 'success', ok: true, auth: 'bearer', error: null, responseBody: 'thanks' });
     expect(attempt.phases).toMatchObject({ dnsMs: expect.any(Number), connectMs: expect.any(Number), firstByteMs: expect.any(Number) });
     const sent = receiver.requests.slice(before);
