@@ -146,5 +146,10 @@ function testSection() {
       button.disabled = false;
     }
   });
-  return [h('h2', 'Send a test'), h('p.muted', 'A signed example call (type portal.test) to your URL now, with your credentials; it is not stored as a delivery.'), button, result];
+  return [
+    h('h2', 'Send a test'),
+    h('p.muted', 'A signed example call (type portal.test) to your URL now, with your credentials; it is not stored as a delivery.'),
+    button,
+    result,
+  ];
 }
