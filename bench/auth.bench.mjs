@@ -20,7 +20,9 @@ async function tokenEndpoint() {
     req.resume();
     req.on('end', () => {
       issued++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: `bench-token-${issued}`, token_type: 'Bearer', expires_in: 3600 }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: `bench-token-${issued}`, token_type: 'Bearer', expires_in: 3600 }));
     });
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
@@ -58,7 +60,10 @@ export async function run(server) {
   try {
     const target = `${receiver.url()}/hook`;
     await putReceiver(service.url, 'bench-plain', { url: target });
-    await putReceiver(service.url, 'bench-oauth', { url: target, auth: { type: 'oauth2', tokenUrl: tokens.url, clientId: 'bench', clientSecret: 'bench-secret' } });
+    await putReceiver(service.url, 'bench-oauth', {
+      url: target,
+      auth: { type: 'oauth2', tokenUrl: tokens.url, clientId: 'bench', clientSecret: 'bench-secret' },
+    });
     const ids = Object.fromEntries((await db.query(`SELECT name, id FROM receiver`)).rows.map((r) => [r.name, r.id]));
     // warm both: the send path, the plans, and the token (fetched once here, then cached in memory)
     await drain(db, receiver, ids['bench-plain'], Math.min(2_000, N));

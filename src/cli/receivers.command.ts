@@ -140,9 +140,16 @@ function describe(r: ReceiverView): string {
         .map(([k, v]) => `${k}: ${v}`)
         .join('; ')}`,
     );
-  if (r.auth) lines.push(`auth      ${Object.entries(r.auth).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (r.auth)
+    lines.push(
+      `auth      ${Object.entries(r.auth)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   if (r.tls) {
-    const cert = r.tls.clientCertificate ? `client certificate ${r.tls.clientCertificate.subject} until ${r.tls.clientCertificate.notAfter}, key ${r.tls.clientKey}` : 'no client certificate';
+    const cert = r.tls.clientCertificate
+      ? `client certificate ${r.tls.clientCertificate.subject} until ${r.tls.clientCertificate.notAfter}, key ${r.tls.clientKey}`
+      : 'no client certificate';
     lines.push(`tls       ${cert}${r.tls.ca ? `; ca ${r.tls.ca.map((c) => c.subject).join(', ')}` : ''}`);
   }
   if (r.secrets) {

@@ -18,7 +18,11 @@ describe('nextAuth', () => {
     ['a username with a colon', { type: 'basic', username: 'a:b', password: 'p' }, /must not contain ":"/],
     ['a control character', { type: 'bearer', token: 'a\rb' }, /printable ASCII/],
     ['a token URL with credentials', { type: 'oauth2', tokenUrl: 'https://u:p@as/t', clientId: 'c', clientSecret: 's' }, /must not contain credentials/],
-    ['an unknown clientAuth', { type: 'oauth2', tokenUrl: 'https://as/t', clientId: 'c', clientSecret: 's', clientAuth: 'jwt' }, /clientAuth must be one of basic, post/],
+    [
+      'an unknown clientAuth',
+      { type: 'oauth2', tokenUrl: 'https://as/t', clientId: 'c', clientSecret: 's', clientAuth: 'jwt' },
+      /clientAuth must be one of basic, post/,
+    ],
   ])('should refuse %s, naming the field', (_, given, message) => {
     expect(() => nextAuth(given, stored)).toThrow(CredentialProblem);
     expect(() => nextAuth(given, stored)).toThrow(message);

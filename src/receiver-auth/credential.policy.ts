@@ -145,7 +145,8 @@ export function nextTls(given: unknown, stored: Credentials['tls']): Credentials
   const pem = (k: 'clientCertificate' | 'clientKey' | 'ca') => {
     const value = v(k);
     if (value === null || value === undefined) return null;
-    if (typeof value !== 'string' || value.length > MAX_PEM || !value.includes('-----BEGIN ')) return fail(`tls.${k} must be PEM text of at most ${MAX_PEM} characters`);
+    if (typeof value !== 'string' || value.length > MAX_PEM || !value.includes('-----BEGIN '))
+      return fail(`tls.${k} must be PEM text of at most ${MAX_PEM} characters`);
     return value;
   };
   const tls = { clientCertificate: pem('clientCertificate'), clientKey: pem('clientKey'), ca: pem('ca') };
@@ -199,7 +200,12 @@ export interface CertificateView {
 }
 
 function certificateView(c: X509Certificate): CertificateView {
-  return { subject: c.subject.replaceAll('\n', ', '), issuer: c.issuer.replaceAll('\n', ', '), notAfter: new Date(c.validTo).toISOString(), fingerprint256: c.fingerprint256 };
+  return {
+    subject: c.subject.replaceAll('\n', ', '),
+    issuer: c.issuer.replaceAll('\n', ', '),
+    notAfter: new Date(c.validTo).toISOString(),
+    fingerprint256: c.fingerprint256,
+  };
 }
 
 /** What an answer shows of `tls`: the certificates by subject, issuer, expiry and fingerprint, `"set"` for the key. */

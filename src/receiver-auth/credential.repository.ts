@@ -48,7 +48,15 @@ export class CredentialRepository {
     const sealed = this.keyring.seal(credentialAad(receiverId, version), JSON.stringify(parts));
     const tls: TlsShown | null = next.tls && { clientCertificate: next.tls.clientCertificate, ca: next.tls.ca };
     await tx.execute(
-      insertCredential({ receiverId, version, authType: next.auth?.shown.type ?? null, auth: next.auth?.shown ?? null, tls, keyId: sealed.keyId, sealed: sealed.sealed }),
+      insertCredential({
+        receiverId,
+        version,
+        authType: next.auth?.shown.type ?? null,
+        auth: next.auth?.shown ?? null,
+        tls,
+        keyId: sealed.keyId,
+        sealed: sealed.sealed,
+      }),
     );
     return version;
   }

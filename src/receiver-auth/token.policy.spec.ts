@@ -34,7 +34,12 @@ describe('readTokenAnswer', () => {
   it.each<[string, number, string, object]>([
     ['a token with its lifetime', 200, '{"access_token":"abc","token_type":"Bearer","expires_in":120}', { accessToken: 'abc', lifetimeMs: 120_000 }],
     ['a token without expires_in: an hour', 200, '{"access_token":"abc"}', { accessToken: 'abc', lifetimeMs: DEFAULT_TOKEN_LIFETIME_MS }],
-    ['an error answer with its error and description', 401, '{"error":"invalid_client","error_description":"no such client"}', { problem: 'answered 401 invalid_client: no such client' }],
+    [
+      'an error answer with its error and description',
+      401,
+      '{"error":"invalid_client","error_description":"no such client"}',
+      { problem: 'answered 401 invalid_client: no such client' },
+    ],
     ['a 503 without JSON: its status only, never the body', 503, 'upstream secret dump', { problem: 'answered 503' }],
     ['a 200 without a token', 200, '{"token_type":"bearer"}', { problem: 'answered 200 without a usable access_token' }],
     ['a token of another type', 200, '{"access_token":"abc","token_type":"mac"}', { problem: 'answered a token of type mac, not bearer' }],

@@ -216,13 +216,27 @@ describe('callbacks CLI', () => {
     expect((await cli(['receivers', 'put', 'x', '--disable', '--enable'])).code).toBe(2);
   });
 
-  it('should set a receiver\'s credentials from files (--auth-file, --client-cert, --client-key, --ca), show them write-only, and test it', async () => {
+  it("should set a receiver's credentials from files (--auth-file, --client-cert, --client-key, --ca), show them write-only, and test it", async () => {
     const certs = new TestCertificates();
     try {
       const ca = certs.authority('cli-ca');
       const client = certs.signed(ca, 'cli-client', { clientAuth: true });
       const auth = await batchFile('auth.json', { type: 'basic', username: 'cli-user', password: 'cli-password-0123' });
-      const put = await cli(['receivers', 'put', 'cli-auth', '--endpoint', `${receiver.url}/auth`, '--auth-file', auth, '--client-cert', client.certFile, '--client-key', client.keyFile, '--ca', ca.certFile]);
+      const put = await cli([
+        'receivers',
+        'put',
+        'cli-auth',
+        '--endpoint',
+        `${receiver.url}/auth`,
+        '--auth-file',
+        auth,
+        '--client-cert',
+        client.certFile,
+        '--client-key',
+        client.keyFile,
+        '--ca',
+        ca.certFile,
+      ]);
       expect(put.stderr).toBe('');
       expect(put.stdout).toMatch(/^auth {6}type=basic username=cli-user password=set$/m);
       expect(put.stdout).toMatch(/^tls {7}client certificate CN=cli-client until .*, key set; ca CN=cli-ca$/m);

@@ -21,7 +21,11 @@ describe(`${EventService.name} preview and the receiver test call`, () => {
   const put = (path: string, json: unknown) => service.apiJson(path, { method: 'PUT', json });
 
   it("should send one signed call with the receiver's credentials now, answer its attempt, and store nothing", async () => {
-    const made = await put('/v1/receivers/try-1', { url: `${receiver.url}/try?code=202&body=thanks`, headers: { 'x-shop': '1' }, auth: { type: 'bearer', token: 'try-token-0123' } });
+    const made = await put('/v1/receivers/try-1', {
+      url: `${receiver.url}/try?code=202&body=thanks`,
+      headers: { 'x-shop': '1' },
+      auth: { type: 'bearer', token: 'try-token-0123' },
+    });
     const before = receiver.requests.length;
     const res = await service.api('/v1/receivers/try-1/test', { method: 'POST' });
     expect(res.status).toBe(200);
@@ -60,7 +64,10 @@ describe(`${EventService.name} preview and the receiver test call`, () => {
       'p-off': { receiver: 'p-off', delivers: true, reason: 'disabled', detail: expect.stringContaining('held') },
     });
     // named receivers, one not subscribed
-    const named = await service.apiJson('/v1/events/preview', { method: 'POST', json: { type: 'order.paid', payload: { amount: 5000 }, receivers: ['p-big', 'p-other'] } });
+    const named = await service.apiJson('/v1/events/preview', {
+      method: 'POST',
+      json: { type: 'order.paid', payload: { amount: 5000 }, receivers: ['p-big', 'p-other'] },
+    });
     expect(byName(named)).toMatchObject({ 'p-big': { delivers: true, reason: 'delivered' }, 'p-other': { delivers: false, reason: 'not_subscribed' } });
     // a payload its schema refuses: nobody, and why
     const refused = await service.apiJson('/v1/events/preview', { method: 'POST', json: { type: 'order.paid', payload: { amount: 'x' } } });

@@ -116,12 +116,18 @@ export class TokenCache {
         { url: auth.tokenUrl, method: 'POST', headers: { 'user-agent': USER_AGENT, ...headers }, body, timeoutMs: Math.max(1, deadline - started) },
         TOKEN_RESPONSE_BYTES,
       );
-      if (result.statusCode === undefined) throw new TokenError(`token endpoint ${auth.tokenUrl} ${scrub(`failed: ${result.error ?? result.outcome}`, c.secrets)}`);
+      if (result.statusCode === undefined)
+        throw new TokenError(`token endpoint ${auth.tokenUrl} ${scrub(`failed: ${result.error ?? result.outcome}`, c.secrets)}`);
       const answer = readTokenAnswer(result.statusCode, result.responseBody ?? '');
       if ('problem' in answer) throw new TokenError(`token endpoint ${auth.tokenUrl} ${scrub(answer.problem, c.secrets)}`);
       this.fetched++;
       // its lifetime counts from when it was asked for: never trusted longer than the server meant
-      const token = { accessToken: answer.accessToken, fetchedAt: started, refreshAt: refreshAt(started, answer.lifetimeMs), expiresAt: started + answer.lifetimeMs };
+      const token = {
+        accessToken: answer.accessToken,
+        fetchedAt: started,
+        refreshAt: refreshAt(started, answer.lifetimeMs),
+        expiresAt: started + answer.lifetimeMs,
+      };
       return this.keep(c, await this.repo.storeToken(c.receiverId, c.version, this.owner, token));
     } catch (error) {
       await this.repo.releaseLease(c.receiverId, c.version, this.owner).catch(() => undefined); // a lease left behind runs out by itself

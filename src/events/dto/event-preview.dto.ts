@@ -14,7 +14,8 @@ export class PreviewEventDto {
 
   @ApiPropertyOptional({
     type: [String],
-    description: 'Only these receivers, each with why it would or would not get the event (an unknown name is a 400); without it, every receiver subscribed to the type',
+    description:
+      'Only these receivers, each with why it would or would not get the event (an unknown name is a 400); without it, every receiver subscribed to the type',
   })
   @IsOptional()
   @ArrayMaxSize(1000)
@@ -32,7 +33,12 @@ export class PreviewReceiverDto {
 
 export class EventPreviewDto {
   @ApiProperty() type: string;
-  @ApiProperty({ type: String, nullable: true, description: 'Why no receiver would get it: an unknown type, or a payload its schema refuses (the 400 a publish would answer); null when it would be accepted' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description:
+      'Why no receiver would get it: an unknown type, or a payload its schema refuses (the 400 a publish would answer); null when it would be accepted',
+  })
   problem: string | null;
   @ApiProperty({ description: 'Deliveries a publish would make now' }) deliveries: number;
   @ApiProperty({ type: [PreviewReceiverDto] }) receivers: PreviewReceiverDto[];

@@ -43,8 +43,10 @@ export class EventTypeDto {
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'its JSON Schema; null: any payload' })
   schema: unknown;
   @ApiProperty() deprecated: boolean;
-  @ApiProperty({ type: Number, nullable: true, description: "its deliveries' timeout unless the receiver has one; null: the service's" }) timeoutMs: number | null;
-  @ApiProperty({ type: Number, nullable: true, description: "its deliveries' attempts unless the receiver has its own; null: the service's" }) maxAttempts: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: "its deliveries' timeout unless the receiver has one; null: the service's" }) timeoutMs:
+    number | null;
+  @ApiProperty({ type: Number, nullable: true, description: "its deliveries' attempts unless the receiver has its own; null: the service's" }) maxAttempts:
+    number | null;
   @ApiProperty({ type: [Number], description: "its deliveries' retry delays unless the receiver has its own; empty: the service's" }) retryDelaysMs: number[];
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;

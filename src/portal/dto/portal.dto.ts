@@ -29,8 +29,10 @@ export class PortalSessionViewDto {
 /** The receiver as its portal shows it: settings, its credentials write-only, figures; no secrets (GET /portal/api/secrets), no subscriptions. */
 export class PortalReceiverDto extends ReceiverDto {
   @ApiProperty({ type: ReceiverFiguresDto }) figures: ReceiverFiguresDto;
-  @ApiProperty({ type: ReceiverAuthDto, nullable: true, description: 'how its calls authenticate (secrets shown as "set"); null: none' }) auth: ReceiverAuthDto | null;
-  @ApiProperty({ type: ReceiverTlsDto, nullable: true, description: 'its client certificate and CA (the key shown as "set"); null: none' }) tls: ReceiverTlsDto | null;
+  @ApiProperty({ type: ReceiverAuthDto, nullable: true, description: 'how its calls authenticate (secrets shown as "set"); null: none' })
+  auth: ReceiverAuthDto | null;
+  @ApiProperty({ type: ReceiverTlsDto, nullable: true, description: 'its client certificate and CA (the key shown as "set"); null: none' })
+  tls: ReceiverTlsDto | null;
 }
 
 export class PortalSecretsDto {
@@ -60,7 +62,11 @@ export class PortalSettingsDto {
   @Verbatim()
   auth?: unknown;
 
-  @ApiPropertyOptional({ type: ReceiverTlsInputDto, nullable: true, description: 'Mutual TLS, as PUT /v1/receivers/{name} takes it (the key write-only); null removes it' })
+  @ApiPropertyOptional({
+    type: ReceiverTlsInputDto,
+    nullable: true,
+    description: 'Mutual TLS, as PUT /v1/receivers/{name} takes it (the key write-only); null removes it',
+  })
   @Allow()
   @Verbatim()
   tls?: unknown;

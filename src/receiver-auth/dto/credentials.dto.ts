@@ -20,13 +20,20 @@ export class BearerAuthDto {
 
 export class OAuth2AuthDto {
   @ApiProperty({ enum: ['oauth2'] }) type: 'oauth2';
-  @ApiProperty({ example: 'https://auth.example.com/oauth/token', description: 'The token endpoint (client credentials grant); http:// wherever a callback URL may be' })
+  @ApiProperty({
+    example: 'https://auth.example.com/oauth/token',
+    description: 'The token endpoint (client credentials grant); http:// wherever a callback URL may be',
+  })
   tokenUrl: string;
   @ApiProperty() clientId: string;
   @ApiPropertyOptional({ description: 'Write-only; left out on an update of the same type: kept' }) clientSecret?: string;
   @ApiPropertyOptional({ type: String, nullable: true, example: 'webhooks:write' }) scope?: string | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'Sent as the audience parameter (Auth0 and others ask for it)' }) audience?: string | null;
-  @ApiPropertyOptional({ enum: CLIENT_AUTH_METHODS, default: 'basic', description: 'How the client authenticates at the token endpoint: HTTP Basic, or client_id and client_secret in the form' })
+  @ApiPropertyOptional({
+    enum: CLIENT_AUTH_METHODS,
+    default: 'basic',
+    description: 'How the client authenticates at the token endpoint: HTTP Basic, or client_id and client_secret in the form',
+  })
   clientAuth?: 'basic' | 'post';
 }
 
@@ -34,7 +41,11 @@ export class ReceiverTlsInputDto {
   @ApiPropertyOptional({ type: String, nullable: true, description: 'PEM; with clientKey: sent when the receiver asks for a client certificate (mutual TLS)' })
   clientCertificate?: string | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'PEM, unencrypted; write-only (left out: kept)' }) clientKey?: string | null;
-  @ApiPropertyOptional({ type: String, nullable: true, description: "PEM, one or more certificates: the receiver's server certificate must chain to one of them (instead of the system's CAs)" })
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    description: "PEM, one or more certificates: the receiver's server certificate must chain to one of them (instead of the system's CAs)",
+  })
   ca?: string | null;
 }
 

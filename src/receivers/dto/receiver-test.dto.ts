@@ -15,7 +15,8 @@ export class ReceiverTestDto {
   @ApiProperty({ description: 'Whether a callback would count it a success (2xx)' }) ok: boolean;
   @ApiProperty({ type: String, nullable: true }) error: string | null;
   @ApiProperty({ type: PhasesDto, description: 'Phase timings, ms from the start (tokenMs: an OAuth2 token fetched first)' }) phases: PhasesDto;
-  @ApiProperty({ type: String, nullable: true, enum: ['basic', 'bearer', 'oauth2'], description: 'The authentication it went with; null: none' }) auth: string | null;
+  @ApiProperty({ type: String, nullable: true, enum: ['basic', 'bearer', 'oauth2'], description: 'The authentication it went with; null: none' }) auth:
+    string | null;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, nullable: true }) responseHeaders: Record<string, string> | null;
   @ApiProperty({ type: String, nullable: true, description: 'Start of the response body (capped)' }) responseBody: string | null;
 }
