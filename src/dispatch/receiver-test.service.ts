@@ -38,7 +38,12 @@ export class ReceiverTestService extends ReceiverTester {
     if (!row.url) throw new AppError('validation_failed', `receiver ${name} has no URL to send a test to: set one first`);
     const id = uuidv7();
     const body = JSON.stringify({ type, receiver: name, sentAt: new Date().toISOString() });
-    const lookup = await this.signing.secretsFor([{ receiverId: row.id, apiKeyId, host: destinationOf(row.url) }]);
+    const host = destinationOf(row.url);
+    const [lookup, privateNetworks] = await Promise.all([
+      this.signing.secretsFor([{ receiverId: row.id, apiKeyId, host }]),
+      // where it may connect, as its callbacks may (the claim's rule)
+      this.receivers.privateNetworksOf(row, host),
+    ]);
     const example = {
       id,
       url: row.url,
@@ -47,8 +52,9 @@ export class ReceiverTestService extends ReceiverTester {
       body,
       timeoutMs: row.timeoutMs ?? this.config.httpTimeoutMs,
       traceparent: null,
+      privateNetworks,
     } as ClaimedCallback;
-    const call = buildRequest(example, lookup.secretsOf({ receiverId: row.id, apiKeyId, host: destinationOf(row.url) }), this.config.httpTimeoutMs);
+    const call = buildRequest(example, lookup.secretsOf({ receiverId: row.id, apiKeyId, host }), this.config.httpTimeoutMs);
     const result = await this.sender.send(call, await this.credentials.current(row.id));
     const t = result.trace;
     return {

@@ -1,5 +1,3 @@
-import { matchesFilter, type Filter } from './event-filter.policy.js';
-
 /**
  * Why a receiver would or would not get an event (POST /v1/events/preview), in the
  * order a publish decides it (EventService.publishEvent, subscribersOf): the event
@@ -24,14 +22,18 @@ export interface PreviewVerdict {
   detail: string;
 }
 
-/** `patterns`: the type and its `prefix.*` wildcards (patternsOf); `problem`: why the event itself is refused, if it is. */
-export function previewVerdict(r: PreviewCandidate, patterns: readonly string[], payload: unknown, problem: string | null): PreviewVerdict {
+/**
+ * `patterns`: the type and its `prefix.*` wildcards (patternsOf); `passesFilter`: the
+ * payload passes its filter, or it has none (evaluated in a payload check thread, as
+ * a publish does: EventService); `problem`: why the event itself is refused, if it is.
+ */
+export function previewVerdict(r: PreviewCandidate, patterns: readonly string[], passesFilter: boolean, problem: string | null): PreviewVerdict {
   const verdict = (delivers: boolean, reason: PreviewReason, detail: string) => ({ receiver: r.name, delivers, reason, detail });
   if (problem !== null) return verdict(false, 'event_refused', problem);
   const through = r.eventTypes.find((p) => patterns.includes(p));
   if (through === undefined) return verdict(false, 'not_subscribed', `its eventTypes take none of ${patterns.join(', ')}`);
   if (r.url === null) return verdict(false, 'no_url', 'it has no url');
-  if (r.eventFilter !== null && !matchesFilter(r.eventFilter as Filter, payload)) return verdict(false, 'filter_failed', 'the payload fails its filter');
+  if (!passesFilter) return verdict(false, 'filter_failed', 'the payload fails its filter');
   if (r.disabled) return verdict(true, 'disabled', `subscribed through ${through}; disabled: the delivery is held until it is enabled`);
   return verdict(true, 'delivered', `subscribed through ${through}`);
 }

@@ -3,7 +3,9 @@ import { CallbackService, toCallbackView } from '../callbacks/callback.service.j
 import type { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { layerHeaders } from '../common/headers.js';
+import { hostnameRefusal, NetworkPolicy } from '../common/network.policy.js';
 import { pageOf } from '../common/page.js';
+import { destinationOf } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
@@ -18,6 +20,9 @@ import { SigningSecretService } from '../signing/signing-secret.service.js';
 import type { PortalDeliveryDto, PortalDeliveryQueryDto, PortalReceiverDto, PortalSecretsDto, PortalSettingsDto } from './dto/portal.dto.js';
 import { PortalSessionRepository } from './portal-session.repository.js';
 import type { PortalCaller } from './portal-session.service.js';
+
+/** The rule for addresses a portal sets: the public internet only. */
+const PUBLIC_ONLY = new NetworkPolicy([], 'a portal session sets public addresses only');
 
 type Secret = { secret: string; createdAt: string; expiresAt: string | null };
 
@@ -44,7 +49,17 @@ export class PortalService {
     return { ...pickReceiver(rest), figures, auth, tls };
   }
 
-  /** Changes its URL, headers, disabled (a disable holds its callbacks, an enable releases them: the receiver API's tasks) or its credentials. */
+  /**
+   * Changes its URL, headers, disabled (a disable holds its callbacks, an enable
+   * releases them: the receiver API's tasks) or its credentials. The portal is for
+   * people outside the sender, so a URL it sets (the receiver's, or an OAuth2 token
+   * endpoint's) must be public whatever ALLOW_PRIVATE_NETWORKS opens and whatever its
+   * key is granted: an IP literal or a name resolving now to an address the public
+   * rule refuses is a 400, and the destination is recorded as the portal's
+   * (`portal_hosts`), so its callbacks and token requests connect to public addresses
+   * only, whatever the name resolves to when they are sent (claim.sql.ts,
+   * credential.cache.ts, the transport).
+   */
   async updateSettings(p: PortalCaller, dto: PortalSettingsDto): Promise<PortalReceiverDto> {
     const changes = {
       ...(dto.url !== undefined && { url: dto.url }),
@@ -55,8 +70,14 @@ export class PortalService {
       ...(dto.tls !== undefined && { tls: dto.tls }),
     };
     if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, disabled, auth or tls');
+    const portalHosts = new Set<string>();
+    for (const [field, url] of urlsSet(dto)) {
+      const refused = await hostnameRefusal(PUBLIC_ONLY, url.hostname);
+      if (refused) throw new AppError('validation_failed', `${field}: the portal sets public addresses only; ${refused}`);
+      portalHosts.add(destinationOf(url.href));
+    }
     await this.receivers.require(p.apiKeyId, p.receiver);
-    await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes);
+    await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes, { portalHosts: [...portalHosts] });
     return this.receiver(p);
   }
 
@@ -128,6 +149,19 @@ export class PortalService {
   latencyHistory(p: PortalCaller, q: Pick<LatencyQueryDto, 'from' | 'to' | 'bucket'>): Promise<LatencyHistoryDto> {
     return this.latency.latencyHistory(p.apiKeyId, { from: q.from, to: q.to, bucket: q.bucket, receiver: p.receiver });
   }
+}
+
+/**
+ * The URLs a portal change sets, by field: its url, and its OAuth2 token endpoint. A
+ * token URL that does not parse is left to the credentials' own check (a 400 naming
+ * auth.tokenUrl).
+ */
+function urlsSet(dto: PortalSettingsDto): Array<[string, URL]> {
+  const urls: Array<[string, URL]> = [];
+  if (dto.url !== undefined) urls.push(['url', new URL(dto.url)]);
+  const tokenUrl = (dto.auth as { tokenUrl?: unknown } | null | undefined)?.tokenUrl;
+  if (typeof tokenUrl === 'string' && URL.canParse(tokenUrl)) urls.push(['auth.tokenUrl', new URL(tokenUrl)]);
+  return urls;
 }
 
 /** The secrets that signed at `atMs`: made before it and not yet expired then. */

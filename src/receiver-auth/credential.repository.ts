@@ -4,7 +4,7 @@ import { ApiDatabase } from '../database/api-database.js';
 import type { SqlRunner } from '../database/pg.statements.js';
 import { SecretKeyring } from '../signing/secret-keyring.js';
 import type { AuthShown, Credentials, SealedParts, TlsShown } from './credential.policy.js';
-import { credentialsOf, deleteCredential, insertCredential, lockCredential, type CredentialRow } from './credential.sql.js';
+import { credentialsOf, deleteCredential, insertCredential, lockCredential, type CredentialRow, type SendingCredentialRow } from './credential.sql.js';
 
 /** What a credential's sealing names as its row: the receiver and the version, so a sealed value copied to another row or version does not open. */
 export const credentialAad = (receiverId: string, version: string) => `receiver credential ${receiverId} ${version}`;
@@ -13,6 +13,14 @@ export const credentialAad = (receiverId: string, version: string) => `receiver 
 export interface StoredCredentials extends Credentials {
   receiverId: string;
   version: string;
+}
+
+/** Stored credentials with what their calls may reach besides the public internet (the token request's check). */
+export interface SendingCredentials extends StoredCredentials {
+  /** Its key is granted the ranges ALLOW_PRIVATE_NETWORKS opens. */
+  keyPrivateNetworks: boolean;
+  /** Destinations a portal session chose for the receiver: its calls there go to public addresses only. */
+  portalHosts: string[];
 }
 
 /**
@@ -61,10 +69,11 @@ export class CredentialRepository {
     return version;
   }
 
-  /** The credentials of these receivers (those without any are left out), opened. */
-  async findCredentials(receiverIds: string[], db: SqlRunner = this.db): Promise<StoredCredentials[]> {
+  /** The credentials of these receivers (those without any are left out), opened, with what their calls may reach. */
+  async findCredentials(receiverIds: string[], db: SqlRunner = this.db): Promise<SendingCredentials[]> {
     if (receiverIds.length === 0) return [];
-    return (await db.query<CredentialRow>(credentialsOf(receiverIds))).map((r) => this.opened(r));
+    const rows = await db.query<SendingCredentialRow>(credentialsOf(receiverIds));
+    return rows.map((r) => ({ ...this.opened(r), keyPrivateNetworks: r.keyPrivateNetworks, portalHosts: r.portalHosts }));
   }
 
   private opened(row: CredentialRow): StoredCredentials {

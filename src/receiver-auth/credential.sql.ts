@@ -13,9 +13,20 @@ const CREDENTIAL = Prisma.sql`receiver_id AS "receiverId", version, auth_type AS
 export const lockCredential = (receiverId: string) => Prisma.sql`
   SELECT ${CREDENTIAL} FROM receiver_credential WHERE receiver_id = ${receiverId}::uuid FOR UPDATE`;
 
-/** The credential rows of these receivers (receiver_credential_pkey), unlocked: what the worker sends with. */
+/**
+ * The credential rows of these receivers (receiver_credential_pkey), unlocked: what the
+ * worker sends with; each with what its token requests may reach, by the rule the claim
+ * applies to callbacks (claim.sql.ts `moved`): its key's grant of private networks
+ * (api_key_pkey) and the destinations a portal session chose for the receiver
+ * (`portal_hosts`, receiver_pkey).
+ */
 export const credentialsOf = (receiverIds: string[]) => Prisma.sql`
-  SELECT ${CREDENTIAL} FROM receiver_credential WHERE receiver_id = ANY(${receiverIds}::uuid[])`;
+  SELECT c.receiver_id AS "receiverId", c.version, c.auth_type AS "authType", c.auth, c.tls, c.key_id AS "keyId", c.sealed,
+         k.allow_private_networks AS "keyPrivateNetworks", rv.portal_hosts AS "portalHosts"
+  FROM receiver_credential c
+  JOIN receiver rv ON rv.id = c.receiver_id
+  JOIN api_key k ON k.id = rv.api_key_id
+  WHERE c.receiver_id = ANY(${receiverIds}::uuid[])`;
 
 /** Deletes the receiver's credentials and, by the foreign key, their tokens. */
 export const deleteCredential = (receiverId: string) => Prisma.sql`DELETE FROM receiver_credential WHERE receiver_id = ${receiverId}::uuid`;
@@ -28,6 +39,12 @@ export interface CredentialRow {
   tls: unknown;
   keyId: string;
   sealed: string;
+}
+
+/** A credential row as the worker reads it (credentialsOf). */
+export interface SendingCredentialRow extends CredentialRow {
+  keyPrivateNetworks: boolean;
+  portalHosts: string[];
 }
 
 export const insertCredential = (r: CredentialRow) => Prisma.sql`

@@ -24,6 +24,8 @@ export interface ReceiverSettings {
   /** its subscriptions (event-type.policy.ts), and its filter on their payloads (null: none) */
   eventTypes?: string[];
   eventFilter?: Record<string, unknown> | null;
+  /** destinations a portal session set its URL or token URL to: added to `portal_hosts` (its calls there go to public addresses only) */
+  portalHosts?: string[];
 }
 
 export interface ReceiverFigures {
@@ -77,12 +79,13 @@ export class ReceiverRepository {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
         INSERT INTO receiver (id, api_key_id, name, url, description, headers, timeout_ms, max_attempts, retry_delays_ms,
-                              disabled, disabled_reason, disabled_at, event_types, event_filter)
+                              disabled, disabled_reason, disabled_at, event_types, event_filter, portal_hosts)
         VALUES (${row.id}::uuid, ${row.apiKeyId}::uuid, ${row.name}, ${row.url ?? null}, ${row.description ?? null},
                 ${JSON.stringify(row.headers ?? {})}::jsonb, ${row.timeoutMs ?? null}::int, ${row.maxAttempts ?? null}::int,
                 ${row.retryDelaysMs ?? null}::int[], ${row.disabled},
                 ${row.disabled ? 'disabled through the API' : null}, ${row.disabled ? new Date() : null}::timestamptz,
-                ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb)
+                ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb,
+                ${row.portalHosts ?? []}::text[])
         ON CONFLICT (api_key_id, name) DO NOTHING
         ${RETURNING}`);
       if (!created) return null;
@@ -127,6 +130,7 @@ export class ReceiverRepository {
           ${set('retry_delays_ms', s.retryDelaysMs, '::int[]')}
           ${set('event_types', s.eventTypes, '::text[]')}
           ${set('event_filter', s.eventFilter === undefined ? undefined : s.eventFilter && JSON.stringify(s.eventFilter), '::jsonb')}
+          ${s.portalHosts === undefined ? Prisma.empty : Prisma.sql`portal_hosts = portal_hosts || ARRAY(SELECT h FROM unnest(${s.portalHosts}::text[]) h WHERE h <> ALL(portal_hosts)),`}
           ${toggle ? disabledColumns(s.disabled!, s.reason ?? 'disabled through the API') : Prisma.empty}
           updated_at = now()
         WHERE id = ${before.id}::uuid
@@ -164,6 +168,20 @@ export class ReceiverRepository {
       await tx.execute(insertTask({ id: taskId, apiKeyId, kind: 'receiver.delete', receiverId: r.id }));
       return { id: r.id, taskId };
     });
+  }
+
+  /**
+   * Whether a call of the receiver to `destination` may go to the ranges
+   * ALLOW_PRIVATE_NETWORKS opens, by the rule the claim applies (claim.sql.ts `moved`):
+   * its key is granted them and a portal session did not choose that destination. One
+   * receiver_pkey and one api_key_pkey probe.
+   */
+  async privateNetworksOf(receiverId: string, destination: string): Promise<boolean> {
+    const [row] = await this.db.query<{ granted: boolean }>(Prisma.sql`
+      SELECT k.allow_private_networks AND NOT (${destination}::text = ANY(rv.portal_hosts)) AS granted
+      FROM receiver rv JOIN api_key k ON k.id = rv.api_key_id
+      WHERE rv.id = ${receiverId}::uuid`);
+    return row?.granted ?? false;
   }
 
   /**

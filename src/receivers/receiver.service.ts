@@ -126,8 +126,12 @@ export class ReceiverService {
     private readonly credentials: CredentialService,
   ) {}
 
-  /** Creates (created: true) or updates the receiver; answers it with its secrets. */
-  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
+  /**
+   * Creates (created: true) or updates the receiver; answers it with its secrets.
+   * `portalHosts`: the destinations of the URLs a portal session sets, its own and its
+   * token endpoint's (recorded in `portal_hosts`: its calls there go public only).
+   */
+  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto, options: { portalHosts?: string[] } = {}) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
     const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, auth, tls, ...rest } = dto;
@@ -141,6 +145,7 @@ export class ReceiverService {
       ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
       ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
       ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
+      ...(options.portalHosts?.length ? { portalHosts: options.portalHosts } : {}),
     };
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(
@@ -219,6 +224,11 @@ export class ReceiverService {
       );
     }
     return found;
+  }
+
+  /** Whether its calls to `destination` may reach the ranges ALLOW_PRIVATE_NETWORKS opens (its key's grant, not a portal's choice). */
+  privateNetworksOf(row: ReceiverRow, destination: string): Promise<boolean> {
+    return this.receivers.privateNetworksOf(row.id, destination);
   }
 
   /** Its view with its secrets and its running task (a disable or enable still holding or releasing callbacks). */

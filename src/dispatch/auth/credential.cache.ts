@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { CredentialRepository, type StoredCredentials } from '../../receiver-auth/credential.repository.js';
+import { destinationOf } from '../../common/validators.js';
+import { CredentialRepository, type SendingCredentials } from '../../receiver-auth/credential.repository.js';
 import { secretsOf, staticAuthorization, type AuthShown, type AuthType } from '../../receiver-auth/credential.policy.js';
 import type { ConnectionCredentials } from '../transport/agent.pools.js';
 
@@ -17,13 +18,18 @@ export interface SendCredentials {
   type: AuthType | null;
   /** basic and bearer: the Authorization value, built once. */
   authorization?: string;
-  oauth2?: { auth: Extract<AuthShown, { type: 'oauth2' }>; clientSecret: string };
+  /**
+   * `privateNetworks`: its token requests may go to the ranges ALLOW_PRIVATE_NETWORKS
+   * opens (its key is granted them and a portal session did not choose the token
+   * endpoint's destination), as a callback may (claim.sql.ts).
+   */
+  oauth2?: { auth: Extract<AuthShown, { type: 'oauth2' }>; clientSecret: string; privateNetworks: boolean };
   tls?: ConnectionCredentials;
   /** Every secret of these credentials, to scrub from what a token endpoint answered. */
   secrets: string[];
 }
 
-export function toSendCredentials(c: StoredCredentials): SendCredentials {
+export function toSendCredentials(c: SendingCredentials): SendCredentials {
   const key = `${c.receiverId} ${c.version}`;
   const shown = c.auth?.shown;
   return {
@@ -32,7 +38,13 @@ export function toSendCredentials(c: StoredCredentials): SendCredentials {
     key,
     type: shown?.type ?? null,
     authorization: staticAuthorization(c.auth),
-    ...(shown?.type === 'oauth2' && { oauth2: { auth: shown, clientSecret: (c.auth!.secret as { clientSecret: string }).clientSecret } }),
+    ...(shown?.type === 'oauth2' && {
+      oauth2: {
+        auth: shown,
+        clientSecret: (c.auth!.secret as { clientSecret: string }).clientSecret,
+        privateNetworks: c.keyPrivateNetworks && !c.portalHosts.includes(destinationOf(shown.tokenUrl)),
+      },
+    }),
     ...(c.tls && {
       tls: { poolKey: key, cert: c.tls.clientCertificate ?? undefined, key: c.tls.clientKey ?? undefined, ca: c.tls.ca ?? undefined },
     }),
@@ -77,8 +89,10 @@ export class CredentialCache {
       for (const id of missing) {
         const c = byId.get(id);
         const previous = this.cache.get(id)?.credentials;
-        // the same version keeps its prepared object (the token and the pool go by its key)
-        const credentials = c ? (previous?.version === c.version ? previous : toSendCredentials(c)) : null;
+        // the same version keeps its prepared object unless what its token requests may reach changed
+        // (a grant, a portal's choice); the token and the pool go by its key either way
+        const next = c ? toSendCredentials(c) : null;
+        const credentials = next && previous?.version === next.version && previous.oauth2?.privateNetworks === next.oauth2?.privateNetworks ? previous : next;
         this.cache.set(id, { credentials, until: now + CACHE_MS });
         found.set(id, credentials);
       }

@@ -29,8 +29,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * - Without one in memory (`acquire`) a worker reads the shared row: a token stored
  *   by another worker and not yet due is taken as it is. Otherwise the worker takes
  *   the row's lease (one statement; only one worker gets it), fetches the token from
- *   the token endpoint through the callbacks' own transport (SSRF check, proxy,
- *   timeout), stores it sealed and ends the lease; the others poll the row until it
+ *   the token endpoint through the callbacks' own transport (SSRF check with the
+ *   ranges the receiver's calls may reach, proxy, timeout), stores it sealed and ends the lease; the others poll the row until it
  *   is there, going on with a still valid token meanwhile. So a token is fetched once
  *   per expiry, whatever the number of workers, and no transaction stays open while
  *   a token endpoint answers.
@@ -108,12 +108,19 @@ export class TokenCache {
 
   /** Fetches a token under the lease and stores it for every worker; the lease ends either way. */
   private async fetch(c: SendCredentials, deadline: number): Promise<SharedToken> {
-    const { auth, clientSecret } = c.oauth2!;
+    const { auth, clientSecret, privateNetworks } = c.oauth2!;
     const started = Date.now();
     try {
       const { headers, body } = tokenRequest(auth, clientSecret);
       const result = await this.transport.request(
-        { url: auth.tokenUrl, method: 'POST', headers: { 'user-agent': USER_AGENT, ...headers }, body, timeoutMs: Math.max(1, deadline - started) },
+        {
+          url: auth.tokenUrl,
+          method: 'POST',
+          headers: { 'user-agent': USER_AGENT, ...headers },
+          body,
+          timeoutMs: Math.max(1, deadline - started),
+          privateNetworks,
+        },
         TOKEN_RESPONSE_BYTES,
       );
       if (result.statusCode === undefined)

@@ -21,10 +21,12 @@ interface Pool {
 }
 
 /**
- * One undici Agent per receiver credentials (mutual TLS), each with its own
- * connector carrying that receiver's client certificate, key and CA, so a connection
- * made with one receiver's certificate is never used for another receiver, nor for a
- * callback without one. Made on a receiver's first call, reused by every later one
+ * One undici Agent per receiver credentials (mutual TLS) and network reach (public
+ * only, or with the ranges ALLOW_PRIVATE_NETWORKS opens: the call's `privateNetworks`),
+ * each with its own connector carrying that receiver's client certificate, key and CA
+ * and checking addresses by that reach, so a connection made with one receiver's
+ * certificate is never used for another receiver, nor for a callback without one, nor
+ * for a call that may not reach where it goes. Made on a receiver's first call, reused by every later one
  * (a lookup by key on the send path); a change of its credentials is a new key, and
  * the old pool closes once idle. At most `max` pools: past it the least recently
  * used one is closed (its calls in flight finish first).
@@ -34,7 +36,7 @@ export class AgentPools {
   private readonly sweep: NodeJS.Timeout;
 
   constructor(
-    private readonly makeAgent: (tls: ClientTls) => Agent,
+    private readonly makeAgent: (tls: ClientTls, privateNetworks: boolean) => Agent,
     private readonly max: number,
   ) {
     this.sweep = setInterval(() => this.closeIdle(Date.now() - IDLE_MS), SWEEP_MS).unref();
@@ -44,15 +46,16 @@ export class AgentPools {
     return this.pools.size;
   }
 
-  /** The adapter sending through the pool of these credentials, made on first use. */
-  adapterFor(tls: ConnectionCredentials): AxiosAdapter {
+  /** The adapter sending through the pool of these credentials and reach, made on first use. */
+  adapterFor(tls: ConnectionCredentials, privateNetworks = false): AxiosAdapter {
     const now = Date.now();
-    let pool = this.pools.get(tls.poolKey);
+    const key = privateNetworks ? `${tls.poolKey} private` : tls.poolKey;
+    let pool = this.pools.get(key);
     if (!pool) {
       if (this.pools.size >= this.max) this.closeLeastUsed();
-      const agent = this.makeAgent(tls);
+      const agent = this.makeAgent(tls, privateNetworks);
       pool = { agent, adapter: undiciAdapter(agent), usedAt: now };
-      this.pools.set(tls.poolKey, pool);
+      this.pools.set(key, pool);
     }
     pool.usedAt = now;
     return pool.adapter;

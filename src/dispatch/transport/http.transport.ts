@@ -9,7 +9,7 @@ import { traceAttempt } from '../dispatch.tracing.js';
 import { tracing } from '../../tracing/tracing.setup.js';
 import { AgentPools, type ConnectionCredentials } from './agent.pools.js';
 import { buildGuardedConnector, type ClientTls } from './connector.js';
-import { NetworkPolicy } from './network.policy.js';
+import { NetworkPolicy } from '../../common/network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
 import { parseEgressProxy } from './proxy.tunnel.js';
 import { undiciAdapter, type CallTrace, type TracedRequestConfig } from './undici.adapter.js';
@@ -22,6 +22,8 @@ export interface OutgoingCall {
   timeoutMs: number;
   /** Trace context the attempt's span continues (the accepting request's), if any. */
   traceparent?: string | null;
+  /** May connect to the ranges ALLOW_PRIVATE_NETWORKS opens (its key's grant); otherwise to public addresses only. */
+  privateNetworks?: boolean;
   /** Its receiver's mutual TLS: sent through that receiver's own connections (AgentPools). */
   tls?: ConnectionCredentials;
 }
@@ -65,42 +67,73 @@ function dispatchAgent(connect: buildConnector.connector): Agent {
  */
 @Injectable()
 export class HttpTransport implements OnApplicationShutdown {
-  private readonly agent: Agent;
-  private readonly adapter: AxiosAdapter;
-  /** Receivers' own connections, by their credentials (mutual TLS). */
+  /** Public addresses only; and, when ALLOW_PRIVATE_NETWORKS opens ranges, one that may also reach those. */
+  private readonly agents: Agent[];
+  private readonly publicAdapter: AxiosAdapter;
+  private readonly privateAdapter: AxiosAdapter;
+  /** ALLOW_PRIVATE_NETWORKS opens ranges: a call granted them goes through agents whose policy opens them. */
+  private readonly opensPrivate: boolean;
+  /** Receivers' own connections (mutual TLS), by their credentials and by the ranges they may reach. */
   private readonly pools: AgentPools;
 
+  /**
+   * The address check runs in the connector, on the addresses the socket connects to
+   * (connector.ts), so which ranges a call may reach is chosen by the agent it goes
+   * through: a call whose key is not granted private networks (or whose destination a
+   * portal session chose) goes through the agent whose policy opens nothing, whatever
+   * ALLOW_PRIVATE_NETWORKS says. The two agents keep separate connection pools, so a
+   * connection one opened is never reused by the other's calls; so do a receiver's own
+   * (mutual TLS) pools, one per credentials and policy.
+   */
   constructor(
     private readonly http: HttpService,
     private readonly config: AppConfig,
   ) {
-    const policy = new NetworkPolicy(config.allowPrivateNetworks);
-    // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
-    // an address our policy checked (proxy.connector.ts).
-    const proxy = config.egressProxyUrl ? parseEgressProxy(config.egressProxyUrl) : undefined;
-    const connector = (tls?: ClientTls) =>
-      proxy ? buildProxiedConnector(policy, proxy, CONNECT_TIMEOUT_MS, tls) : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS, tls);
-    this.agent = dispatchAgent(connector());
-    this.adapter = undiciAdapter(this.agent);
-    this.pools = new AgentPools((tls) => dispatchAgent(connector(tls)), config.receiverTlsPoolsMax);
+    const open = config.allowPrivateNetworks;
+    this.opensPrivate = open.length > 0;
+    const publicOnly = new NetworkPolicy(
+      [],
+      this.opensPrivate
+        ? 'its key has no grant for private networks (an admin sets allowPrivateNetworks with PATCH /v1/keys/{id}), or a portal session chose its destination'
+        : undefined,
+    );
+    const withPrivate = this.opensPrivate ? new NetworkPolicy(open) : publicOnly;
+    const publicAgent = this.agentFor(publicOnly);
+    const privateAgent = this.opensPrivate ? this.agentFor(withPrivate) : publicAgent;
+    this.agents = [...new Set([publicAgent, privateAgent])];
+    this.publicAdapter = undiciAdapter(publicAgent);
+    this.privateAdapter = privateAgent === publicAgent ? this.publicAdapter : undiciAdapter(privateAgent);
+    // a receiver's pool is its credentials' and one of the two policies': a connection one opened never serves the other's calls
+    this.pools = new AgentPools((tls, privateNetworks) => this.agentFor(privateNetworks ? withPrivate : publicOnly, tls), config.receiverTlsPoolsMax);
+  }
+
+  private agentFor(policy: NetworkPolicy, tls?: ClientTls): Agent {
+    return dispatchAgent(
+      // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
+      // an address our policy checked (proxy.connector.ts).
+      this.config.egressProxyUrl
+        ? buildProxiedConnector(policy, parseEgressProxy(this.config.egressProxyUrl), CONNECT_TIMEOUT_MS, tls)
+        : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS, tls),
+    );
   }
 
   private requestConfig(call: OutgoingCall, snippetBytes = this.config.responseSnippetBytes): AxiosRequestConfig & TracedRequestConfig {
+    const privateNetworks = this.opensPrivate && call.privateNetworks === true;
     return {
       url: call.url,
       method: call.method,
       headers: call.headers,
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
-      adapter: call.tls ? this.pools.adapterFor(call.tls) : this.adapter,
+      adapter: call.tls ? this.pools.adapterFor(call.tls, privateNetworks) : privateNetworks ? this.privateAdapter : this.publicAdapter,
       snippetBytes,
     };
   }
 
   /**
    * One request that is not a callback (an OAuth2 token request), through the same
-   * connections, SSRF check, proxy and timeouts as a callback, untraced; keeps up to
-   * `snippetBytes` of the answer.
+   * connections, SSRF check (the ranges its `privateNetworks` allows), proxy and
+   * timeouts as a callback, untraced; keeps up to `snippetBytes` of the answer.
    */
   request(call: OutgoingCall, snippetBytes: number): Promise<CallResult> {
     return this.sendCall(call, snippetBytes);
@@ -137,7 +170,8 @@ export class HttpTransport implements OnApplicationShutdown {
    * rather than waited for: `close()` would wait for its own timeout (up to minutes).
    */
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.agent.destroy().catch(() => undefined), this.pools.destroy()]); // shutting down: calls still running were handed back
+    // shutting down: calls still running were handed back
+    await Promise.all([...this.agents.map((a) => a.destroy().catch(() => undefined)), this.pools.destroy()]);
   }
 }
 

@@ -60,7 +60,8 @@ function settings(r, editable, rerender) {
           .filter(Boolean)
           .map((line) => [line.slice(0, line.indexOf(':')).trim(), line.slice(line.indexOf(':') + 1).trim()]),
       );
-      await portalSend('PATCH', '/portal/api/receiver', { url: url.value, headers: parsed });
+      // the URL only when changed: a URL the portal sets must be public, and is recorded as the portal's choice
+      await portalSend('PATCH', '/portal/api/receiver', { ...(url.value !== (r.url ?? '') && { url: url.value }), headers: parsed });
       await rerender();
     } catch (error) {
       message.textContent = error.message;
