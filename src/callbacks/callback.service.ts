@@ -124,7 +124,9 @@ export function toAttemptView(a: AttemptRow): AttemptDto {
       tlsMs: a.tlsMs,
       firstByteMs: a.firstByteMs,
       ...(a.tunnelMs !== null && a.tunnelMs !== undefined && { tunnelMs: a.tunnelMs }),
+      ...(a.tokenMs !== null && a.tokenMs !== undefined && { tokenMs: a.tokenMs }),
     },
+    auth: a.auth ?? null,
     responseHeaders: a.responseHeaders,
     responseBody: a.responseBody,
   };

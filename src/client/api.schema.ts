@@ -454,6 +454,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Preview who would get an event, and why */
+        post: operations["EventController_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/{id}": {
         parameters: {
             query?: never;
@@ -592,6 +609,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/receivers/{name}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a receiver one signed test call now */
+        post: operations["ReceiverTestController_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -692,7 +726,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change URL, headers, disable or enable (edit) */
+        /** Change URL, headers, credentials (write-only), disable or enable (edit) */
         patch: operations["PortalApiController_updateReceiver"];
         trace?: never;
     };
@@ -824,7 +858,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a signed test callback to its URL and answer its result (replay) */
+        /** Send a signed test call to its URL now, with its credentials, and answer the attempt (replay); nothing is stored */
         post: operations["PortalApiController_sendTest"];
         delete?: never;
         options?: never;
@@ -1161,6 +1195,8 @@ export interface components {
             /** @description Through EGRESS_PROXY_URL only: the CONNECT tunnel (connectMs is then the connection to the proxy) */
             tunnelMs?: number;
             firstByteMs: number | null;
+            /** @description With a receiver's OAuth2 auth, when the attempt fetched (or waited for) a token first: how long that took, before the call */
+            tokenMs?: number;
         };
         AttemptDto: {
             /** @description 1, 2, … */
@@ -1171,10 +1207,15 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "auth_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
+            /**
+             * @description The receiver authentication the call was sent with (never the credential); null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
             /** @description Response headers as received */
             responseHeaders: {
                 [key: string]: unknown;
@@ -1387,6 +1428,50 @@ export interface components {
              */
             reencrypted: number;
         };
+        BasicAuthDto: {
+            /** @enum {string} */
+            type: "basic";
+            /** @description No ":" */
+            username: string;
+            /** @description Write-only; left out on an update of the same type: kept */
+            password?: string;
+        };
+        BearerAuthDto: {
+            /** @enum {string} */
+            type: "bearer";
+            /** @description Sent as Authorization: Bearer <token>. Write-only; left out on an update of the same type: kept */
+            token?: string;
+        };
+        OAuth2AuthDto: {
+            /** @enum {string} */
+            type: "oauth2";
+            /**
+             * @description The token endpoint (client credentials grant); http:// wherever a callback URL may be
+             * @example https://auth.example.com/oauth/token
+             */
+            tokenUrl: string;
+            clientId: string;
+            /** @description Write-only; left out on an update of the same type: kept */
+            clientSecret?: string;
+            /** @example webhooks:write */
+            scope?: string | null;
+            /** @description Sent as the audience parameter (Auth0 and others ask for it) */
+            audience?: string | null;
+            /**
+             * @description How the client authenticates at the token endpoint: HTTP Basic, or client_id and client_secret in the form
+             * @default basic
+             * @enum {string}
+             */
+            clientAuth?: "basic" | "post";
+        };
+        ReceiverTlsInputDto: {
+            /** @description PEM; with clientKey: sent when the receiver asks for a client certificate (mutual TLS) */
+            clientCertificate?: string | null;
+            /** @description PEM, unencrypted; write-only (left out: kept) */
+            clientKey?: string | null;
+            /** @description PEM, one or more certificates: the receiver's server certificate must chain to one of them (instead of the system's CAs) */
+            ca?: string | null;
+        };
         PutReceiverDto: {
             /**
              * @description Used when a callback naming this receiver gives no url
@@ -1434,6 +1519,59 @@ export interface components {
             disabled?: boolean;
             /** @description The receiver's existing key, `whsec_` + base64 of at least 24 bytes; else one is made */
             secret?: string;
+            /** @description How each call authenticates: basic, bearer, or an OAuth2 token of the client credentials grant. Secrets are write-only (answers show "set"); on an update of the same type a secret left out is kept. null removes it */
+            auth?: (components["schemas"]["BasicAuthDto"] | components["schemas"]["BearerAuthDto"] | components["schemas"]["OAuth2AuthDto"]) | null;
+            /** @description Mutual TLS: a client certificate and its key, and/or the CA the receiver's certificate must chain to. The key is write-only. null removes it */
+            tls?: components["schemas"]["ReceiverTlsInputDto"] | null;
+        };
+        ReceiverAuthDto: {
+            /** @enum {string} */
+            type: "basic" | "bearer" | "oauth2";
+            /** @description basic */
+            username?: string;
+            /**
+             * @description basic
+             * @enum {string}
+             */
+            password?: "set";
+            /**
+             * @description bearer
+             * @enum {string}
+             */
+            token?: "set";
+            /** @description oauth2 */
+            tokenUrl?: string;
+            /** @description oauth2 */
+            clientId?: string;
+            /**
+             * @description oauth2
+             * @enum {string}
+             */
+            clientSecret?: "set";
+            /** @description oauth2 */
+            scope?: string | null;
+            /** @description oauth2 */
+            audience?: string | null;
+            /**
+             * @description oauth2
+             * @enum {string}
+             */
+            clientAuth?: "basic" | "post";
+        };
+        CertificateDto: {
+            /** @example CN=merchant-42 */
+            subject: string;
+            issuer: string;
+            /** Format: date-time */
+            notAfter: string;
+            /** @description SHA-256 of the certificate (DER), colon-separated hex */
+            fingerprint256: string;
+        };
+        ReceiverTlsDto: {
+            clientCertificate: components["schemas"]["CertificateDto"] | null;
+            /** @enum {string|null} */
+            clientKey: "set" | null;
+            ca: components["schemas"]["CertificateDto"][] | null;
         };
         ReceiverWithSecretsDto: {
             /** @example merchant-42 */
@@ -1462,6 +1600,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description how its calls authenticate (secrets shown as "set"); null: none */
+            auth: components["schemas"]["ReceiverAuthDto"] | null;
+            /** @description its client certificate and CA for mutual TLS (the key shown as "set"); null: none */
+            tls: components["schemas"]["ReceiverTlsDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
         };
@@ -1556,6 +1698,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description how its calls authenticate (secrets shown as "set"); null: none */
+            auth: components["schemas"]["ReceiverAuthDto"] | null;
+            /** @description its client certificate and CA for mutual TLS (the key shown as "set"); null: none */
+            tls: components["schemas"]["ReceiverTlsDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
             figures: components["schemas"]["ReceiverFiguresDto"];
@@ -1589,6 +1735,12 @@ export interface components {
             } | null;
             /** @description Still accepted; tells senders and receivers to move off it */
             deprecated?: boolean | null;
+            /** @description Per-call timeout of this type's deliveries, ms, below the receiver's own (null: not set) */
+            timeoutMs?: Record<string, unknown>;
+            /** @description Attempts of this type's deliveries, below the receiver's own (null: not set) */
+            maxAttempts?: Record<string, unknown>;
+            /** @description Delays before attempt 2, 3, … in ms; the last repeats */
+            retryDelaysMs?: number[];
         };
         EventTypeDto: {
             /** @example order.paid */
@@ -1599,6 +1751,12 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             deprecated: boolean;
+            /** @description its deliveries' timeout unless the receiver has one; null: the service's */
+            timeoutMs: number | null;
+            /** @description its deliveries' attempts unless the receiver has its own; null: the service's */
+            maxAttempts: number | null;
+            /** @description its deliveries' retry delays unless the receiver has its own; empty: the service's */
+            retryDelaysMs: number[];
             createdAt: string;
             updatedAt: string;
         };
@@ -1649,6 +1807,41 @@ export interface components {
             /** @description the batch holding its deliveries (GET /v1/callbacks?event= or GET /v1/batches/{id}/callbacks pages through them) */
             batchId: string;
             createdAt: string;
+        };
+        PreviewEventDto: {
+            /** @example order.paid */
+            type: string;
+            /**
+             * @description Any JSON value, checked as a publish checks it
+             * @example {
+             *       "orderId": "o-42",
+             *       "amount": 1500
+             *     }
+             */
+            payload: Record<string, unknown> | null;
+            /** @description Only these receivers, each with why it would or would not get the event (an unknown name is a 400); without it, every receiver subscribed to the type */
+            receivers?: string[];
+        };
+        PreviewReceiverDto: {
+            /** @example merchant-42 */
+            receiver: string;
+            /** @description It would get a delivery (held, when it is disabled) */
+            delivers: boolean;
+            /**
+             * @description Why it would or would not
+             * @enum {string}
+             */
+            reason: "delivered" | "disabled" | "not_subscribed" | "filter_failed" | "no_url" | "event_refused";
+            /** @example subscribed through order.* */
+            detail: string;
+        };
+        EventPreviewDto: {
+            type: string;
+            /** @description Why no receiver would get it: an unknown type, or a payload its schema refuses (the 400 a publish would answer); null when it would be accepted */
+            problem: string | null;
+            /** @description Deliveries a publish would make now */
+            deliveries: number;
+            receivers: components["schemas"]["PreviewReceiverDto"][];
         };
         EventSummaryDto: {
             /** @description yours, or the one made */
@@ -1820,6 +2013,37 @@ export interface components {
             /** @description its events not yet delivered, cancelled so far */
             cancelledCallbacks: number;
         };
+        ReceiverTestDto: {
+            /** @example merchant-42 */
+            receiver: string;
+            url: string;
+            /** @description The webhook-id it was sent with (made for this test; no callback holds it) */
+            webhookId: string;
+            /** @description The body sent: {"type": "receiver.test", …} */
+            body: string;
+            /** Format: date-time */
+            startedAt: string;
+            durationMs: number;
+            /** @description HTTP status; null without a response */
+            statusCode: number | null;
+            /** @enum {string} */
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "auth_error";
+            /** @description Whether a callback would count it a success (2xx) */
+            ok: boolean;
+            error: string | null;
+            /** @description Phase timings, ms from the start (tokenMs: an OAuth2 token fetched first) */
+            phases: components["schemas"]["PhasesDto"];
+            /**
+             * @description The authentication it went with; null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
+            responseHeaders: {
+                [key: string]: string;
+            } | null;
+            /** @description Start of the response body (capped) */
+            responseBody: string | null;
+        };
         LiveDto: {
             /** @enum {string} */
             status: "ok";
@@ -1915,6 +2139,10 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             figures: components["schemas"]["ReceiverFiguresDto"];
+            /** @description how its calls authenticate (secrets shown as "set"); null: none */
+            auth: components["schemas"]["ReceiverAuthDto"] | null;
+            /** @description its client certificate and CA (the key shown as "set"); null: none */
+            tls: components["schemas"]["ReceiverTlsDto"] | null;
         };
         PortalSettingsDto: {
             /** @example https://shop.example/hooks */
@@ -1925,6 +2153,12 @@ export interface components {
             };
             /** @description true holds its callbacks; false sends them again */
             disabled?: boolean;
+            /** @description How its calls authenticate, as PUT /v1/receivers/{name} takes it (basic, bearer, oauth2; secrets write-only); null removes it */
+            auth?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Mutual TLS, as PUT /v1/receivers/{name} takes it (the key write-only); null removes it */
+            tls?: components["schemas"]["ReceiverTlsInputDto"] | null;
         };
         PortalSecretsDto: {
             /** @description newest first; two while a rotation overlaps */
@@ -1949,10 +2183,15 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "auth_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
+            /**
+             * @description The receiver authentication the call was sent with (never the credential); null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
             /** @description Response headers as received */
             responseHeaders: {
                 [key: string]: unknown;
@@ -4712,6 +4951,83 @@ export interface operations {
             };
         };
     };
+    EventController_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewEventDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPreviewDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
     EventController_get: {
         parameters: {
             query?: never;
@@ -5414,6 +5730,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperatorEndpointDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    ReceiverTestController_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverTestDto"];
                 };
             };
             /** @description validation_failed (query, path or body) or malformed_json */
@@ -6553,7 +6944,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallbackDetailDto"];
+                    "application/json": components["schemas"]["ReceiverTestDto"];
                 };
             };
             /** @description validation_failed (query, path or body) or malformed_json */
@@ -6576,15 +6967,6 @@ export interface operations {
             };
             /** @description forbidden: the route needs an admin key */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDto"];
-                };
-            };
-            /** @description idempotency_conflict or conflict */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };

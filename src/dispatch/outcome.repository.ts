@@ -31,6 +31,10 @@ export interface RecordedOutcome {
   responseHeaders: Record<string, string> | null;
   responseBody: string | null;
   receiverId: string | null;
+  /** The receiver authentication it went with (basic, bearer, oauth2); null or left out: none. */
+  auth?: string | null;
+  /** Time spent getting an OAuth2 token first, ms; null or left out when none was fetched or waited for. */
+  tokenMs?: number | null;
 }
 
 /** The completer's statements (sql/outcome.sql.ts, batch-completion.sql.ts) on the dispatch pool. */

@@ -7,13 +7,14 @@ import { NotifyListener } from '../database/notify.listener.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { claimLimit, nextRecheckMs } from './claim.policy.js';
+import { CredentialCache, type SendCredentials } from './auth/credential.cache.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { HostQueues } from './host-limits/host.queues.js';
 
-/** A claimed callback with its signing secrets (its receiver's, or its destination's), looked up once per claim. */
-export type QueuedCallback = ClaimedCallback & { secrets: readonly string[] };
+/** A claimed callback with its signing secrets (its receiver's, or its destination's) and its receiver's credentials, looked up once per claim. */
+export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; credentials: SendCredentials | null };
 
 /**
  * Step 1 of a callback's way through the worker: the producer claims due rows and
@@ -69,6 +70,7 @@ export class ProducerService {
     private readonly completer: CompleterService,
     private readonly status: WorkerStatus,
     private readonly caught: CaughtErrors,
+    private readonly credentials: CredentialCache,
   ) {
     this.recheckMs = this.config.hostRecheckMs;
     this.queues = new HostQueues((host) => hostLimits.capFor(host));
@@ -96,6 +98,7 @@ export class ProducerService {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
     await this.claims.nextDueAt();
     await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
+    await this.credentials.credentialsFor([{ receiverId: uuidv7() }]);
   }
 
   async start(): Promise<void> {
@@ -221,10 +224,13 @@ export class ProducerService {
 
   /** Queues claimed rows; false once shutdown began (the claim then stops). */
   private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
-    // Secrets are looked up once per claim, before anything starts, so each send stays synchronous to build.
-    const secrets = await this.signing.secretsFor(rows);
+    // Secrets and credentials are looked up once per claim, before anything starts, so each send stays synchronous to build.
+    const [secrets, credentials] = await Promise.all([this.signing.secretsFor(rows), this.credentials.credentialsFor(rows)]);
     const now = Date.now();
-    for (const row of rows) this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row) }), now);
+    for (const row of rows) {
+      const own = row.receiverId === null ? null : (credentials.get(row.receiverId) ?? null);
+      this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row), credentials: own }), now);
+    }
     // Claimed while shutdown began: they wait, and shutdown hands them back.
     if (this.status.state !== 'running') return false;
     this.queuedListeners.forEach((l) => l());

@@ -6,7 +6,7 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
-import { HttpTransport } from './transport/http.transport.js';
+import { AuthorizedSender } from './auth/authorized.sender.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;
@@ -16,7 +16,8 @@ const START_SLICE = 32;
  * rows from the producer's queues (round-robin over hosts below their cap), each
  * completion replaced at once by the next waiting row: a rolling window. Each call
  * is built (request.builder.ts: headers, Standard Webhooks signature) and sent
- * through HttpService (transport/); its result goes to the host limits (breaker)
+ * through HttpService (transport/) with its receiver's credentials
+ * (auth/authorized.sender.ts); its result goes to the host limits (breaker)
  * and, as an outcome, to the completer.
  */
 @Injectable()
@@ -29,7 +30,7 @@ export class SenderService {
     private readonly config: AppConfig,
     private readonly producer: ProducerService,
     private readonly completer: CompleterService,
-    private readonly transport: HttpTransport,
+    private readonly transport: AuthorizedSender,
     private readonly hostLimits: HostLimitsService,
     private readonly metrics: MetricsService,
     private readonly status: WorkerStatus,
@@ -78,7 +79,7 @@ export class SenderService {
   }
 
   private async send(row: QueuedCallback): Promise<void> {
-    const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs));
+    const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs), row.credentials);
     // Past the shutdown deadline the row was handed back (and the call cut off): not ours to record.
     if (this.status.state === 'stopped') return;
     this.sending.delete(row);

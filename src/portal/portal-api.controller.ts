@@ -5,6 +5,7 @@ import { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dt
 import { ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
 import { LatencyHistoryDto } from '../history/dto/latency.dto.js';
+import { ReceiverTestDto } from '../receivers/dto/receiver-test.dto.js';
 import { RecoveryDto } from '../recoveries/dto/recovery.dto.js';
 import {
   PortalDeliveryDto,
@@ -56,7 +57,7 @@ export class PortalApiController {
 
   @Patch('receiver')
   @NeedsCapability('edit')
-  @ApiOperation({ summary: 'Change URL, headers, disable or enable (edit)' })
+  @ApiOperation({ summary: 'Change URL, headers, credentials (write-only), disable or enable (edit)' })
   @ApiOkResponse({ type: PortalReceiverDto })
   @ApiErrors(403, 409, 415)
   updateReceiver(@CurrentPortal() p: PortalCaller, @Body() dto: PortalSettingsDto): Promise<PortalReceiverDto> {
@@ -126,10 +127,10 @@ export class PortalApiController {
   @Post('test')
   @HttpCode(200)
   @NeedsCapability('replay')
-  @ApiOperation({ summary: 'Send a signed test callback to its URL and answer its result (replay)' })
-  @ApiOkResponse({ type: CallbackDetailDto })
-  @ApiErrors(403, 409)
-  sendTest(@CurrentPortal() p: PortalCaller): Promise<CallbackDetailDto> {
+  @ApiOperation({ summary: 'Send a signed test call to its URL now, with its credentials, and answer the attempt (replay); nothing is stored' })
+  @ApiOkResponse({ type: ReceiverTestDto })
+  @ApiErrors(403)
+  sendTest(@CurrentPortal() p: PortalCaller): Promise<ReceiverTestDto> {
     return this.portal.sendTest(p);
   }
 

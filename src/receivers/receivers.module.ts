@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReceiverAuthModule } from '../receiver-auth/receiver-auth.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { ReceiverController } from './receiver.controller.js';
@@ -7,7 +8,7 @@ import { ReceiverService } from './receiver.service.js';
 
 /** Receivers: the parties a key calls back, with their settings and signing secrets. */
 @Module({
-  imports: [SigningModule, TasksModule],
+  imports: [SigningModule, TasksModule, ReceiverAuthModule],
   controllers: [ReceiverController],
   providers: [ReceiverRepository, ReceiverService],
   exports: [ReceiverService, ReceiverRepository],

@@ -1,5 +1,5 @@
-// One receiver: settings, event subscriptions (subscriptions.panel.js), secrets (masked,
-// with a reveal button), figures, latency over the last hour, its held and failed
+// One receiver: settings, event subscriptions (subscriptions.panel.js), authentication and
+// "Send a test" (credentials.panel.js), secrets (masked, with a reveal button), figures, latency over the last hour, its held and failed
 // callbacks (with "Replay failed since…": recovery.panel.js), and disable / enable.
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
@@ -7,6 +7,7 @@ import { h, mount, when } from './dom.js';
 import { idLink } from './id-link.js';
 import { shortIds } from './ids.js';
 import { latencyChart } from './latency.view.js';
+import { credentialsPanel } from './credentials.panel.js';
 import { portalPanel } from './portal.panel.js';
 import { recoveryPanel } from './recovery.panel.js';
 import { subscriptionsPanel } from './subscriptions.panel.js';
@@ -55,6 +56,8 @@ export async function receiverView(main, context) {
     settings(r),
     h('h2', 'Event subscriptions'),
     subscriptionsPanel(r),
+    h('h2', 'Authentication'),
+    ...credentialsPanel(r, rerender),
     h('h2', 'Signing secrets'),
     secrets(r.secrets),
     h('h2', 'Receiver portal'),
