@@ -11,7 +11,7 @@ import { newSecretsKey, SecretKeyring } from './signing/secret-keyring.js';
 /**
  * The API document served at /docs/openapi.json. Built from the controllers' and
  * DTOs' decorators; the client in src/client/ is generated from it
- * (`npm run client:generate`), and test/openapi.test.ts fails when they drift.
+ * (`npm run client:generate`), and test/api/openapi.test.ts fails when they drift.
  *
  * OpenAPI 3.1, so a field that may be null says so in JSON Schema's own terms: Nest
  * turns `nullable: true` into `type: [T, 'null']`, and on a DTO-typed field into

@@ -33,7 +33,7 @@ const POOL_SIZE = 6;
  *   so nothing is inflated. With 4 and the queue's stale statistics (no lease held
  *   when ANALYZE ran), the write-back read the whole table into a hash instead of
  *   finding its rows by primary key, below a few hundred thousand rows: 5 ms instead
- *   of 1 ms for 200 rows out of 20,000 (test/leases.test.ts shows the plan).
+ *   of 1 ms for 200 rows out of 20,000 (test/db/leases.test.ts shows the plan).
  *
  * How they are set depends on the connection. Directly, once per connection as it
  * opens (openPool's session settings): a session keeps them, and a statement runs alone. Behind a
@@ -45,7 +45,7 @@ const POOL_SIZE = 6;
  * 10% of its drain rate: 2,974 against 3,325 callbacks/s before them, against 3,134
  * and 3,142/s set on connect (medians of four alternated service rounds of
  * bench/peer.bench.mjs each, 2026-12-01; bench/README.md). No planner switch is set
- * here: each statement gets its plan from its own shape (test/plans.test.ts checks
+ * here: each statement gets its plan from its own shape (test/db/plans.test.ts checks
  * them on every supported server); the claims' own (CLAIM_PLANNER) are set for them
  * alone (runnerWith).
  */

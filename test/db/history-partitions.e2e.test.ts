@@ -93,7 +93,7 @@ describe('history partitions', () => {
 
   it('should give way when dropping a partition waits for its locks, so nothing queues behind the drop for long, and drop it later', async () => {
     // A drop waiting for `receiver` (a transaction holds it: a write-back, a PUT) queued
-    // every claim, ingest and status read behind it: test/db-faults.e2e.test.ts.
+    // every claim, ingest and status read behind it: test/db/db-faults.e2e.test.ts.
     const indexes = (await db.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'callback'`)).rows;
     const old = Date.UTC(2001, 0, 1);
     const [dropped, leftover] = [partitionName('callback', old), partitionName('callback', old + H)];

@@ -8,11 +8,11 @@ import { useTestDatabase } from '../support/database.js';
  * The schema as the migrations build it, in a stable text form: tables with their
  * columns, then constraints, indexes, triggers and functions, each in name order.
  * Checked in as prisma/schema.sql, so a schema change shows in review; `npx vitest
- * run test/schema.test.ts -u` writes it anew after a migration.
+ * run test/db/schema.test.ts -u` writes it anew after a migration.
  */
 async function schemaDump(db: pg.Client): Promise<string> {
   const q = async (sql: string) => (await db.query(sql)).rows;
-  const out: string[] = ['-- The schema the migrations in prisma/migrations build (test/schema.test.ts checks it).', ''];
+  const out: string[] = ['-- The schema the migrations in prisma/migrations build (test/db/schema.test.ts checks it).', ''];
   const columns = await q(`
     SELECT c.table_name, c.column_name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
            c.is_nullable = 'NO' AS not_null, c.column_default
@@ -107,7 +107,7 @@ function prismaTables(text: string): Map<string, PrismaField[]> {
 describe('database schema', () => {
   const t = useTestDatabase();
 
-  it('should be what prisma/schema.sql says (after a migration: npx vitest run test/schema.test.ts -u)', async () => {
+  it('should be what prisma/schema.sql says (after a migration: npx vitest run test/db/schema.test.ts -u)', async () => {
     await expect(await schemaDump(t.db)).toMatchFileSnapshot('../../prisma/schema.sql');
   });
 

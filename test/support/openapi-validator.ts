@@ -18,7 +18,7 @@ import formats from 'ajv-formats';
 export class OpenApiValidator {
   /**
    * Strict (an unknown keyword or format is an error), but schemas are not checked
-   * against the meta-schema: the document is (test/openapi.test.ts, npm run
+   * against the meta-schema: the document is (test/api/openapi.test.ts, npm run
    * lint:openapi), and compiling the meta-schema cost each test file ~50 ms.
    */
   private readonly ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, validateSchema: false });
