@@ -1,4 +1,4 @@
--- The schema the migrations in prisma/migrations build (test/schema.test.ts checks it).
+-- The schema the migrations in prisma/migrations build (test/db/schema.test.ts checks it).
 
 CREATE TABLE api_key (
   id uuid NOT NULL,
