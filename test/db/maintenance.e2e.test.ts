@@ -53,7 +53,10 @@ describe(MaintenanceService.name, () => {
     await waitFor(() => leaders().length === 1, 5000);
     await new Promise((r) => setTimeout(r, 300)); // the other worker tried several times meanwhile
     expect(leaders()).toHaveLength(1);
-    const { rows } = await db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted`);
+    // pg_locks is the whole server's: this database's locks only (other files' leaders hold theirs)
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
     expect(rows[0].n).toBe(1);
     await expectDeliveredOnce(await orphan());
   });

@@ -5,8 +5,8 @@ import { DispatchDatabase, dispatchSettings } from '../../src/database/dispatch-
 import { directTarget } from '../../src/database/database.target.js';
 import { inlined, openPool, PgStatements } from '../../src/database/pg.statements.js';
 import { Prisma } from '../../src/generated/prisma/client.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, useTestDatabase } from '../support/database.js';
+import { waitFor, waitForLockWaiter } from '../support/service.js';
 
 /** openPool's session settings: what a worker's direct connections run with. */
 describe(openPool.name, () => {
@@ -82,14 +82,19 @@ describe(`${PgStatements.name}, unnamed: a statement with its settings in one ro
     const db = new PgStatements(pool, null, { lock_timeout: '5000' });
     const other = await connect(test.directUrl);
     try {
-      // The statement locks row 1 and answers after 200 ms; from 100 ms to 600 ms this process is busy (no I/O handled).
+      await db.query(Prisma.sql`SELECT 1`); // the pool's one connection open before the clock matters
+      // The statement locks row 1 and answers after 200 ms; from about 100 ms to 600 ms this process is busy (no I/O handled).
       const first = db.query<{ started: Date }>(
         Prisma.sql`UPDATE one_trip SET note = ${'first'} WHERE id = ${1} RETURNING statement_timestamp() AS started, pg_sleep(0.2)`,
       );
-      await sleep(30);
+      await waitFor(
+        async () => (await test.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`)).rowCount,
+        5000,
+        5,
+      );
       // Another session waits for the row; the server stamps when it got it.
       const second = other.query<{ locked: Date }>(`UPDATE one_trip SET note = 'second' WHERE id = 1 RETURNING clock_timestamp() AS locked`);
-      await sleep(70);
+      await waitForLockWaiter(test.db, `SET note = 'second'`, 5000, 5);
       const until = performance.now() + 500;
       while (performance.now() < until); // busy
       const [{ started }] = await first;

@@ -94,7 +94,7 @@ describe(`${HealthController.name} readiness at start-up`, () => {
     // the service's insert of the key waits on the lock, and meanwhile its port takes no connection
     const watcher = await connect(db.url);
     cleanups.push(() => watcher.end());
-    await waitForLockWaiter(watcher, 'INSERT INTO "public"."api_key"');
+    await waitForLockWaiter(watcher, 'INSERT INTO "public"."api_key"', 30_000); // a spawned start, migrations first
     // a few dozen probes while it waits (or an answer, which ends the probing)
     const triesThen = probe.tries();
     await waitFor(() => probe.tries() >= triesThen + 30 || probe.seen.length > 0 || undefined, 10_000, 5);
