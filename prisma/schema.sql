@@ -30,7 +30,8 @@ CREATE TABLE attempt (
   response_body text,
   worker text,
   tunnel_ms double precision,
-  receiver_id uuid
+  receiver_id uuid,
+  transformed jsonb
 );
 
 CREATE TABLE batch (
@@ -185,7 +186,8 @@ CREATE TABLE receiver (
   last_success_at timestamp(3) with time zone,
   deleted_at timestamp(3) with time zone,
   event_types text[] NOT NULL DEFAULT '{}'::text[],
-  event_filter jsonb
+  event_filter jsonb,
+  transform_code text
 );
 
 CREATE TABLE recovery (

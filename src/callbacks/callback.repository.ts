@@ -61,6 +61,7 @@ export type AttemptRow = Pick<
   | 'error'
   | 'responseHeaders'
   | 'responseBody'
+  | 'transformed'
 > & { startedAt: string };
 /** The columns of a callback the status API shows (not its headers, body or lease). */
 export type CallbackStatusRow = Pick<
@@ -169,7 +170,8 @@ export class CallbackRepository {
                         'number', a.number, 'startedAt', a.started_at, 'durationMs', a.duration_ms, 'dnsMs', a.dns_ms,
                         'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'tunnelMs', a.tunnel_ms, 'firstByteMs', a.first_byte_ms,
                         'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
-                        'responseHeaders', a.response_headers, 'responseBody', a.response_body) ORDER BY a.number)
+                        'responseHeaders', a.response_headers, 'responseBody', a.response_body,
+                        'transformed', a.transformed) ORDER BY a.number)
                FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"
       FROM unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.apiKeyId)}::uuid[]) WITH ORDINALITY AS r(id, api_key_id, i)
       JOIN callback c ON c.id = r.id AND c.api_key_id = r.api_key_id`);

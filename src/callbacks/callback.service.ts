@@ -127,5 +127,6 @@ export function toAttemptView(a: AttemptRow): AttemptDto {
     },
     responseHeaders: a.responseHeaders,
     responseBody: a.responseBody,
+    transformed: (a.transformed as AttemptDto['transformed'] | undefined) ?? null,
   };
 }

@@ -4,6 +4,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
 import { RetentionModule } from '../retention/retention.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
+import { TransformsModule } from '../transforms/transforms.module.js';
 import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { ClaimRepository } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
@@ -15,13 +16,14 @@ import { MaintenanceService } from './maintenance.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { ProducerService } from './producer.service.js';
 import { SenderService } from './sender.service.js';
+import { TransformStep } from './transform.step.js';
 import { dispatchAxios } from './transport/dispatch.axios.js';
 import { HttpTransport } from './transport/http.transport.js';
 import { WorkerService } from './worker.service.js';
 
 /** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */
 @Module({
-  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule],
+  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, TransformsModule],
   providers: [
     { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
     HttpTransport,
@@ -34,6 +36,7 @@ import { WorkerService } from './worker.service.js';
     CompleterService,
     ProducerService,
     SenderService,
+    TransformStep,
     MaintenanceService,
     WorkerService,
   ],

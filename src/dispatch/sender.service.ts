@@ -6,7 +6,8 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
-import { HttpTransport } from './transport/http.transport.js';
+import { cancelledOutcome, TransformStep } from './transform.step.js';
+import { HttpTransport, type CallResult } from './transport/http.transport.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;
@@ -33,6 +34,7 @@ export class SenderService {
     private readonly hostLimits: HostLimitsService,
     private readonly metrics: MetricsService,
     private readonly status: WorkerStatus,
+    private readonly transformStep: TransformStep,
   ) {
     producer.onQueued(() => this.fill());
   }
@@ -78,14 +80,16 @@ export class SenderService {
   }
 
   private async send(row: QueuedCallback): Promise<void> {
-    const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs));
+    const done = await this.attempt(row);
     // Past the shutdown deadline the row was handed back (and the call cut off): not ours to record.
     if (this.status.state === 'stopped') return;
     this.sending.delete(row);
     this.producer.done(row.host);
-    this.hostLimits.record(row, result);
-    this.metrics.attemptFinished(result);
-    this.completer.add(toRecordedOutcome(row, result, this.config));
+    if (done.result) {
+      if (done.called) this.hostLimits.record(row, done.result);
+      this.metrics.attemptFinished(done.result);
+    }
+    this.completer.add(done.outcome);
     // This worker holds every slot of the host (calls, waiting rows, outcomes not yet
     // written): slots come free only when written back (which wakes the claim). Write
     // as soon as the host's last call is done, so one write-back and one claim move a
@@ -104,5 +108,22 @@ export class SenderService {
     // Otherwise a finished call frees nothing a claim could use: host slots come
     // free with the write-back, which wakes the claim itself.
     this.producer.callFinished();
+  }
+
+  /**
+   * Makes the row's attempt: its stored request, or what its receiver's transform made
+   * of it (transform.step.ts), which may also fail (an attempt without a call) or send
+   * nothing (no attempt: the callback is cancelled). `called`: a request went out.
+   */
+  private async attempt(row: QueuedCallback): Promise<{ called: boolean; result?: CallResult; outcome: ReturnType<typeof toRecordedOutcome> }> {
+    if (!row.transform) {
+      const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs));
+      return { called: true, result, outcome: toRecordedOutcome(row, result, this.config) };
+    }
+    const prepared = await this.transformStep.prepare({ ...row, transform: row.transform });
+    if (prepared.kind === 'cancelled') return { called: false, outcome: cancelledOutcome(row, prepared.startedAt, prepared.durationMs) };
+    const result: CallResult = prepared.kind === 'call' ? await this.transport.send(prepared.call) : prepared.result;
+    const transformed = prepared.kind === 'call' ? prepared.transformed : null;
+    return { called: prepared.kind === 'call', result, outcome: { ...toRecordedOutcome(row, result, this.config), transformed } };
   }
 }

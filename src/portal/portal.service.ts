@@ -10,7 +10,9 @@ import { AppConfig } from '../config/app.config.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
 import { LatencyService } from '../history/latency.service.js';
+import { ReceiverTransformService } from '../receivers/receiver-transform.service.js';
 import { ReceiverService, toReceiverView } from '../receivers/receiver.service.js';
+import type { TransformTestDto, TransformTestResultDto } from '../transforms/dto/transform.dto.js';
 import type { RecoveryDto } from '../recoveries/dto/recovery.dto.js';
 import { RecoveryService } from '../recoveries/recovery.service.js';
 import { signWebhook } from '../signing/signature.js';
@@ -41,21 +43,23 @@ export class PortalService {
     private readonly signing: SigningSecretService,
     private readonly batches: BatchService,
     private readonly config: AppConfig,
+    private readonly transforms: ReceiverTransformService,
   ) {}
 
   async receiver(p: PortalCaller): Promise<PortalReceiverDto> {
-    const { figures, ...rest } = await this.receivers.getReceiver(p.apiKeyId, p.receiver);
-    return { ...pickReceiver(rest), figures };
+    const { figures, transform, ...rest } = await this.receivers.getReceiver(p.apiKeyId, p.receiver);
+    return { ...pickReceiver(rest), transform, figures };
   }
 
-  /** Changes its URL, headers or disabled (a disable holds its callbacks, an enable releases them: the receiver API's tasks). */
+  /** Changes its URL, headers, transform or disabled (a disable holds its callbacks, an enable releases them: the receiver API's tasks). */
   async updateSettings(p: PortalCaller, dto: PortalSettingsDto): Promise<PortalReceiverDto> {
     const changes = {
       ...(dto.url !== undefined && { url: dto.url }),
       ...(dto.headers !== undefined && { headers: dto.headers }),
       ...(dto.disabled !== undefined && { disabled: dto.disabled }),
+      ...(dto.transform !== undefined && { transform: dto.transform }),
     };
-    if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers or disabled');
+    if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, transform or disabled');
     await this.receivers.require(p.apiKeyId, p.receiver);
     await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes);
     return this.receiver(p);
@@ -92,6 +96,8 @@ export class PortalService {
     const [detail, secrets] = await Promise.all([this.callbacks.getCallback(p.apiKeyId, id), this.signing.secretsOfReceiver(p.receiverId)]);
     const headers = sent.headers as Record<string, string>;
     const attempts = detail.attempts.map((a) => {
+      // what its transform made and sent is recorded with the attempt as it went
+      if (a.transformed) return { ...a, request: a.transformed };
       const timestamp = Math.floor(Date.parse(a.startedAt) / 1000);
       const signingSecrets = secretsAt(secrets, Date.parse(a.startedAt));
       // As buildRequest makes them: one header per name whatever its case.
@@ -144,6 +150,11 @@ export class PortalService {
       if (Date.now() > until) return view;
       await new Promise((r) => setTimeout(r, TEST_POLL_MS));
     }
+  }
+
+  /** Its transform, or the code given, tried on a sample or one of its deliveries; nothing is sent (the API's test: ReceiverTransformService). */
+  testTransform(p: PortalCaller, dto: TransformTestDto): Promise<TransformTestResultDto> {
+    return this.transforms.testTransform(p.apiKeyId, p.receiver, dto);
   }
 
   latencyHistory(p: PortalCaller, q: Pick<LatencyQueryDto, 'from' | 'to' | 'bucket'>): Promise<LatencyHistoryDto> {

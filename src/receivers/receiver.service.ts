@@ -9,6 +9,8 @@ import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { toTaskView } from '../tasks/task.view.js';
+import { codeProblem } from '../transforms/transform.policy.js';
+import { TransformService } from '../transforms/transform.service.js';
 import type { PutReceiverDto } from './dto/put-receiver.dto.js';
 import { RECEIVER_SORTS, type ReceiverHealthRow, type ReceiverListCursor, type ReceiverSort } from './receiver-list.sql.js';
 import { ReceiverRepository, type ReceiverRow } from './receiver.repository.js';
@@ -121,13 +123,14 @@ export class ReceiverService {
     private readonly signing: SigningSecretService,
     private readonly tasks: TaskRepository,
     private readonly runner: TaskRunner,
+    private readonly transforms: TransformService,
   ) {}
 
   /** Creates (created: true) or updates the receiver; answers it with its secrets. */
   async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
-    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, ...rest } = dto;
+    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, transform, ...rest } = dto;
     const secret = givenSecret ?? undefined;
     const disabled = givenDisabled ?? undefined;
     const settings = {
@@ -136,6 +139,7 @@ export class ReceiverService {
       ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
       ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
       ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
+      ...(transform !== undefined && { transformCode: transform && (await this.checkTransform(transform.code)) }),
     };
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(
@@ -218,7 +222,24 @@ export class ReceiverService {
   /** Its view with its secrets and its running task (a disable or enable still holding or releasing callbacks). */
   private async withSecrets(row: ReceiverRow) {
     const [secrets, task] = await Promise.all([this.signing.secretsOfReceiver(row.id), this.tasks.runningTaskOfReceiver(row.id)]);
-    return { ...toReceiverView(row), eventTypes: row.eventTypes, filter: row.eventFilter as Filter | null, secrets, task: task ? toTaskView(task) : null };
+    return {
+      ...toReceiverView(row),
+      eventTypes: row.eventTypes,
+      filter: row.eventFilter as Filter | null,
+      secrets,
+      transform: row.transformCode === null ? null : { code: row.transformCode },
+      task: task ? toTaskView(task) : null,
+    };
+  }
+
+  /** The code of a transform, once it compiles and defines a handler (in the sandbox); else a 400 naming the line. */
+  private async checkTransform(code: unknown): Promise<string> {
+    const problem = codeProblem(code);
+    if (problem) throw new AppError('validation_failed', problem);
+    const error = await this.transforms.check(code as string);
+    if (!error) return code as string;
+    const where = error.line === null ? '' : ` (line ${error.line}:${error.column})`;
+    throw new AppError('validation_failed', `transform.code does not compile: ${error.message}${where}`, { line: error.line, column: error.column });
   }
 
   private checkName(name: unknown): asserts name is string {

@@ -78,8 +78,13 @@ class SandboxThread {
 
   /** How long the call under way has run, and its budget; undefined when none runs. */
   callUnderWay(now: number): { ms: number; budgetMs: number; id: number } | undefined {
+    // The thread writes id, budget, then start (and start 0 when done): read in the other
+    // order, a step that changed meanwhile shows as two ids, and is looked at next time.
+    const id = this.running[2];
     const started = Number(this.running[0]);
-    return started === 0 ? undefined : { ms: now - started, budgetMs: Number(this.running[1]), id: Number(this.running[2]) };
+    const budgetMs = Number(this.running[1]);
+    if (started === 0 || this.running[2] !== id) return undefined;
+    return { ms: now - started, budgetMs, id: Number(id) };
   }
 }
 

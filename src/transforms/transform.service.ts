@@ -92,8 +92,8 @@ export class TransformService {
   }
 
   /** Why `code` is no transform (it does not compile, or defines no handler), with its line; undefined when it is one. */
-  async check(receiverId: string, code: string): Promise<TransformErrorView | undefined> {
-    const error = await this.sandbox.check(transformKey(receiverId, code), code);
+  async check(code: string): Promise<TransformErrorView | undefined> {
+    const error = await this.sandbox.check(transformKey('check', code), code);
     return error && errorView(error, linesOf(code), this.limits);
   }
 }

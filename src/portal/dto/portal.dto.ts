@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { Allow, IsBoolean, IsISO8601, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import { Allow, IsBoolean, IsISO8601, IsObject, IsOptional, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { AttemptDto, CallbackDetailDto } from '../../callbacks/dto/callback.dto.js';
 import { cursorParam, dateParam, pageLimit, statusParam } from '../../common/params.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
@@ -9,6 +9,7 @@ import { Verbatim } from '../../common/verbatim.js';
 import { LatencyQueryDto } from '../../history/dto/latency.dto.js';
 import { ReceiverDto, ReceiverFiguresDto } from '../../receivers/dto/receiver.dto.js';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
+import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 import { PORTAL_CAPABILITIES, type PortalCapability } from '../portal-token.policy.js';
 
 /** A PATCH field that was sent (null included): validated, so null is refused rather than read as left out. */
@@ -28,6 +29,7 @@ export class PortalSessionViewDto {
 /** The receiver as its portal shows it: settings and figures, no secrets (GET /portal/api/secrets), no subscriptions. */
 export class PortalReceiverDto extends ReceiverDto {
   @ApiProperty({ type: ReceiverFiguresDto }) figures: ReceiverFiguresDto;
+  @ApiProperty({ ...TRANSFORM_PROPERTY, description: 'its transform; null: none' }) transform: TransformDto | null;
 }
 
 export class PortalSecretsDto {
@@ -46,6 +48,13 @@ export class PortalSettingsDto {
   headers?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'true holds its callbacks; false sends them again' }) @ValidateIf(given) @IsBoolean() disabled?: boolean;
+
+  @ApiPropertyOptional(TRANSFORM_PROPERTY)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TransformDto)
+  transform?: TransformDto | null;
 }
 
 /** ?status=&since=&until=&eventType=&cursor=&limit= of GET /portal/api/deliveries. */

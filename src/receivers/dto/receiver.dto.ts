@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
 import { TaskDto } from '../../tasks/dto/task.dto.js';
+import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 
 /** A receiver's settings, as the list shows them. */
 export class ReceiverDto {
@@ -25,6 +26,7 @@ export class ReceiverWithSecretsDto extends ReceiverDto {
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'its filter on event payloads; null: none' })
   filter: Record<string, unknown> | null;
   @ApiProperty({ type: [SecretDto] }) secrets: SecretDto[];
+  @ApiProperty({ ...TRANSFORM_PROPERTY, description: 'its transform (docs/guide.md, Transformations); null: none' }) transform: TransformDto | null;
   @ApiProperty({
     type: TaskDto,
     nullable: true,
