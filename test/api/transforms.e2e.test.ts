@@ -197,7 +197,7 @@ describe('Transformations', () => {
   it('should refuse code that does not compile, naming its line, and remove a transform with null', async () => {
     const res = await service.api('/v1/receivers/typo', { method: 'PUT', json: { url: `${receiver.url}/t`, transform: { code: 'function handler(w) {\n  return w +;\n}' } } });
     expect(res.status).toBe(400);
-    const body = await res.json();
+    const body = (await res.json()) as { message: string; details: unknown };
     expect(body.message).toMatch(/^transform\.code does not compile: SyntaxError: .* \(line 2:\d+\)$/);
     expect(body.details).toMatchObject({ line: 2 });
     expect((await service.api('/v1/receivers/typo')).status).toBe(404);

@@ -1,4 +1,5 @@
-// One receiver: settings, event subscriptions (subscriptions.panel.js), secrets (masked,
+// One receiver: settings, event subscriptions (subscriptions.panel.js), its transform
+// with "Try it" (transform.panel.js), secrets (masked,
 // with a reveal button), figures, latency over the last hour, its held and failed
 // callbacks (with "Replay failed since…": recovery.panel.js), and disable / enable.
 import { get, send } from './api.js';
@@ -10,6 +11,7 @@ import { latencyChart } from './latency.view.js';
 import { portalPanel } from './portal.panel.js';
 import { recoveryPanel } from './recovery.panel.js';
 import { subscriptionsPanel } from './subscriptions.panel.js';
+import { transformPanel } from './transform.panel.js';
 import { formatMs } from './timeline.js';
 
 export async function receiverView(main, context) {
@@ -55,6 +57,12 @@ export async function receiverView(main, context) {
     settings(r),
     h('h2', 'Event subscriptions'),
     subscriptionsPanel(r),
+    h('h2', 'Transformation'),
+    transformPanel(r, {
+      save: (transform) => send('PUT', path, { transform }),
+      test: (body) => send('POST', `${path}/transform/test`, body),
+      after: rerender,
+    }),
     h('h2', 'Signing secrets'),
     secrets(r.secrets),
     h('h2', 'Receiver portal'),
