@@ -22,9 +22,10 @@ export async function benchKeyId(db) {
 /**
  * One batch of `n` callbacks due now to `urls` (round robin), committed in one
  * transaction with the same NOTIFY the API sends. Returns the batch id and the time
- * (performance.now()) the COMMIT was sent.
+ * (performance.now()) the COMMIT was sent. `receiverId`: the callbacks name that
+ * receiver (its secret signs them, its transform runs).
  */
-export async function seedDue(db, keyId, urls, n, { timeoutMs = 15_000 } = {}) {
+export async function seedDue(db, keyId, urls, n, { timeoutMs = 15_000, receiverId = null } = {}) {
   const hosts = urls.map((u) => {
     const x = new URL(u);
     return `${x.protocol}//${x.hostname}:${x.port || 80}`;
@@ -36,11 +37,11 @@ export async function seedDue(db, keyId, urls, n, { timeoutMs = 15_000 } = {}) {
   ]);
   const batchId = rows[0].id;
   await db.query(
-    `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts, status, next_attempt_at)
+    `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts, status, next_attempt_at, receiver_id)
      SELECT ${idAt('clock_timestamp()')}, $1, $2, ($3::text[])[1 + i % cardinality($3::text[])], ($4::text[])[1 + i % cardinality($4::text[])],
-            'POST', '{"content-type":"application/json"}', '{"event":"bench","n":' || i || '}', $5, 1, 'pending', now()
+            'POST', '{"content-type":"application/json"}', '{"event":"bench","n":' || i || '}', $5, 1, 'pending', now(), $7::uuid
      FROM generate_series(0, $6 - 1) AS i`,
-    [batchId, keyId, urls, hosts, timeoutMs, n],
+    [batchId, keyId, urls, hosts, timeoutMs, n, receiverId],
   );
   await db.query(`SELECT pg_notify('callback_due', '')`);
   const committedAt = performance.now();
