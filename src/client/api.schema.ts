@@ -400,6 +400,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/receivers/{name}/transform/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Try a receiver's transform without sending */
+        post: operations["ReceiverTransformController_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/event-types/{name}": {
         parameters: {
             query?: never;
@@ -692,7 +709,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change URL, headers, disable or enable (edit) */
+        /** Change URL, headers or transform, disable or enable (edit) */
         patch: operations["PortalApiController_updateReceiver"];
         trace?: never;
     };
@@ -826,6 +843,23 @@ export interface paths {
         put?: never;
         /** Send a signed test callback to its URL and answer its result (replay) */
         post: operations["PortalApiController_sendTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/transform/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Try its transform, or code given, on a sample or a delivery; nothing is sent (edit) */
+        post: operations["PortalApiController_testTransform"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1156,6 +1190,14 @@ export interface components {
             tunnelMs?: number;
             firstByteMs: number | null;
         };
+        TransformedRequestDto: {
+            method: string;
+            url: string;
+            headers: {
+                [key: string]: string;
+            };
+            body: string | null;
+        };
         AttemptDto: {
             /** @description 1, 2, … */
             number: number;
@@ -1165,7 +1207,7 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
@@ -1175,6 +1217,8 @@ export interface components {
             } | null;
             /** @description Start of the response body (capped) */
             responseBody: string | null;
+            /** @description The request its receiver's transform made, as sent (headers with the signature); null: the callback's stored request went, or nothing did */
+            transformed: components["schemas"]["TransformedRequestDto"] | null;
         };
         CallbackDetailDto: {
             /** Format: uuid */
@@ -1381,6 +1425,16 @@ export interface components {
              */
             reencrypted: number;
         };
+        TransformDto: {
+            /**
+             * @description JavaScript defining `function handler(webhook)`: it gets `{method, url, headers, body, eventType, receiver, attempt}` (body parsed when JSON) and returns the webhook, changed or not, or null to send nothing. At most 64 KiB
+             * @example function handler(webhook) {
+             *       webhook.body = { text: 'Order ' + webhook.body.orderId + ' paid' };
+             *       return webhook;
+             *     }
+             */
+            code: string;
+        };
         PutReceiverDto: {
             /**
              * @description Used when a callback naming this receiver gives no url
@@ -1428,6 +1482,8 @@ export interface components {
             disabled?: boolean;
             /** @description The receiver's existing key, `whsec_` + base64 of at least 24 bytes; else one is made */
             secret?: string;
+            /** @description JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it */
+            transform?: components["schemas"]["TransformDto"] | null;
         };
         ReceiverWithSecretsDto: {
             /** @example merchant-42 */
@@ -1456,6 +1512,8 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description its transform (docs/guide.md, Transformations); null: none */
+            transform: components["schemas"]["TransformDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
         };
@@ -1550,6 +1608,8 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description its transform (docs/guide.md, Transformations); null: none */
+            transform: components["schemas"]["TransformDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
             figures: components["schemas"]["ReceiverFiguresDto"];
@@ -1561,6 +1621,59 @@ export interface components {
             cancelledCallbacks: number;
             /** @description the task cancelling the rest of its callbacks, when there were more than this answer could wait for; null when all are done */
             task: components["schemas"]["TaskDto"] | null;
+        };
+        TransformTestDto: {
+            /**
+             * @description The code to run; left out: the receiver's own transform
+             * @example function handler(webhook) {
+             *       webhook.body = { text: 'Order ' + webhook.body.orderId + ' paid' };
+             *       return webhook;
+             *     }
+             */
+            code?: string;
+            /**
+             * @description A sample body (any JSON value; a string is sent as it is), sent to the receiver's URL with its headers. Give this or callbackId
+             * @example {
+             *       "orderId": "o-1001",
+             *       "amount": 1500
+             *     }
+             */
+            payload?: Record<string, unknown>;
+            /**
+             * @description The event type the sample stands for (`webhook.eventType`)
+             * @example order.paid
+             */
+            eventType?: string;
+            /** @description A past delivery of this receiver (a callback id): its stored request, as its next attempt would get it */
+            callbackId?: string;
+        };
+        TransformRequestDto: {
+            method: string;
+            url: string;
+            /** @description as they would go out: with user-agent and the Standard Webhooks headers, signed now */
+            headers: {
+                [key: string]: string;
+            };
+            body: string | null;
+        };
+        TransformErrorDto: {
+            /** @example TypeError: cannot read property 'orderId' of undefined */
+            message: string;
+            /** @description line in the code (1 = first); null when no line of it is to blame */
+            line: number | null;
+            column: number | null;
+        };
+        TransformTestResultDto: {
+            /** @enum {string} */
+            result: "send" | "cancel" | "error";
+            /** @description what would be sent (result send) */
+            request: components["schemas"]["TransformRequestDto"] | null;
+            /** @description why it failed (result error) */
+            error: components["schemas"]["TransformErrorDto"] | null;
+            /** @description the run, in the sandbox */
+            durationMs: number;
+            /** @description the webhook the handler was given (its body as text) */
+            input: components["schemas"]["TransformRequestDto"];
         };
         PutEventTypeDto: {
             description?: string | null;
@@ -1909,6 +2022,8 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             figures: components["schemas"]["ReceiverFiguresDto"];
+            /** @description its transform; null: none */
+            transform: components["schemas"]["TransformDto"] | null;
         };
         PortalSettingsDto: {
             /** @example https://shop.example/hooks */
@@ -1919,6 +2034,8 @@ export interface components {
             };
             /** @description true holds its callbacks; false sends them again */
             disabled?: boolean;
+            /** @description JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it */
+            transform?: components["schemas"]["TransformDto"] | null;
         };
         PortalSecretsDto: {
             /** @description newest first; two while a rotation overlaps */
@@ -1943,7 +2060,7 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
@@ -1953,6 +2070,8 @@ export interface components {
             } | null;
             /** @description Start of the response body (capped) */
             responseBody: string | null;
+            /** @description The request its receiver's transform made, as sent (headers with the signature); null: the callback's stored request went, or nothing did */
+            transformed: components["schemas"]["TransformedRequestDto"] | null;
             request: components["schemas"]["SentRequestDto"];
         };
         PortalDeliveryDto: {
@@ -4180,6 +4299,94 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    ReceiverTransformController_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformTestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformTestResultDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6570,6 +6777,101 @@ export interface operations {
             };
             /** @description idempotency_conflict or conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    PortalApiController_testTransform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformTestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformTestResultDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description forbidden: the route needs an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
