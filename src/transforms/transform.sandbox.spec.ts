@@ -68,10 +68,16 @@ describe(TransformSandbox.name, () => {
   });
 
   it('should name the line of a syntax error, and of an error thrown in the handler', async () => {
-    expect(await run('function handler(w) {\n  return w +;\n}')).toMatchObject({ kind: 'error', error: { message: expect.stringMatching(/^SyntaxError: /), line: 2 } });
+    expect(await run('function handler(w) {\n  return w +;\n}')).toMatchObject({
+      kind: 'error',
+      error: { message: expect.stringMatching(/^SyntaxError: /), line: 2 },
+    });
     const thrown = await run('function handler(w) {\n  const x = 1;\n  return w.body.nope.deeper;\n}');
     expect(thrown).toMatchObject({ kind: 'error', error: { message: expect.stringMatching(/^TypeError: /), line: 3 } });
-    expect(await run('const handle = 1;')).toMatchObject({ kind: 'error', error: { message: 'TypeError: the code must define function handler(webhook)', line: null } });
+    expect(await run('const handle = 1;')).toMatchObject({
+      kind: 'error',
+      error: { message: 'TypeError: the code must define function handler(webhook)', line: null },
+    });
   });
 
   it('should end an endless loop at its budget, and the transform runs again afterwards', async () => {

@@ -293,7 +293,7 @@ export class TransformSandbox implements OnApplicationShutdown {
     const stuck = thread.batch.find((p) => p.id === id);
     thread.batch = thread.batch.filter((p) => p !== stuck);
     stuck?.resolve({ error: { kind: 'timeout', name: 'InternalError', message: 'interrupted', stack: '' } });
-    this.logger.warn(`transform ${stuck?.key ?? "(compile)"} ran past ${WATCHDOG_FACTOR}× its budget: its thread is ended and started again`);
+    this.logger.warn(`transform ${stuck?.key ?? '(compile)'} ran past ${WATCHDOG_FACTOR}× its budget: its thread is ended and started again`);
     void thread.worker.terminate();
   }
 

@@ -83,7 +83,11 @@ export class TransformService {
   }
 
   /** Runs `transform` on `request`: what to send, a cancel (the handler returned null), or the error; with the time it took. */
-  async apply(transform: Pick<ReceiverTransform, 'key' | 'code'>, request: WebhookRequest, context: WebhookContext): Promise<TransformResult & { durationMs: number }> {
+  async apply(
+    transform: Pick<ReceiverTransform, 'key' | 'code'>,
+    request: WebhookRequest,
+    context: WebhookContext,
+  ): Promise<TransformResult & { durationMs: number }> {
     const started = performance.now();
     const answer = await this.sandbox.run({ key: transform.key, code: transform.code, ...sandboxInput(request, context) });
     const durationMs = performance.now() - started;

@@ -195,14 +195,19 @@ describe('Transformations', () => {
   });
 
   it('should refuse code that does not compile, naming its line, and remove a transform with null', async () => {
-    const res = await service.api('/v1/receivers/typo', { method: 'PUT', json: { url: `${receiver.url}/t`, transform: { code: 'function handler(w) {\n  return w +;\n}' } } });
+    const res = await service.api('/v1/receivers/typo', {
+      method: 'PUT',
+      json: { url: `${receiver.url}/t`, transform: { code: 'function handler(w) {\n  return w +;\n}' } },
+    });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { message: string; details: unknown };
     expect(body.message).toMatch(/^transform\.code does not compile: SyntaxError: .* \(line 2:\d+\)$/);
     expect(body.details).toMatchObject({ line: 2 });
     expect((await service.api('/v1/receivers/typo')).status).toBe(404);
 
-    expect((await putReceiver('removed', { url: `${receiver.url}/removed`, transform: { code: 'function handler(w) { return null; }' } })).transform).not.toBeNull();
+    expect(
+      (await putReceiver('removed', { url: `${receiver.url}/removed`, transform: { code: 'function handler(w) { return null; }' } })).transform,
+    ).not.toBeNull();
     expect((await putReceiver('removed', { transform: null })).transform).toBeNull();
     const [id] = await send([{ receiver: 'removed', body: { n: 1 } }]);
     expect((await settled([id]))[0].status).toBe('succeeded');
@@ -241,7 +246,10 @@ describe('Transformations', () => {
         json: { payload: {}, code: 'function handler(webhook) {\n  const order = webhook.body.order;\n  return order.id;\n}' },
       });
       expect(failing).toMatchObject({ result: 'error', request: null, error: { message: expect.stringMatching(/^TypeError: /), line: 3 } });
-      const looping = await service.apiJson('/v1/receivers/tried/transform/test', { method: 'POST', json: { payload: {}, code: 'function handler(w) {\n  while (true) {}\n}' } });
+      const looping = await service.apiJson('/v1/receivers/tried/transform/test', {
+        method: 'POST',
+        json: { payload: {}, code: 'function handler(w) {\n  while (true) {}\n}' },
+      });
       expect(looping).toMatchObject({ result: 'error', error: { message: 'timed out after 50 ms', line: expect.any(Number) } });
       const neither = await service.api('/v1/receivers/tried/transform/test', { method: 'POST', json: {} });
       expect(neither.status).toBe(400);

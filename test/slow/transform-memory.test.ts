@@ -67,11 +67,21 @@ describe('transform sandbox memory', () => {
 
   it(`should stay within its bound after ${RUNS} hostile runs, and keep sending`, async () => {
     for (let i = 0; i < RECEIVERS; i++) {
-      expect((await call(service.url, `/v1/receivers/hostile-${i}`, { method: 'PUT', json: { url: `${receiver.url}/h${i}`, transform: { code: `${HOSTILE}\n// ${i}` } } })).status).toBe(201);
+      expect(
+        (
+          await call(service.url, `/v1/receivers/hostile-${i}`, {
+            method: 'PUT',
+            json: { url: `${receiver.url}/h${i}`, transform: { code: `${HOSTILE}\n// ${i}` } },
+          })
+        ).status,
+      ).toBe(201);
     }
     const all = KINDS.flatMap(([kind, n]) => Array.from({ length: n }, () => kind));
     // interleaved, so every part of the run meets every kind
-    const runs = all.map((kind, i) => ({ kind, order: (i * 7919) % all.length })).sort((a, b) => a.order - b.order).map((r) => r.kind);
+    const runs = all
+      .map((kind, i) => ({ kind, order: (i * 7919) % all.length }))
+      .sort((a, b) => a.order - b.order)
+      .map((r) => r.kind);
     expect(runs).toHaveLength(RUNS);
     const pid = service.proc.pid!;
     const start = rssMb(pid);

@@ -36,7 +36,9 @@ export function transformPanel(r, { save: saveTransform, test, after }) {
     status.textContent = error instanceof ApiError ? error.message : String(error);
   };
   const save = h('button', { type: 'button', 'data-action': 'save-transform', onclick: () => put({ code: code.value }, 'Transform saved.') }, 'Save');
-  const remove = r.transform ? h('button.secondary', { type: 'button', 'data-action': 'remove-transform', onclick: () => put(null, 'Transform removed.') }, 'Remove') : null;
+  const remove = r.transform
+    ? h('button.secondary', { type: 'button', 'data-action': 'remove-transform', onclick: () => put(null, 'Transform removed.') }, 'Remove')
+    : null;
   const tryIt = h('button.secondary', { type: 'button', 'data-action': 'try-transform', onclick: () => run() }, 'Try it');
 
   async function put(transform, done) {
@@ -69,16 +71,7 @@ export function transformPanel(r, { save: saveTransform, test, after }) {
     }
   }
 
-  return h(
-    'div#transform',
-    code,
-    h('div.controls', save, remove),
-    h('h3', 'Try it'),
-    payload,
-    h('div.controls', callbackId, tryIt),
-    status,
-    result,
-  );
+  return h('div#transform', code, h('div.controls', save, remove), h('h3', 'Try it'), payload, h('div.controls', callbackId, tryIt), status, result);
 }
 
 /** What a test run answered, as text. */

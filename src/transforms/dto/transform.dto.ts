@@ -41,7 +41,7 @@ export class TransformTestDto {
   @IsString()
   eventType?: string;
 
-  @ApiPropertyOptional({ description: "A past delivery of this receiver (a callback id): its stored request, as its next attempt would get it" })
+  @ApiPropertyOptional({ description: 'A past delivery of this receiver (a callback id): its stored request, as its next attempt would get it' })
   @IsOptional()
   @IsUUID()
   callbackId?: string;
@@ -50,7 +50,11 @@ export class TransformTestDto {
 export class TransformRequestDto {
   @ApiProperty() method: string;
   @ApiProperty() url: string;
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'as they would go out: with user-agent and the Standard Webhooks headers, signed now' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description: 'as they would go out: with user-agent and the Standard Webhooks headers, signed now',
+  })
   headers: Record<string, string>;
   @ApiProperty({ type: String, nullable: true }) body: string | null;
 }
@@ -74,5 +78,5 @@ export class TransformTestResultDto {
 export const TRANSFORM_PROPERTY = {
   type: TransformDto,
   nullable: true,
-  description: "JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it",
+  description: 'JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it',
 } as const;
