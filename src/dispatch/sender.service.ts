@@ -16,7 +16,8 @@ const START_SLICE = 32;
  * Step 2: the sender keeps at most DISPATCH_CONCURRENCY calls in flight, taking
  * rows from the producer's queues (round-robin over hosts below their cap), each
  * completion replaced at once by the next waiting row: a rolling window. Each call
- * is built (request.builder.ts: headers, Standard Webhooks signature) and sent
+ * is built (request.builder.ts: headers, Standard Webhooks signature; after its
+ * receiver's transform, when it has one: transform.step.ts) and sent
  * through HttpService (transport/); its result goes to the host limits (breaker)
  * and, as an outcome, to the completer.
  */
