@@ -219,7 +219,11 @@ parentPort.on('message', (message) => {
     if (message.drop) for (const key of message.drop) evict(key);
     if (!message.jobs) return;
     const results = [];
-    for (const job of message.jobs) results.push(await run(job));
+    for (const job of message.jobs) {
+      const started = performance.now();
+      const result = await run(job);
+      results.push({ ...result, ms: performance.now() - started });
+    }
     parentPort.postMessage({ results });
   });
 });

@@ -120,6 +120,18 @@ describe(TransformSandbox.name, () => {
     expect(result).toMatchObject({ kind: 'error', error: { message: 'RangeError: handler returned more than 524288 characters' } });
   });
 
+  it("should run another transform's job within about a budget while one transform has a backlog of budget-long runs", async () => {
+    const input = sandboxInput(request, context);
+    const backlog = Array.from({ length: 20 }, () => sandbox.run({ key: 'backlog', code: 'function handler(w) { for (;;); }', ...input }));
+    await new Promise((resolve) => setTimeout(resolve, 150)); // its runs are under way
+    const started = Date.now();
+    const quick = await sandbox.run({ key: 'quick', code: 'function handler(w) { return w; }', ...input });
+    expect(quick.error).toBeUndefined();
+    // behind the whole backlog it would have waited 20 × 50 ms
+    expect(Date.now() - started).toBeLessThan(500);
+    expect((await Promise.all(backlog)).every((r) => r.error?.kind === 'timeout')).toBe(true);
+  });
+
   it('should run other transforms while one loops', async () => {
     const looping = sandbox.run({ key: 'spin', code: 'function handler(w) { for (;;); }', ...sandboxInput(request, context) });
     const plain = await Promise.all(Array.from({ length: 20 }, (_, i) => run(`function handler(w) { w.headers['x-n'] = '${i}'; return w; }`)));

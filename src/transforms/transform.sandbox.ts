@@ -25,6 +25,10 @@ type Pending = SandboxJob & { id: number; compileOnly?: boolean; resolve: (a: Sa
 
 /** Jobs one message carries to a thread, at most. */
 const BATCH_MAX = 64;
+/** A batch stops taking jobs once their expected run time reaches this (takeBatch). */
+const BATCH_MS = 10;
+/** Transforms whose run times are remembered; past it the memory starts afresh. */
+const COSTS_MAX = 10_000;
 /** A call still running at this many times its budget (plus WATCHDOG_SLACK_MS) ends its thread. */
 const WATCHDOG_FACTOR = 2;
 const WATCHDOG_SLACK_MS = 20;
@@ -97,9 +101,10 @@ class SandboxThread {
  * and the compiled transforms.
  *
  * Jobs queue here, one queue per transform, and go to an idle thread as one message of
- * up to BATCH_MAX jobs taken round-robin across transforms, so a transform that spends
- * its whole budget each call delays another transform's run by one budget per batch at
- * most, not by its whole backlog. A thread answers a batch once it is done.
+ * jobs taken round-robin across transforms, up to about BATCH_MS of expected run time
+ * (takeBatch), so a transform that spends its whole budget each call delays another
+ * transform's run by about one budget, not by its whole backlog. A thread answers a
+ * batch once it is done.
  *
  * Watchdog: QuickJS checks the budget every few thousand operations, which a loop of
  * heavy built-ins reaches seldom. While a batch runs, the call under way is looked at
@@ -116,6 +121,8 @@ export class TransformSandbox implements OnApplicationShutdown {
   /** Waiting jobs by transform key, in round-robin order (Map order; a key re-added goes last). */
   private readonly queues = new Map<string, Pending[]>();
   private queued = 0;
+  /** Each transform's expected run time, ms (takeBatch). */
+  private readonly costs = new Map<string, number>();
   private nextId = 1;
   private watchdog?: NodeJS.Timeout;
   private stopped = false;
@@ -188,26 +195,43 @@ export class TransformSandbox implements OnApplicationShutdown {
     }
   }
 
-  /** Up to BATCH_MAX jobs, one per transform per round, transforms in queue order. */
+  /**
+   * The next batch: rounds of one job of each waiting transform (in queue order; a
+   * transform with more waiting goes to the back), until BATCH_MAX jobs or BATCH_MS of
+   * their expected run time (each transform's recent runs: `costs`). So a job queued
+   * now waits for about BATCH_MS of others' runs, or one slow run, not for a batch of
+   * one transform's budget-long runs.
+   */
   private takeBatch(): Pending[] {
     const batch: Pending[] = [];
-    while (batch.length < BATCH_MAX && this.queues.size > 0) {
-      for (const [key, q] of this.queues) {
+    let expectedMs = 0;
+    while (batch.length < BATCH_MAX && expectedMs < BATCH_MS && this.queues.size > 0) {
+      for (const key of [...this.queues.keys()]) {
+        const q = this.queues.get(key)!;
         batch.push(q.shift()!);
         this.queued--;
+        // a transform not run yet may take its whole budget: it runs alone until its time is known
+        expectedMs += this.costs.get(key) ?? BATCH_MS;
         this.queues.delete(key);
-        if (q.length > 0) this.queues.set(key, q); // last in the round-robin order
-        if (batch.length === BATCH_MAX) break;
+        if (q.length > 0) this.queues.set(key, q);
+        if (batch.length === BATCH_MAX || expectedMs >= BATCH_MS) break;
       }
     }
     return batch;
+  }
+
+  /** Folds a run's time into its transform's expected run time (a moving average). */
+  private cost(key: string, ms: number): void {
+    if (this.costs.size >= COSTS_MAX) this.costs.clear();
+    const before = this.costs.get(key);
+    this.costs.set(key, before === undefined ? ms : 0.7 * before + 0.3 * ms);
   }
 
   private start(i: number): Promise<SandboxThread> {
     const started = (this.starting[i] ??= (async () => {
       this.wasmModule ??= loadWasmModule();
       const thread = new SandboxThread(await this.wasmModule, this.config);
-      thread.worker.on('message', (m: { results?: Array<{ id: number } & SandboxAnswer> }) => m.results && this.answered(i, thread, m.results));
+      thread.worker.on('message', (m: { results?: Array<{ id: number; ms: number } & SandboxAnswer> }) => m.results && this.answered(i, thread, m.results));
       thread.worker.on('error', (e) => this.logger.warn(`transform thread failed: ${e.message}`));
       thread.worker.on('exit', () => this.exited(i, thread));
       await thread.ready;
@@ -227,10 +251,15 @@ export class TransformSandbox implements OnApplicationShutdown {
     return started;
   }
 
-  private answered(i: number, thread: SandboxThread, results: Array<{ id: number } & SandboxAnswer>): void {
+  private answered(i: number, thread: SandboxThread, results: Array<{ id: number; ms: number } & SandboxAnswer>): void {
     const byId = new Map(thread.batch.map((p) => [p.id, p]));
     thread.batch = [];
-    for (const r of results) byId.get(r.id)?.resolve(r.error ? { error: r.error } : { text: r.text ?? null });
+    for (const r of results) {
+      const p = byId.get(r.id);
+      if (!p) continue;
+      this.cost(p.key, r.ms);
+      p.resolve(r.error ? { error: r.error } : { text: r.text ?? null });
+    }
     if (this.threads[i] === thread) this.pump();
   }
 
@@ -292,6 +321,7 @@ export class TransformSandbox implements OnApplicationShutdown {
     this.threadsEnded++;
     const stuck = thread.batch.find((p) => p.id === id);
     thread.batch = thread.batch.filter((p) => p !== stuck);
+    if (stuck) this.cost(stuck.key, WATCHDOG_FACTOR * this.config.transformTimeoutMs);
     stuck?.resolve({ error: { kind: 'timeout', name: 'InternalError', message: 'interrupted', stack: '' } });
     this.logger.warn(`transform ${stuck?.key ?? '(compile)'} ran past ${WATCHDOG_FACTOR}× its budget: its thread is ended and started again`);
     void thread.worker.terminate();
