@@ -102,6 +102,22 @@ describe(TransformSandbox.name, () => {
     expect(await run('function handler(w) { return w; }')).toMatchObject({ kind: 'send' });
   });
 
+  it('should have a spare thread take the place of one ended, so a transform queued behind a cut waits for no thread to start', async () => {
+    const heavy = 'function handler(w) { const s = "x".repeat(1e6); for (;;) s.indexOf("y"); }';
+    const input = sandboxInput(request, context);
+    await sandbox.run({ key: 'heavy-a', code: heavy, ...input }); // a cut: the spare is made
+    await sandbox.run({ key: 'warm', code: 'function handler(w) { return w; }', ...input });
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the spare is ready
+    const cut = sandbox.run({ key: 'heavy-b', code: heavy, ...input });
+    const queued = Date.now();
+    const behind = await sandbox.run({ key: 'behind', code: 'function handler(w) { return w; }', ...input });
+    const waited = Date.now() - queued;
+    expect(behind.error).toBeUndefined();
+    expect((await cut).error).toMatchObject({ kind: 'timeout' });
+    // the cut itself (twice the 50 ms budget) and a compile; a thread's start takes 300 ms and more
+    expect(waited).toBeLessThan(300);
+  });
+
   it.each([
     ['many strings', 'function handler(w) { const a = []; for (;;) a.push("z".repeat(1e5) + a.length); }'],
     ['many objects', 'function handler(w) { const a = []; for (;;) a.push({ i: a.length, s: "abc" + a.length }); }'],

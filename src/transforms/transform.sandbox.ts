@@ -53,6 +53,8 @@ class SandboxThread {
   batch: Pending[] = [];
   /** Ended by the watchdog (not by a crash of its own). */
   cut = false;
+  /** Ended before the pool took it (a spare that crashed waiting). */
+  exitedEarly = false;
 
   constructor(wasmModule: CompiledWasm, config: AppConfig) {
     const status = new SharedArrayBuffer(24);
@@ -110,7 +112,8 @@ class SandboxThread {
  * heavy built-ins reaches seldom. While a batch runs, the call under way is looked at
  * every few milliseconds; one past twice its budget ends its thread (V8 stops the
  * WebAssembly at once), answers a timeout, puts the rest of the batch back in front,
- * and a new thread starts (a few hundred ms; the compiled transforms go with the old).
+ * and a spare thread takes its place (started at the first cut; a thread's start takes
+ * a few hundred ms; the compiled transforms go with the old one).
  */
 @Injectable()
 export class TransformSandbox implements OnApplicationShutdown {
@@ -118,6 +121,13 @@ export class TransformSandbox implements OnApplicationShutdown {
   private wasmModule?: Promise<CompiledWasm>;
   private threads: Array<SandboxThread | undefined> = [];
   private starting: Array<Promise<SandboxThread> | undefined> = [];
+  /**
+   * A thread started ahead, ready to take the place of one the watchdog ends: made at
+   * the first cut (a process whose transforms never overrun has none), and again each
+   * time one is taken, so a hostile transform's cuts do not each stall every transform
+   * for a thread's start.
+   */
+  private spare?: Promise<SandboxThread>;
   /** Waiting jobs by transform key, in round-robin order (Map order; a key re-added goes last). */
   private readonly queues = new Map<string, Pending[]>();
   private queued = 0;
@@ -168,6 +178,8 @@ export class TransformSandbox implements OnApplicationShutdown {
         await t.worker.terminate();
       }),
     );
+    const spare = await this.spare?.catch(() => undefined);
+    await spare?.worker.terminate();
   }
 
   private enqueue(p: Pending): void {
@@ -229,14 +241,17 @@ export class TransformSandbox implements OnApplicationShutdown {
 
   private start(i: number): Promise<SandboxThread> {
     const started = (this.starting[i] ??= (async () => {
-      this.wasmModule ??= loadWasmModule();
-      const thread = new SandboxThread(await this.wasmModule, this.config);
-      thread.worker.on('message', (m: { results?: Array<{ id: number; ms: number } & SandboxAnswer> }) => m.results && this.answered(i, thread, m.results));
-      thread.worker.on('error', (e) => this.logger.warn(`transform thread failed: ${e.message}`));
-      thread.worker.on('exit', () => this.exited(i, thread));
-      await thread.ready;
-      this.threads[i] = thread;
-      return thread;
+      const spare = this.spare;
+      this.spare = undefined;
+      let thread = spare && (await spare.catch(() => undefined));
+      if (!thread || thread.exitedEarly) thread = await this.newThread();
+      // a spare was needed: another cut is likely (the same hostile transform), so the next one is made ready now
+      if (spare) this.makeSpare();
+      const taken = thread;
+      taken.worker.on('message', (m: { results?: Array<{ id: number; ms: number } & SandboxAnswer> }) => m.results && this.answered(i, taken, m.results));
+      taken.worker.on('exit', () => this.exited(i, taken));
+      this.threads[i] = taken;
+      return taken;
     })());
     started
       .then(() => {
@@ -249,6 +264,28 @@ export class TransformSandbox implements OnApplicationShutdown {
         this.failAll(`the sandbox did not start: ${e.message}`);
       });
     return started;
+  }
+
+  /** Starts the spare; a failure to start shows when it is taken (a new thread is made then). */
+  private makeSpare(): void {
+    if (this.stopped) return;
+    this.spare = this.newThread();
+    this.spare.catch((e: Error) => this.logger.warn(`spare transform thread did not start: ${e.message}`));
+  }
+
+  /** A thread, started and ready (its engine loaded): as a thread of the pool, or as the spare. */
+  private async newThread(): Promise<SandboxThread> {
+    this.wasmModule ??= loadWasmModule();
+    const thread = new SandboxThread(await this.wasmModule, this.config);
+    thread.worker.on('error', (e) => this.logger.warn(`transform thread failed: ${e.message}`));
+    thread.worker.once('exit', () => (thread.exitedEarly = true));
+    try {
+      await thread.ready;
+    } catch (e) {
+      void thread.worker.terminate();
+      throw e;
+    }
+    return thread;
   }
 
   private answered(i: number, thread: SandboxThread, results: Array<{ id: number; ms: number } & SandboxAnswer>): void {
@@ -323,8 +360,9 @@ export class TransformSandbox implements OnApplicationShutdown {
     thread.batch = thread.batch.filter((p) => p !== stuck);
     if (stuck) this.cost(stuck.key, WATCHDOG_FACTOR * this.config.transformTimeoutMs);
     stuck?.resolve({ error: { kind: 'timeout', name: 'InternalError', message: 'interrupted', stack: '' } });
-    this.logger.warn(`transform ${stuck?.key ?? '(compile)'} ran past ${WATCHDOG_FACTOR}× its budget: its thread is ended and started again`);
+    this.logger.warn(`transform ${stuck?.key ?? '(compile)'} ran past ${WATCHDOG_FACTOR}× its budget: its thread is ended and another takes its place`);
     void thread.worker.terminate();
+    if (!this.spare) this.makeSpare();
   }
 
   private failAll(message: string): void {
