@@ -8,7 +8,18 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'dist/', 'dist-*/', '.data/', 'coverage/', 'test-results/', 'bench/results/', 'src/generated/', 'src/client/api.schema.ts'],
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'dist-*/',
+      'dist.*/',
+      '.data/',
+      'coverage/',
+      'test-results/',
+      'bench/results/',
+      'src/generated/',
+      'src/client/api.schema.ts',
+    ],
   },
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,

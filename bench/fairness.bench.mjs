@@ -66,8 +66,8 @@ export async function tenantUnderFlood(databaseUrl, { alone: withAlone = true } 
   const small = await BenchReceiver.start({ hosts: ['127.0.2.1'], record: true });
   const service = await startService(databaseUrl);
   try {
-    const a = (await api(service.url, '/v1/keys', { method: 'POST', json: { name: 'tenant-a' } })).key;
-    const b = (await api(service.url, '/v1/keys', { method: 'POST', json: { name: 'tenant-b' } })).key;
+    const a = (await api(service.url, '/v1/keys', { method: 'POST', json: { name: 'tenant-a', allowPrivateNetworks: true } })).key;
+    const b = (await api(service.url, '/v1/keys', { method: 'POST', json: { name: 'tenant-b', allowPrivateNetworks: true } })).key;
     const floodCallbacks = Array.from({ length: FLOOD }, (_, i) => ({ url: `${flood.urls[i % 100]}/a/${i}` }));
     const smallCallbacks = Array.from({ length: 10 }, (_, i) => ({ url: `${small.url()}/b/${i}` }));
     // Warm, then B alone on the idle service.

@@ -8,7 +8,8 @@ CREATE TABLE api_key (
   is_admin boolean NOT NULL DEFAULT false,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   revoked_at timestamp(3) with time zone,
-  weight integer NOT NULL DEFAULT 1
+  weight integer NOT NULL DEFAULT 1,
+  allow_private_networks boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE attempt (
@@ -46,7 +47,8 @@ CREATE TABLE batch (
   notify_url text,
   notify_host text,
   notify_receiver_id uuid,
-  operator_event boolean NOT NULL DEFAULT false
+  operator_event boolean NOT NULL DEFAULT false,
+  body_bytes bigint NOT NULL DEFAULT 0
 );
 
 CREATE TABLE callback (
@@ -77,7 +79,8 @@ CREATE TABLE callback (
   receiver_id uuid,
   held boolean NOT NULL DEFAULT false,
   recovery_id uuid,
-  done_at timestamp(3) with time zone NOT NULL DEFAULT 'infinity'::timestamp with time zone
+  done_at timestamp(3) with time zone NOT NULL DEFAULT 'infinity'::timestamp with time zone,
+  body_event_id uuid
 );
 
 CREATE TABLE event (
@@ -85,11 +88,12 @@ CREATE TABLE event (
   api_key_id uuid NOT NULL,
   event_id text NOT NULL,
   type text NOT NULL,
-  payload jsonb NOT NULL,
+  payload jsonb,
   request_hash text NOT NULL,
   batch_id uuid NOT NULL,
   deliveries integer NOT NULL,
-  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+  created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  body text
 );
 
 CREATE TABLE event_subscription (
@@ -132,6 +136,16 @@ CREATE TABLE host (
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
   claimed_by text,
   claimed_until timestamp(3) with time zone
+);
+
+CREATE TABLE host_key_breaker (
+  host text NOT NULL,
+  api_key_id uuid NOT NULL,
+  state text NOT NULL DEFAULT 'closed'::text,
+  failures integer NOT NULL DEFAULT 0,
+  opened_at timestamp(3) with time zone,
+  open_until timestamp(3) with time zone,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
 CREATE TABLE latency_rollup (
@@ -187,6 +201,7 @@ CREATE TABLE receiver (
   deleted_at timestamp(3) with time zone,
   event_types text[] NOT NULL DEFAULT '{}'::text[],
   event_filter jsonb,
+  portal_hosts text[] NOT NULL DEFAULT '{}'::text[],
   transform_code text
 );
 
@@ -246,6 +261,7 @@ ALTER TABLE callback ADD CONSTRAINT callback_status_check CHECK ((status = ANY (
 ALTER TABLE callback_live ADD CONSTRAINT callback_live_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE SET NULL;
 ALTER TABLE event ADD CONSTRAINT event_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE event ADD CONSTRAINT event_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES batch(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE event ADD CONSTRAINT event_payload_or_body_check CHECK (((payload IS NULL) <> (body IS NULL)));
 ALTER TABLE event ADD CONSTRAINT event_pkey PRIMARY KEY (id);
 ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_pkey PRIMARY KEY (api_key_id, pattern, receiver_id);
 ALTER TABLE event_subscription ADD CONSTRAINT event_subscription_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
@@ -255,6 +271,9 @@ ALTER TABLE gone_endpoint ADD CONSTRAINT gone_endpoint_pkey PRIMARY KEY (api_key
 ALTER TABLE host ADD CONSTRAINT host_breaker_state_check CHECK ((breaker_state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE host ADD CONSTRAINT host_in_flight_check CHECK ((in_flight >= 0));
 ALTER TABLE host ADD CONSTRAINT host_pkey PRIMARY KEY (host);
+ALTER TABLE host_key_breaker ADD CONSTRAINT host_key_breaker_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE host_key_breaker ADD CONSTRAINT host_key_breaker_pkey PRIMARY KEY (host, api_key_id);
+ALTER TABLE host_key_breaker ADD CONSTRAINT host_key_breaker_state_check CHECK ((state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])));
 ALTER TABLE latency_rollup ADD CONSTRAINT latency_rollup_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE latency_rollup ADD CONSTRAINT latency_rollup_pkey PRIMARY KEY (api_key_id, bucket_ms, start);
 ALTER TABLE operator_endpoint ADD CONSTRAINT operator_endpoint_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
@@ -290,6 +309,7 @@ CREATE INDEX attempt_receiver_idx ON ONLY public.attempt USING btree (receiver_i
 CREATE INDEX batch_api_key_id_created_at_idx ON public.batch USING btree (api_key_id, created_at);
 CREATE UNIQUE INDEX batch_api_key_id_idempotency_key_key ON public.batch USING btree (api_key_id, idempotency_key);
 CREATE INDEX batch_completed_idx ON public.batch USING btree (completed_at) WHERE (completed_at IS NOT NULL);
+CREATE INDEX batch_key_open_idx ON public.batch USING btree (api_key_id) INCLUDE (body_bytes) WHERE (completed_at IS NULL);
 CREATE INDEX batch_open_idx ON public.batch USING btree (created_at) WHERE (completed_at IS NULL);
 CREATE UNIQUE INDEX batch_pkey ON public.batch USING btree (id);
 CREATE INDEX callback_api_key_id_created_at_idx ON ONLY public.callback USING btree (api_key_id, created_at);
@@ -317,6 +337,7 @@ CREATE INDEX gone_endpoint_host_idx ON public.gone_endpoint USING btree (host);
 CREATE UNIQUE INDEX gone_endpoint_pkey ON public.gone_endpoint USING btree (api_key_id, url);
 CREATE INDEX host_limited_idx ON public.host USING btree (host) WHERE ((in_flight > 0) OR (breaker_state <> 'closed'::text) OR (consecutive_failures > 0) OR (max_in_flight IS NOT NULL) OR (rate_per_sec IS NOT NULL));
 CREATE UNIQUE INDEX host_pkey ON public.host USING btree (host);
+CREATE UNIQUE INDEX host_key_breaker_pkey ON public.host_key_breaker USING btree (host, api_key_id);
 CREATE UNIQUE INDEX latency_rollup_pkey ON public.latency_rollup USING btree (api_key_id, bucket_ms, start);
 CREATE INDEX latency_rollup_start_idx ON public.latency_rollup USING btree (start);
 CREATE UNIQUE INDEX operator_endpoint_pkey ON public.operator_endpoint USING btree (api_key_id);

@@ -8,13 +8,19 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const cli = path.join(root, 'node_modules/prisma/build/index.js');
+if (!existsSync(cli)) {
+  // An install without dev dependencies: the client is compiled into dist/ already.
+  console.error('prisma generate skipped: the prisma CLI (a dev dependency) is not installed');
+  process.exit(0);
+}
 const env = { ...process.env };
 if (!env.PRISMA_SCHEMA_ENGINE_BINARY || !existsSync(env.PRISMA_SCHEMA_ENGINE_BINARY)) {
   env.PRISMA_SCHEMA_ENGINE_BINARY = path.join(root, 'package.json');
 }
 env.PRISMA_HIDE_UPDATE_MESSAGE = '1';
 try {
-  execFileSync(process.execPath, [path.join(root, 'node_modules/prisma/build/index.js'), 'generate'], {
+  execFileSync(process.execPath, [cli, 'generate'], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

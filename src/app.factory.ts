@@ -5,7 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import { AppModule } from './app.module.js';
-import { ApiKeyService, type CreatedKey } from './auth/api-key.service.js';
+import { ApiKeyService, type FirstKeyOutcome } from './auth/api-key.service.js';
 import { registerAuthHooks } from './auth/auth.hooks.js';
 import { KeyAuthService } from './auth/key-auth.service.js';
 import { ErrorFilter } from './common/error.filter.js';
@@ -14,6 +14,7 @@ import { registerJsonParser, registerSecurityHooks } from './common/security.hoo
 import { serviceUrl } from './common/service-url.js';
 import { cutConnectionsOnStop } from './common/stop.connections.js';
 import type { AppConfig } from './config/app.config.js';
+import { lockDataDir, type DataDirLock } from './database/data-dir.lock.js';
 import { resolveDatabaseTarget } from './database/database.target.js';
 import { startEmbeddedPostgres } from './database/embedded-postgres.js';
 import { migrate } from './database/migrator.js';
@@ -35,13 +36,17 @@ export interface RunningService {
   /** Base URL of the API, e.g. http://127.0.0.1:3000 */
   url: string;
   databaseUrl: string;
-  /** The key made on first start, when this start made one. */
-  firstKey?: CreatedKey;
+  /** What the start did about the first key: the key it made, or what became of BOOTSTRAP_API_KEY. */
+  firstKey: FirstKeyOutcome;
   /** Graceful stop: drain the dispatcher, close the API, stop the embedded database. */
   close: () => Promise<void>;
 }
 
-/** Starts the whole service (database, migrations, API, worker) as the config says. */
+/**
+ * Starts the whole service (database, migrations, API, worker) as the config says. A
+ * start that fails at any step stops what it had started (the app, tracing, the
+ * embedded Postgres and its DATA_DIR lock) before it throws.
+ */
 export async function startService(config: AppConfig): Promise<RunningService> {
   // JSON lines (pino) with secrets redacted, from the first line on; LOG_LEVEL applies.
   const configured = [config.bootstrapApiKey, config.metricsToken, config.secretsKey, ...config.secretsKeyPrevious];
@@ -52,31 +57,50 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   Logger.overrideLogger(appLogger);
   const logger = new Logger('Service');
   // Before any database: an external one without SECRETS_KEY is refused here.
-  const { keyring, source: keySource } = loadKeyring(config);
+  const keys = loadKeyring(config);
+  /** What this start started, stopped in reverse order by close() or by a failed start. */
+  const started: Array<() => Promise<void>> = [];
+  try {
+    return await startOn(config, appLogger, keys, started);
+  } catch (error) {
+    await stopAll(started).catch((stopError: unknown) => logger.error(`stopping after a failed start: ${(stopError as Error).message}`));
+    throw error;
+  }
+}
+
+/** Runs the stops of what was started, last started first; each runs whatever the one before did. */
+async function stopAll(started: Array<() => Promise<void>>): Promise<void> {
+  let failure: unknown;
+  for (const stop of started.splice(0).reverse()) await stop().catch((error: unknown) => (failure ??= error));
+  if (failure !== undefined) throw failure;
+}
+
+async function startOn(
+  config: AppConfig,
+  appLogger: AppLogger,
+  { keyring, source: keySource }: ReturnType<typeof loadKeyring>,
+  started: Array<() => Promise<void>>,
+): Promise<RunningService> {
+  const logger = new Logger('Service');
   let databaseUrl = config.databaseUrl;
-  let stopDatabase = async () => undefined as void;
+  let lock: DataDirLock | undefined;
   if (!databaseUrl) {
+    // One process owns the embedded Postgres of a DATA_DIR: a second one is refused, naming the first.
+    const held = lockDataDir(config.dataDir, config.role);
+    lock = held;
+    started.push(async () => held.release());
     const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPgPort, (m) => logger.warn(`postgres: ${m}`));
     databaseUrl = embedded.url;
-    stopDatabase = embedded.stop;
+    started.push(embedded.stop);
   }
-  let target;
-  try {
-    // Which server, how reached, and what it is set to: checked before anything runs on it.
-    target = await resolveDatabaseTarget(config, databaseUrl);
-    const facts = await readServerFacts(target.directUrl);
-    checkServer(facts);
-    logger.log(describeServer(facts, target));
-  } catch (error) {
-    await stopDatabase();
-    throw error;
-  }
+  // Which server, how reached, and what it is set to: checked before anything runs on it.
+  const target = await resolveDatabaseTarget(config, databaseUrl);
+  const facts = await readServerFacts(target.directUrl);
+  checkServer(facts);
+  logger.log(describeServer(facts, target));
   const applied = await migrate(target.directUrl);
   if (applied.length > 0) logger.log(`applied migrations: ${applied.join(', ')}`);
-  const secrets = await prepareSecretsAtRest(target.directUrl, keyring).catch(async (error: unknown) => {
-    await stopDatabase();
-    throw error;
-  });
+  const secrets = await prepareSecretsAtRest(target.directUrl, keyring);
   logger.log(
     `signing secrets sealed under key ${keyring.currentId} from ${keySource}` +
       (keyring.ids.length > 1 ? `; also opening ${keyring.ids.slice(1).join(', ')} (SECRETS_KEY_PREVIOUS)` : '') +
@@ -86,6 +110,8 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   // Before anything is served: the first request is traced too. Off (nothing
   // loaded) unless the OTEL_* variables ask for traces.
   await startTracing(config);
+  // After the last write-back: its spans are exported too.
+  started.push(() => tracing.shutdown());
   const adapter = new FastifyAdapter({
     bodyLimit: config.maxRequestBytes,
     // Only these proxies' X-Forwarded-* headers are believed: req.ip is then the client
@@ -102,6 +128,15 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, target, keyring), adapter, {
     logger: appLogger,
   });
+  const stopping = cutConnectionsOnStop(app.getHttpAdapter().getInstance(), config.shutdownGraceMs);
+  started.push(async () => {
+    const stopped = stopping();
+    try {
+      await app.close();
+    } finally {
+      stopped();
+    }
+  });
   app.useGlobalFilters(new ErrorFilter());
   app.useGlobalPipes(buildValidationPipe());
   registerJsonParser(app, config);
@@ -111,39 +146,24 @@ export async function startService(config: AppConfig): Promise<RunningService> {
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
   // Last of the request hooks: a refusal is logged, traced and counted first.
   registerAuthHooks(app.getHttpAdapter().getInstance(), app.get(KeyAuthService), app.get(PortalAuthService));
-  const stopping = cutConnectionsOnStop(app.getHttpAdapter().getInstance(), config.shutdownGraceMs);
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
 
   // Ready means ready: migrations are applied (above) and the first key exists before
   // the port answers at all, so whoever waits for /health/ready (an orchestrator, a
   // script holding BOOTSTRAP_API_KEY) can use the key on its very next request.
   await app.init();
-  const firstKey = config.role === 'worker' ? undefined : await app.get(ApiKeyService).ensureFirstKey();
+  const firstKey = config.role === 'worker' ? {} : await app.get(ApiKeyService).ensureFirstKey();
   let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      const stopped = stopping();
-      try {
-        await app.close();
-      } finally {
-        stopped();
-      }
-      // After the last write-back: its spans are exported too.
-      await tracing.shutdown();
-      await stopDatabase();
-    })());
-  try {
-    await app.listen(config.port, config.host);
-  } catch (error) {
-    // The worker started with app.init() and may hold claims already (a port taken by
-    // another process): a clean stop hands back what it did not send, instead of
-    // leaving those rows leased, and their hosts' slots taken, until the lease runs out.
-    await close().catch(() => undefined);
-    throw error;
-  }
+  const close = () => (closing ??= stopAll(started));
+  // A port taken by another process: the worker started with app.init() and may hold
+  // claims already, and the failed start's stop hands back what it did not send,
+  // instead of leaving those rows leased, and their hosts' slots taken, until the
+  // lease runs out.
+  await app.listen(config.port, config.host);
   if (!config.metricsToken && !metricsOpenWithoutToken(config)) logger.warn(metricsClosedMessage(config));
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = serviceUrl(config.host, port);
+  lock?.listening(url);
   return { app, url, databaseUrl, firstKey, close };
 }

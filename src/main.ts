@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { startService } from './app.factory.js';
+import { LOCAL_KEY_COMMAND } from './auth/api-key.service.js';
 import { ConfigError, loadConfig } from './config/app.config.js';
 
 /**
@@ -19,15 +20,21 @@ async function main(): Promise<void> {
   }
   const service = await startService(config);
   const lines = [`callback dispatch service (${config.role}) listening on ${service.url}`, `  API docs:  ${service.url}/docs`];
-  if (service.firstKey) {
+  const { created, bootstrap } = service.firstKey;
+  if (created) {
     lines.push(
-      config.bootstrapApiKey
-        ? '  API key:   the BOOTSTRAP_API_KEY you set (admin)'
-        : `  API key:   ${service.firstKey.key}   (admin; shown once, store it now)`,
+      config.bootstrapApiKey ? '  API key:   the BOOTSTRAP_API_KEY you set (admin)' : `  API key:   ${created.key}   (admin; shown once, store it now)`,
       `  try:       curl -H "Authorization: Bearer <key>" ${service.url}/v1/batches`,
     );
-  } else if (config.role !== 'worker') {
-    lines.push('  auth:      Authorization: Bearer <key> (create keys with `npx callbacks keys create`)');
+  } else if (bootstrap === 'active') {
+    lines.push('  API key:   the BOOTSTRAP_API_KEY you set (admin)');
+  } else if (bootstrap === 'not_added') {
+    lines.push('  API key:   BOOTSTRAP_API_KEY was NOT added: this database has keys already (see the warning above)');
+  } else if (bootstrap === 'revoked') {
+    lines.push('  API key:   BOOTSTRAP_API_KEY is revoked and stays revoked (see the warning above)');
+  }
+  if (!created && bootstrap !== 'active' && config.role !== 'worker') {
+    lines.push(`  auth:      Authorization: Bearer <key>; no key at hand? \`${LOCAL_KEY_COMMAND}\` makes an admin key without one`);
   }
   console.log(lines.join('\n'));
 

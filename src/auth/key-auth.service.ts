@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../common/app.error.js';
-import { ApiKeyService, keyPrefixOf, type AuthenticatedKey } from './api-key.service.js';
+import { prefixOf } from './api-key.format.js';
+import { ApiKeyService, type AuthenticatedKey } from './api-key.service.js';
 import { bearerToken } from './bearer.js';
 import { RateLimitService } from './rate-limit.service.js';
 
@@ -22,7 +23,7 @@ export class KeyAuthService {
   async authenticate(request: FastifyRequest): Promise<AuthenticatedKey> {
     const presented = bearerToken(request.headers.authorization);
     if (!presented) throw new AppError('unauthorized', 'missing API key: send Authorization: Bearer <key>');
-    const prefix = keyPrefixOf(presented);
+    const prefix = prefixOf(presented);
     // Wrong keys cost a lookup each: an address or a prefix sending many is held off before that.
     try {
       this.limiter.checkFailures(request.ip, prefix);

@@ -22,7 +22,7 @@ export class KeyController {
   @ApiCreatedResponse({ type: CreatedKeyDto })
   @ApiErrors(415)
   create(@Body() dto: CreateKeyDto): Promise<CreatedKeyDto> {
-    return this.keys.createKey(dto.name, { isAdmin: dto.admin ?? false });
+    return this.keys.createKey(dto.name, { isAdmin: dto.admin ?? false, allowPrivateNetworks: dto.allowPrivateNetworks ?? false });
   }
 
   @Get()
@@ -35,13 +35,13 @@ export class KeyController {
     };
   }
 
-  /** Sets a key's weight: its share of the workers while several keys have due callbacks. */
+  /** Sets a key's weight (its share of the workers while several keys have due callbacks) and its grant of private networks. */
   @Patch(':id')
-  @ApiOperation({ summary: "Set an API key's weight" })
+  @ApiOperation({ summary: "Set an API key's weight and its grant of private networks" })
   @ApiOkResponse({ type: KeyDto })
   @ApiErrors(404, 415)
   async update(@Param('id', UuidParam) id: string, @Body() dto: UpdateKeyDto): Promise<KeyDto> {
-    const k = await this.keys.setWeight(id, dto.weight);
+    const k = await this.keys.updateKey(id, { weight: dto.weight, allowPrivateNetworks: dto.allowPrivateNetworks });
     if (!k) throw notFound('key');
     return toKeyDto(k);
   }
@@ -50,7 +50,7 @@ export class KeyController {
   @ApiOperation({ summary: 'Revoke an API key' })
   @HttpCode(200)
   @ApiOkResponse({ type: RevokedKeyDto })
-  @ApiErrors(404)
+  @ApiErrors(404, 409)
   async revoke(@Param('id', UuidParam) id: string): Promise<RevokedKeyDto> {
     if (!(await this.keys.revokeKey(id))) throw notFound('active key');
     return { id, revoked: true };
@@ -58,13 +58,23 @@ export class KeyController {
 }
 
 /** A key as the API shows it (never its hash). */
-function toKeyDto(k: { id: string; name: string; prefix: string; isAdmin: boolean; weight: number; createdAt: Date; revokedAt: Date | null }): KeyDto {
+function toKeyDto(k: {
+  id: string;
+  name: string;
+  prefix: string;
+  isAdmin: boolean;
+  weight: number;
+  allowPrivateNetworks: boolean;
+  createdAt: Date;
+  revokedAt: Date | null;
+}): KeyDto {
   return {
     id: k.id,
     name: k.name,
     prefix: k.prefix,
     isAdmin: k.isAdmin,
     weight: k.weight,
+    allowPrivateNetworks: k.allowPrivateNetworks,
     createdAt: k.createdAt.toISOString(),
     revokedAt: k.revokedAt?.toISOString() ?? null,
   };

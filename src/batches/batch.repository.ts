@@ -19,6 +19,8 @@ export interface NewBatch {
   total: number;
   /** Its own target for its batch.completed (src/operator-events): a url and its destination, and the receiver when one was named. */
   notify?: { url: string; host: string; receiverId: string | null } | null;
+  /** The bytes of its callbacks' bodies (MAX_PENDING_BYTES_PER_KEY sums them over the key's open batches). */
+  bodyBytes: number;
 }
 
 export interface NewCallback {
@@ -115,10 +117,11 @@ function insertBatchesStatement(unordered: PendingBatch[]): Prisma.Sql {
   const receiverIds = [...new Set(rows.map((r) => r.receiverId).filter((id) => id !== null))];
   return Prisma.sql`
     WITH b AS (
-      INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total, notify_url, notify_host, notify_receiver_id)
+      INSERT INTO batch (id, api_key_id, label, idempotency_key, request_hash, total, notify_url, notify_host, notify_receiver_id, body_bytes)
       SELECT * FROM unnest(${b('id')}::uuid[], ${b('apiKeyId')}::uuid[], ${b('label')}::text[], ${b('idempotencyKey')}::text[],
                            ${b('requestHash')}::text[], ${b('total')}::int[], ${batches.map((r) => r.notify?.url ?? null)}::text[],
-                           ${batches.map((r) => r.notify?.host ?? null)}::text[], ${batches.map((r) => r.notify?.receiverId ?? null)}::uuid[])
+                           ${batches.map((r) => r.notify?.host ?? null)}::text[], ${batches.map((r) => r.notify?.receiverId ?? null)}::uuid[],
+                           ${b('bodyBytes')}::bigint[])
       ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
       RETURNING id, api_key_id, created_at
     ), r AS MATERIALIZED (
@@ -184,10 +187,10 @@ export class BatchRepository {
     return items.map((i) => byId.get(i.batch.id) ?? null);
   }
 
-  /** The key's pending callbacks, counted up to `atMost` (countPending, in its own transaction: COUNT_PLANNER). */
-  async countPending(apiKeyId: string, atMost: number): Promise<number> {
-    const rows = await this.db.query<{ n: number }>(countPending(apiKeyId, atMost), COUNT_PLANNER);
-    return rows[0].n;
+  /** The key's pending callbacks, counted up to `atMost`, and the bytes of payload they hold (countPending, in its own transaction: COUNT_PLANNER). */
+  async countPending(apiKeyId: string, atMost: number): Promise<{ n: number; bytes: number }> {
+    const rows = await this.db.query<{ n: number; bytes: number }>(countPending(apiKeyId, atMost), COUNT_PLANNER);
+    return rows[0];
   }
 
   /** The key's batch stored under this Idempotency-Key, if any. */

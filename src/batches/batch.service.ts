@@ -53,6 +53,8 @@ export class BatchService {
     const receivers = await this.receivers.resolve(apiKeyId, receiverNames(dto));
     const rows = dto.callbacks.map((c, i) => this.toRow(c, dto, i, receivers, traceparent));
     const notify = notifyOf(dto, receivers);
+    let bytes = 0;
+    for (const r of rows) if (r.body !== null) bytes += Buffer.byteLength(r.body);
     const batch = {
       id: uuidv7(),
       apiKeyId,
@@ -61,10 +63,11 @@ export class BatchService {
       requestHash: idempotencyKey ? createHash('sha256').update(JSON.stringify(dto)).digest('hex') : null,
       total: rows.length,
       notify,
+      bodyBytes: bytes,
     };
     const dueNow = rows.some((r) => !r.runAt || r.runAt.getTime() <= now);
     try {
-      await this.quota.admit(apiKeyId, rows.length);
+      await this.quota.admit(apiKeyId, rows.length, bytes);
     } catch (error) {
       // A replay of a batch stored before the key reached its quota answers as a replay.
       if (!(error instanceof AppError && error.code === 'quota_exceeded') || idempotencyKey === undefined) throw error;
@@ -77,13 +80,13 @@ export class BatchService {
     if (notify && !notify.receiverId) destinations.add(notify.host);
     await this.signing.ensureDestinationSecrets(apiKeyId, destinations);
     const result = await this.batches.insertBatch(batch, rows, dueNow).catch((error: unknown) => {
-      this.quota.notStored(apiKeyId, rows.length);
+      this.quota.notStored(apiKeyId, rows.length, bytes);
       // A receiver deleted between the name lookup and the insert (the insert reads it FOR SHARE, so only then).
       if (!isForeignKeyViolation(error, CALLBACK_RECEIVER_FKEY)) throw error;
       throw new AppError('validation_failed', 'a receiver this batch names was deleted while the batch was being stored; nothing was stored');
     });
     if (!result.inserted) {
-      this.quota.notStored(apiKeyId, rows.length);
+      this.quota.notStored(apiKeyId, rows.length, bytes);
       return this.replay(result.existing, batch.requestHash!);
     }
     this.logger.log({

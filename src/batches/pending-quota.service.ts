@@ -10,41 +10,48 @@ const COUNT_FRESH_MS = 1_000;
 const COUNT_COST_FACTOR = 10;
 
 /**
- * MAX_PENDING_PER_KEY: a batch that would take its key past that many pending
- * callbacks is refused whole (429 `quota_exceeded`, with the counts), before anything
- * of it is stored. One tenant cannot fill the database for everyone.
+ * MAX_PENDING_PER_KEY and MAX_PENDING_BYTES_PER_KEY: a batch or event that would take
+ * its key past that many pending callbacks, or that many bytes of payload pending, is
+ * refused whole (429 `quota_exceeded`, with the counts), before anything of it is
+ * stored. One tenant cannot fill the database for everyone. The bytes are the bodies
+ * as stored: each callback of a batch its own, an event's payload once for all its
+ * deliveries (they refer to it), so an event of 256 KiB to 10,000 receivers counts
+ * 256 KiB and 10,000 callbacks.
  *
- * The key's pending rows are counted in the database (BatchRepository.countPending,
- * at most the quota's worth of index entries, ~1 µs each), and a count stands for a
- * second, or ten times as long as it took (a backlog of a million: ~8 s), with the
- * batches this process accepted since added to it: a tenant with a large backlog
- * costs one count per such span, not one per request. So a batch may be refused for
- * up to that span after callbacks finished and made room. Batches checked at the same
- * moment by two API processes each see the count without the other's, so together
- * they can pass the quota by their own sizes; within one process they cannot.
+ * The key's pending rows are counted in the database (BatchRepository.countPending, at
+ * most the quota's worth of index entries, ~1 µs each), and its bytes as those its open
+ * batches stored (a batch counts all its bodies until its last callback finishes, so
+ * this errs on the side of the quota), and a count stands for a second, or ten times as long as it took
+ * (a backlog of a million: ~8 s), with what this process accepted since added to it: a
+ * tenant with a large backlog costs one count per such span, not one per request. So a
+ * batch may be refused for up to that span after callbacks finished and made room.
+ * Batches checked at the same moment by two API processes each see the count without
+ * the other's, so together they can pass the quota by their own sizes; within one
+ * process they cannot.
  */
 @Injectable()
 export class PendingQuota {
-  private readonly counted = new Map<string, { pending: number; freshUntil: number }>();
+  private readonly counted = new Map<string, { pending: number; bytes: number; freshUntil: number }>();
 
   constructor(
     private readonly config: AppConfig,
     private readonly batches: BatchRepository,
   ) {}
 
-  /** Counts `adding` more pending callbacks against the key's quota, or throws quota_exceeded (nothing counted). */
-  async admit(apiKeyId: string, adding: number): Promise<void> {
+  /** Counts `adding` more pending callbacks holding `bytes` of payload against the key's quotas, or throws quota_exceeded (nothing counted). */
+  async admit(apiKeyId: string, adding: number, bytes: number): Promise<void> {
     const max = this.config.maxPendingPerKey;
-    if (max === 0) return;
+    const maxBytes = this.config.maxPendingBytesPerKey;
+    if (max === 0 && maxBytes === 0) return;
     let count = this.counted.get(apiKeyId);
     if (!count || performance.now() >= count.freshUntil) {
       const started = performance.now();
-      const pending = await this.batches.countPending(apiKeyId, max + 1);
+      const found = await this.batches.countPending(apiKeyId, max + 1);
       const took = performance.now() - started;
-      count = { pending, freshUntil: performance.now() + Math.max(COUNT_FRESH_MS, COUNT_COST_FACTOR * took) };
+      count = { pending: found.n, bytes: found.bytes, freshUntil: performance.now() + Math.max(COUNT_FRESH_MS, COUNT_COST_FACTOR * took) };
       this.counted.set(apiKeyId, count);
     }
-    if (count.pending + adding > max) {
+    if (max > 0 && count.pending + adding > max) {
       const pending = count.pending > max ? `more than ${max}` : String(count.pending);
       throw new AppError(
         'quota_exceeded',
@@ -53,12 +60,23 @@ export class PendingQuota {
         { pending: count.pending, maxPending: max, batch: adding },
       );
     }
+    if (maxBytes > 0 && count.bytes + bytes > maxBytes) {
+      throw new AppError(
+        'quota_exceeded',
+        `this key's pending callbacks hold ${count.bytes} bytes of payload and may hold at most ${maxBytes} (MAX_PENDING_BYTES_PER_KEY); ` +
+          `these ${bytes} bytes would pass it, so nothing of it was stored`,
+        { pendingBytes: count.bytes, maxPendingBytes: maxBytes, bytes },
+      );
+    }
     count.pending += adding;
+    count.bytes += bytes;
   }
 
-  /** A batch admitted was not stored after all (a replay, or the insert failed): its callbacks leave the count. */
-  notStored(apiKeyId: string, adding: number): void {
+  /** A batch admitted was not stored after all (a replay, or the insert failed): its callbacks and bytes leave the count. */
+  notStored(apiKeyId: string, adding: number, bytes: number): void {
     const count = this.counted.get(apiKeyId);
-    if (count) count.pending = Math.max(0, count.pending - adding);
+    if (!count) return;
+    count.pending = Math.max(0, count.pending - adding);
+    count.bytes = Math.max(0, count.bytes - bytes);
   }
 }

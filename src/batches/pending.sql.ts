@@ -9,15 +9,22 @@ import { Prisma } from '../generated/prisma/client.js';
  * COUNT_PLANNER. With the queue's statistics always stale ("nothing is pending"), the
  * planner otherwise walked `callback_due_idx` through every key's pending rows,
  * filtering by key (84 ms on test/plans.test.ts's queue, which checks this).
+ *
+ * And the payload bytes the key has pending: the `body_bytes` of its open batches (an
+ * event's batch counts its payload once, stored once for all its deliveries), one range
+ * of `batch_key_open_idx (api_key_id) INCLUDE (body_bytes) WHERE completed_at IS NULL`.
+ * A batch counts all its bodies until its last callback finishes: bytes pending, or
+ * finished in a batch still open.
  */
 export const countPending = (apiKeyId: string, atMost: number) => Prisma.sql`
-  SELECT count(*)::int AS n FROM (
-    SELECT 1 FROM ${QUEUE} c
-    WHERE c.status = ${STATUS.pending}
-      AND (c.api_key_id, c.priority) >= (${apiKeyId}::uuid, 0::smallint) AND (c.api_key_id, c.priority) <= (${apiKeyId}::uuid, 2::smallint)
-    ORDER BY c.api_key_id, c.priority, c.next_attempt_at
-    LIMIT ${atMost}::int
-  ) x`;
+  SELECT (SELECT count(*)::int FROM (
+            SELECT 1 FROM ${QUEUE} c
+            WHERE c.status = ${STATUS.pending}
+              AND (c.api_key_id, c.priority) >= (${apiKeyId}::uuid, 0::smallint) AND (c.api_key_id, c.priority) <= (${apiKeyId}::uuid, 2::smallint)
+            ORDER BY c.api_key_id, c.priority, c.next_attempt_at
+            LIMIT ${atMost}::int
+          ) x) AS n,
+         (SELECT coalesce(sum(b.body_bytes), 0)::float8 FROM batch b WHERE b.api_key_id = ${apiKeyId}::uuid AND b.completed_at IS NULL) AS bytes`;
 
 /**
  * countPending's own transaction: its order only from the index (no sort, no bitmap

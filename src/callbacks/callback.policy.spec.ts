@@ -10,6 +10,7 @@ const due: WaitingState = {
   openUntil: null,
   slots: 5,
   tokens: null,
+  keyPausedUntil: null,
 };
 
 describe('waitingReason', () => {
@@ -17,6 +18,8 @@ describe('waitingReason', () => {
     ['a retry not due yet', { notDue: true }, 'not_due'],
     ['an earlier callback of its ordering key', { behind: '0190-x' }, 'ordering'],
     ['an open breaker', { breakerState: 'open', slots: 0, openUntil: new Date('2026-12-01T10:01:00Z') }, 'host_paused'],
+    ["its key's own breaker at the host", { keyPausedUntil: new Date('2026-12-01T10:01:00Z') }, 'host_paused'],
+    ["its key's own breaker, the host full too: the pause first", { keyPausedUntil: new Date('2026-12-01T10:01:00Z'), slots: 0 }, 'host_paused'],
     ['a full host', { slots: 0 }, 'host_at_capacity'],
     ['a spent rate limit', { tokens: 0.4 }, 'rate_limited'],
     ['nothing in its way', {}, 'key_share'],

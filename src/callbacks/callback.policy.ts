@@ -11,7 +11,8 @@ export interface Waiting {
 /**
  * The reason a pending callback waits, in the order the claim checks them: its time
  * has not come (a retry's delay, `runAt`); an earlier callback of its ordering key is
- * unfinished; its host's breaker is open; its host has no free slot; its host is out
+ * unfinished; its host's breaker is open, or its key's own breaker at the host
+ * (timeouts of its key's calls there pause only its key); its host has no free slot; its host is out
  * of rate tokens. A due callback with none of these waits for a claim, which gives
  * each key its weighted share: the workers' windows are busy with its key's share and
  * other keys' (`key_share`).
@@ -21,6 +22,12 @@ export function waitingReason(s: WaitingState): Waiting {
   if (s.behind) return { reason: 'ordering', detail: `behind callback ${s.behind} of its ordering key`, callbackId: s.behind };
   if (s.breakerState !== null && s.breakerState !== 'closed' && (s.slots ?? 0) < 1) {
     return { reason: 'host_paused', detail: `its host's circuit breaker is ${s.breakerState}${s.openUntil ? ` until ${s.openUntil.toISOString()}` : ''}` };
+  }
+  if (s.keyPausedUntil !== null) {
+    return {
+      reason: 'host_paused',
+      detail: `its key's own circuit breaker at its host (its calls there timed out or broke off) pauses it until ${s.keyPausedUntil.toISOString()}`,
+    };
   }
   if (s.slots !== null && s.slots < 1) return { reason: 'host_at_capacity', detail: 'every slot of its host is in use' };
   if (s.tokens !== null && s.tokens < 1) return { reason: 'rate_limited', detail: "its host's rate limit is spent for now" };

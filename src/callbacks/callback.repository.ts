@@ -4,7 +4,7 @@ import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
-import { STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
+import { BREAKER, STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
 import { attemptsSince, batchAttemptRows } from '../batches/batch-attempts.sql.js';
 import { idFloorOfStoredSince } from '../common/uuid.js';
 import { reopenBatches } from '../batches/batch-completion.sql.js';
@@ -118,6 +118,8 @@ export interface WaitingState {
   openUntil: Date | null;
   slots: number | null;
   tokens: number | null;
+  /** Its key's own breaker at the host (host_key_breaker), when it pauses the key now: until then. */
+  keyPausedUntil: Date | null;
 }
 export type CallbackWithAttempts = CallbackStatusRow & { attemptRows: AttemptRow[] };
 
@@ -258,7 +260,8 @@ export class CallbackRepository {
   /**
    * What a pending callback waits for, as read now: its due time, the callback
    * before it of its ordering key (`callback_ordering_idx`), its host's room
-   * (hostRoom, as the claim reads it). One read, no locks.
+   * (hostRoom, as the claim reads it), its key's own breaker at the host (a
+   * primary-key probe). One read, no locks.
    */
   async waitingState(apiKeyId: string, id: string): Promise<WaitingState | undefined> {
     const [row] = await this.db.query<WaitingState>(Prisma.sql`
@@ -267,7 +270,9 @@ export class CallbackRepository {
               WHERE c.ordering_key IS NOT NULL AND o.api_key_id = c.api_key_id AND o.ordering_key = c.ordering_key
                 AND o.status IN ${UNFINISHED} AND o.id < c.id
               ORDER BY o.id LIMIT 1) AS "behind",
-             h.breaker_state AS "breakerState", h.open_until AS "openUntil", r.slots, r.tokens
+             h.breaker_state AS "breakerState", h.open_until AS "openUntil", r.slots, r.tokens,
+             (SELECT k.open_until FROM host_key_breaker k
+              WHERE k.host = c.host AND k.api_key_id = c.api_key_id AND k.state <> ${BREAKER.closed} AND k.open_until > now()) AS "keyPausedUntil"
       FROM callback c
       LEFT JOIN host h ON h.host = c.host
       LEFT JOIN LATERAL (SELECT ${hostRoom(this.config.hostMaxInFlight, Prisma.sql`now()`)}) r ON h.host IS NOT NULL

@@ -10,7 +10,14 @@ commands:
   status <id>                       a batch's (or a callback's) status and counts
   history [--host URL] [--bucket 1m] [--since 1h]
                                     latency per time bucket (p50/p90/p99) from /v1/history/latency
-  keys create <name> [--admin]      make an API key (shown once)
+  keys create <name> [--admin] [--private-networks]
+                                    make an API key (shown once); --private-networks lets its
+                                    callbacks reach the ranges ALLOW_PRIVATE_NETWORKS opens
+  keys create <name> --admin --local
+                                    the same without a key: written straight into the service's
+                                    database (DATABASE_URL, or the embedded one under DATA_DIR,
+                                    as the service's own settings say): for a lost first key; an
+                                    admin key made so may reach private networks, as the first key
   keys list                         list keys
   keys revoke <id>                  revoke a key
   receivers put <name> [--endpoint URL] [--description TEXT] [--timeout-ms N] [--max-attempts N]
@@ -37,6 +44,8 @@ commands:
                                     --dry-run only counts them; --wait follows it to the end
   recover show <id> | recover cancel <id>
                                     a recovery's progress; stop it
+  receive [--port 4555]             a receiver on this machine (127.0.0.1) that prints each call it
+                                    gets and answers 200 (?code=N: N) after ?sleep= ms; Ctrl-C stops it
   secrets new-key                   print a new SECRETS_KEY (made here; changes nothing)
   secrets keys                      which keys the stored signing secrets are sealed under (admin)
   secrets rotate-key                re-encrypt every signing secret under the service's SECRETS_KEY,
@@ -60,6 +69,12 @@ export interface CliArgs {
   waitTimeoutMs: number;
   json: boolean;
   admin: boolean;
+  /** keys create --private-networks: the key's callbacks may reach ALLOW_PRIVATE_NETWORKS's ranges. */
+  privateNetworks: boolean;
+  /** receive --port. */
+  port?: number;
+  /** keys create --local: past the API, into the database. */
+  local: boolean;
   host?: string;
   bucket?: string;
   sinceMs: number;
@@ -121,6 +136,9 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         'wait-timeout': { type: 'string' },
         json: { type: 'boolean' },
         admin: { type: 'boolean' },
+        'private-networks': { type: 'boolean' },
+        local: { type: 'boolean' },
+        port: { type: 'string' },
         host: { type: 'string' },
         bucket: { type: 'string' },
         since: { type: 'string' },
@@ -198,6 +216,9 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     waitTimeoutMs: waitTimeoutS * 1000,
     json: v.json ?? false,
     admin: v.admin ?? false,
+    privateNetworks: v['private-networks'] ?? false,
+    local: v.local ?? false,
+    port: v.port === undefined ? undefined : Number(v.port),
     host: v.host,
     bucket: v.bucket,
     sinceMs: parseDuration(v.since ?? '1h'),

@@ -129,7 +129,7 @@ export async function keys(api: CliApi, args: CliArgs, io: Output): Promise<numb
   const [sub, arg] = args.positionals;
   if (sub === 'create') {
     if (!arg) throw new UsageError('keys create needs a name');
-    const k = await api.call(api.client.POST('/v1/keys', { body: { name: arg, admin: args.admin } }));
+    const k = await api.call(api.client.POST('/v1/keys', { body: { name: arg, admin: args.admin, allowPrivateNetworks: args.privateNetworks } }));
     if (args.json) return (io.out(JSON.stringify(k)), 0);
     io.out(k.key);
     io.err(`key ${k.id} "${k.name}"${k.isAdmin ? ' (admin)' : ''} created: shown once, store it now\n`);
@@ -152,7 +152,7 @@ export async function keys(api: CliApi, args: CliArgs, io: Output): Promise<numb
     io.out(`revoked ${arg}`);
     return 0;
   }
-  throw new UsageError('keys needs create <name> [--admin], list, or revoke <id>');
+  throw new UsageError('keys needs create <name> [--admin] [--private-networks], list, or revoke <id>');
 }
 
 async function readStdin(): Promise<string> {

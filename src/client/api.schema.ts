@@ -36,7 +36,7 @@ export interface paths {
         delete: operations["KeyController_revoke"];
         options?: never;
         head?: never;
-        /** Set an API key's weight */
+        /** Set an API key's weight and its grant of private networks */
         patch: operations["KeyController_update"];
         trace?: never;
     };
@@ -905,6 +905,8 @@ export interface components {
         CreateKeyDto: {
             name: string;
             admin?: boolean;
+            /** @description Its callbacks may go to the private ranges ALLOW_PRIVATE_NETWORKS opens (checked on the address each call connects to). Without it they go to public addresses only, whatever ALLOW_PRIVATE_NETWORKS says (default false) */
+            allowPrivateNetworks?: boolean;
         };
         CreatedKeyDto: {
             /** Format: uuid */
@@ -924,6 +926,8 @@ export interface components {
             isAdmin: boolean;
             /** @description The key's share of the workers while several keys have due callbacks */
             weight: number;
+            /** @description Its callbacks may go to the private ranges ALLOW_PRIVATE_NETWORKS opens (checked on the address each call connects to). Without it they go to public addresses only, whatever ALLOW_PRIVATE_NETWORKS says */
+            allowPrivateNetworks: boolean;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -934,7 +938,9 @@ export interface components {
         };
         UpdateKeyDto: {
             /** @description The key's weight in the fair share of every claim while several keys have due callbacks (default 1) */
-            weight: number;
+            weight?: number;
+            /** @description Its callbacks may go to the private ranges ALLOW_PRIVATE_NETWORKS opens (checked on the address each call connects to). Without it they go to public addresses only, whatever ALLOW_PRIVATE_NETWORKS says. Applies to its callbacks claimed from then on, pending ones included */
+            allowPrivateNetworks?: boolean;
         };
         RevokedKeyDto: {
             /** Format: uuid */
@@ -2336,6 +2342,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description idempotency_conflict or conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

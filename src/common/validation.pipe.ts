@@ -3,7 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import type { ValidatorOptions } from 'class-validator';
 import { AppError } from './app.error.js';
 import { isPlainJson, passesAllRules } from './validation.fast-path.js';
-import { dtoObjects, holdVerbatim, putBack, silentlyDroppedKey } from './verbatim.js';
+import { dtoObjects, holdVerbatim, putBack, silentlyDroppedKey, verbatimProperties } from './verbatim.js';
 
 /** Problems listed in an error response; the rest are counted. */
 const MAX_LISTED = 20;
@@ -95,7 +95,7 @@ class FastPathValidationPipe extends ValidationPipe {
     const { metatype } = metadata;
     if (metadata.type !== 'body' || !metatype || !this.toValidate(metadata) || !this.isTransformEnabled || this.transformOptions) return undefined;
     if (typeof value !== 'object' || value === null || Array.isArray(value) || !isPlainJson(value)) return undefined;
-    const entity = plainToInstance(metatype, value) as object;
+    const entity = instanceKeepingTopVerbatim(metatype as new () => unknown, value as Record<string, unknown>);
     return entity.constructor === metatype && passesAllRules(entity, this.validatorOptions) ? entity : undefined;
   }
 
@@ -103,4 +103,21 @@ class FastPathValidationPipe extends ValidationPipe {
     if (options && passesAllRules(object, options)) return [];
     return super.validate(object, options);
   }
+}
+
+/**
+ * `plainToInstance`, with the client's data held directly by the body (`@Verbatim`
+ * properties of the DTO itself: an event's payload) handed over as parsed.
+ * class-transformer would copy such a value, walking all of it, before `@Verbatim` puts
+ * the parsed one back: for a payload of 12,000 objects, a copy on the event loop for
+ * nothing. Nested DTOs' verbatim values (a batch's callback bodies) take the usual way.
+ */
+function instanceKeepingTopVerbatim(metatype: new () => unknown, value: Record<string, unknown>): Record<string, unknown> {
+  const held = verbatimProperties(metatype)
+    .filter((key) => Object.hasOwn(value, key))
+    .map((key) => [key, value[key]] as const);
+  for (const [key] of held) value[key] = null;
+  const entity = plainToInstance(metatype as new () => Record<string, unknown>, value);
+  for (const [key, parsed] of held) value[key] = entity[key] = parsed;
+  return entity;
 }

@@ -34,7 +34,8 @@ export function Verbatim(): PropertyDecorator {
   };
 }
 
-function verbatimProperties(type: Function): string[] {
+/** The verbatim properties of `type`, its own and inherited. */
+export function verbatimProperties(type: Function): string[] {
   const names: string[] = [];
   for (let t: Function | null = type; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null) {
     names.push(...(verbatimByClass.get(t) ?? []));

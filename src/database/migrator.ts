@@ -4,8 +4,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
-/** prisma/migrations, found from both src/ (tests) and dist/ (built). */
-export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+/**
+ * The migrations: `dist/migrations`, copied there by the build (scripts/build.mjs) so a
+ * deployed dist/ needs nothing beside it; from the sources (tests), prisma/migrations.
+ */
+export const MIGRATIONS_DIR =
+  [path.resolve(HERE, '../migrations'), path.resolve(HERE, '../../prisma/migrations')].find((d) => existsSync(d)) ?? path.resolve(HERE, '../migrations');
 
 export interface Migration {
   name: string;

@@ -28,7 +28,18 @@ export interface ClaimedCallback {
   traceparent?: string | null;
   /** Its receiver, whose secrets sign it; null: signed with its key's secret for its destination. */
   receiverId: string | null;
+  /**
+   * It may go to the ranges ALLOW_PRIVATE_NETWORKS opens: its key is granted them and its
+   * destination is not one a portal session chose (claim.sql.ts `moved`). Otherwise the
+   * transport connects to public addresses only.
+   */
+  privateNetworks: boolean;
+  /** An event's delivery: the event whose body it sends (stored there once; `body` is filled in from it). */
+  bodyEventId?: string | null;
 }
+
+/** A row the claim statements answer: a leased callback, a gone one (id only), or an event's body (no id). */
+type ClaimRow = Omit<ClaimedCallback, 'id'> & { id: string | null; gone: boolean };
 
 export interface ClaimOptions {
   /**
@@ -112,11 +123,23 @@ export class ClaimRepository {
     return rows[0]?.at ?? undefined;
   }
 
-  /** One claim statement: the rows it leased, after handing those of gone URLs to `onGone`. */
+  /**
+   * One claim statement: the rows it leased, each event's delivery given its event's
+   * body (answered once per event, as a row with no id: one string shared by all its
+   * deliveries), after handing those of gone URLs to `onGone`.
+   */
   private async run(statement: ReturnType<typeof claims.claimFront>, options: ClaimOptions): Promise<ClaimedCallback[]> {
-    const rows = await this.metrics.timeClaim(() => this.claimDb.query<ClaimedCallback & { gone: boolean }>(statement));
-    if (!rows.some((r) => r.gone)) return rows;
-    await options.onGone?.(rows.filter((r) => r.gone).map((r) => r.id));
-    return rows.filter((r) => !r.gone);
+    const rows = await this.metrics.timeClaim(() => this.claimDb.query<ClaimRow>(statement));
+    const claimed: ClaimedCallback[] = [];
+    const gone: string[] = [];
+    let bodies: Map<string, string | null> | undefined;
+    for (const r of rows) {
+      if (r.id === null) (bodies ??= new Map()).set(r.bodyEventId!, r.body);
+      else if (r.gone) gone.push(r.id);
+      else claimed.push(r as ClaimedCallback);
+    }
+    if (bodies) for (const r of claimed) if (r.bodyEventId) r.body = bodies.get(r.bodyEventId) ?? null;
+    if (gone.length > 0) await options.onGone?.(gone);
+    return claimed;
   }
 }

@@ -9,10 +9,13 @@ import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { logBatchesCompleted } from './completer.service.js';
+import { HostLimitsRepository } from './host-limits/host-limits.repository.js';
 import { LeaderLock } from './leader.lock.js';
 import { MaintenanceRepository } from './maintenance.repository.js';
 import { ProducerService } from './producer.service.js';
 
+/** A key's breaker at a host that nobody wrote for this long, its pause over, is deleted: its key sends nothing there any more. */
+const KEY_BREAKER_IDLE_MS = 3_600_000;
 /** Open batches the sweep stamps per run at most. */
 const SWEEP_BATCHES = 100;
 /** Expired signing secrets, or finished tasks, deleted per statement. */
@@ -37,6 +40,9 @@ interface Task {
  *   after a rotation ended, 1,000 per statement (an index probe when there are none);
  * - idle tasks (DISPATCH_POLL_MS): runs on the tasks (src/tasks) whose runner stopped
  *   (its process died) for TASK_RESUME_AFTER_MS;
+ * - idle key breakers (HOST_BREAKER_COOLDOWN_MS): deletes keys' breakers at hosts
+ *   (host_key_breaker) unused for an hour whose pause is over, so the rows every claim
+ *   reads stay few;
  * - history partitions (RETENTION_PURGE_INTERVAL_MS, or half of how far ahead they are made if less): makes the time
  *   partitions of the history ahead (src/retention), kept forever or not;
  * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): drops the
@@ -67,6 +73,7 @@ export class MaintenanceService {
     private readonly caught: CaughtErrors,
     private readonly runner: TaskRunner,
     private readonly taskRows: TaskRepository,
+    private readonly hostLimits: HostLimitsRepository,
   ) {}
 
   private tasks(): Task[] {
@@ -76,6 +83,11 @@ export class MaintenanceService {
       { name: 'settled recoveries', everyMs: this.config.dispatchPollMs, run: async () => void (await this.repo.notifySettledRecoveries()) },
       { name: 'expired secrets', everyMs: this.config.dispatchPollMs, run: () => this.deleteExpiredSecrets() },
       { name: 'idle tasks', everyMs: this.config.dispatchPollMs, run: async () => void (await this.runner.resumeIdle()) },
+      {
+        name: 'idle key breakers',
+        everyMs: this.config.hostBreakerCooldownMs,
+        run: async () => void (await this.hostLimits.deleteIdleKeyBreakers(KEY_BREAKER_IDLE_MS)),
+      },
     ];
     tasks.push({
       name: 'history partitions',

@@ -26,7 +26,15 @@ export function buildRequest(row: ClaimedCallback, secrets: readonly string[], d
   headers['webhook-id'] = row.id;
   headers['webhook-timestamp'] = String(timestamp);
   if (secrets.length > 0) headers['webhook-signature'] = signWebhook(row.id, timestamp, body, secrets);
-  return { url: row.url, method: row.method, headers, body: row.body, timeoutMs: row.timeoutMs || defaultTimeoutMs, traceparent: row.traceparent };
+  return {
+    url: row.url,
+    method: row.method,
+    headers,
+    body: row.body,
+    timeoutMs: row.timeoutMs || defaultTimeoutMs,
+    traceparent: row.traceparent,
+    privateNetworks: row.privateNetworks,
+  };
 }
 
 /** The row to write back for a finished call: the attempt and the callback's next state. */

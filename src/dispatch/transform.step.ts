@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { destinationOf } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import { attemptError, eventTypeOf, type WebhookRequest } from '../transforms/transform.policy.js';
 import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
@@ -24,7 +25,10 @@ export const CANCELLED_BY_TRANSFORM = 'transform: the handler returned null, so 
  * runs it on the stored request, then builds the request it made as any other
  * (request.builder.ts), so the signature is computed over the body as sent. The URL it
  * returns meets the same network policy at connect time as any callback's (a private
- * address is `blocked`). Per-host limits still count the callback's stored destination.
+ * address is `blocked`). The claim grants the private ranges (`privateNetworks`) for the
+ * stored destination: a transform that sends the call to another destination connects
+ * to public addresses only, since a portal session, which sets public addresses only,
+ * may have written it. Per-host limits still count the callback's stored destination.
  */
 @Injectable()
 export class TransformStep {
@@ -42,7 +46,8 @@ export class TransformStep {
     if (out.kind === 'error') {
       return { kind: 'failed', result: { outcome: 'transform_error', error: attemptError(out.error), trace: { startedAt, durationMs: out.durationMs } } };
     }
-    const call = buildRequest({ ...row, ...out.request }, row.secrets, this.config.httpTimeoutMs);
+    const privateNetworks = row.privateNetworks && destinationOf(out.request.url) === row.host;
+    const call = buildRequest({ ...row, ...out.request, privateNetworks }, row.secrets, this.config.httpTimeoutMs);
     return { kind: 'call', call, transformed: { method: call.method, url: call.url, headers: call.headers, body: call.body } };
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { filterProblem, matchesFilter, type Filter } from './event-filter.policy.js';
+import { matchesFilter } from './checks/filter-match.mjs';
+import { filterProblem, type Filter } from './event-filter.policy.js';
 
 const payload = {
   type: 'order.paid',

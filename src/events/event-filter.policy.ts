@@ -17,6 +17,10 @@ import { unstorableTextProblem } from '../common/validators.js';
  * An object whose keys all start with `$` is an operator object; a value object with
  * no `$` keys is compared for equality; one that mixes them is an error. An empty
  * filter `{}` takes every event.
+ *
+ * Filters are checked here when stored; they are evaluated against a payload in the
+ * payload check threads (checks/filter-match.mjs, PayloadCheckPool), off the API's
+ * event loop and within the publish's budget.
  */
 export type Filter = Record<string, unknown>;
 
@@ -104,64 +108,4 @@ function operandProblem(op: string, operand: unknown): string | undefined {
     default:
       return `unknown operator (${COMPARISONS.join(', ')})`;
   }
-}
-
-/** Whether the payload passes the filter (a valid one: filterProblem said nothing). */
-export function matchesFilter(filter: Filter, payload: unknown): boolean {
-  for (const [key, value] of Object.entries(filter)) {
-    if (key === '$and') {
-      if (!(value as Filter[]).every((f) => matchesFilter(f, payload))) return false;
-    } else if (key === '$or') {
-      if (!(value as Filter[]).some((f) => matchesFilter(f, payload))) return false;
-    } else if (key === '$not') {
-      if (matchesFilter(value as Filter, payload)) return false;
-    } else {
-      const found = lookup(payload, key);
-      const ops = isOperatorObject(value) ? Object.entries(value) : [['$eq', value] as const];
-      if (!ops.every(([op, operand]) => holds(op, operand, found))) return false;
-    }
-  }
-  return true;
-}
-
-type Found = { exists: false } | { exists: true; value: unknown };
-
-function lookup(payload: unknown, path: string): Found {
-  let node = payload;
-  for (const part of path.split('.')) {
-    if (Array.isArray(node) && /^(0|[1-9]\d*)$/.test(part) && Number(part) < node.length) node = node[Number(part)];
-    else if (isObject(node) && Object.hasOwn(node, part)) node = node[part];
-    else return { exists: false };
-  }
-  return { exists: true, value: node };
-}
-
-function holds(op: string, operand: unknown, found: Found): boolean {
-  if (op === '$exists') return found.exists === operand;
-  if (op === '$ne') return !found.exists || !deepEqual(found.value, operand);
-  if (op === '$nin') return !found.exists || !(operand as unknown[]).some((o) => deepEqual(found.value, o));
-  if (!found.exists) return false;
-  const v = found.value;
-  switch (op) {
-    case '$eq':
-      return deepEqual(v, operand);
-    case '$in':
-      return (operand as unknown[]).some((o) => deepEqual(v, o));
-    default: {
-      if (typeof v !== typeof operand || (typeof v !== 'number' && typeof v !== 'string')) return false;
-      const a = v as number | string;
-      const b = operand as number | string;
-      return op === '$gt' ? a > b : op === '$gte' ? a >= b : op === '$lt' ? a < b : a <= b;
-    }
-  }
-}
-
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
-  if (isObject(a) && isObject(b)) {
-    const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
-  }
-  return false;
 }

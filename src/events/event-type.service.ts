@@ -5,7 +5,7 @@ import { unstorableTextProblem } from '../common/validators.js';
 import type { EventTypeDto, EventTypePageDto, PutEventTypeDto } from './dto/event-type.dto.js';
 import { typeNameProblem } from './event-type.policy.js';
 import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
-import { PayloadSchemaCache } from './payload-schema.cache.js';
+import { PayloadCheckPool } from './payload-check.pool.js';
 
 /** A type's schema, as JSON, is at most this many bytes. */
 export const MAX_SCHEMA_BYTES = 65_536;
@@ -25,13 +25,13 @@ export function toEventTypeView(r: EventTypeRow): EventTypeDto {
 export class EventTypeService {
   constructor(
     private readonly types: EventTypeRepository,
-    private readonly schemas: PayloadSchemaCache,
+    private readonly checks: PayloadCheckPool,
   ) {}
 
   /** Creates (created: true) or updates the type; a schema is compiled first, so an invalid one stores nothing. */
   async putEventType(apiKeyId: string, name: string, dto: PutEventTypeDto): Promise<{ created: boolean; type: EventTypeDto }> {
     checkName(name);
-    if (dto.schema !== undefined && dto.schema !== null) this.checkSchema(dto.schema);
+    if (dto.schema !== undefined && dto.schema !== null) await this.checkSchema(dto.schema);
     const { row, created } = await this.types.upsertEventType(apiKeyId, name, {
       description: dto.description,
       schema: dto.schema,
@@ -63,16 +63,18 @@ export class EventTypeService {
     return row;
   }
 
-  private checkSchema(schema: unknown): void {
+  /** A schema must be an object within MAX_SCHEMA_BYTES that compiles (in a payload check thread, within EVENT_CHECK_BUDGET_MS). */
+  private async checkSchema(schema: unknown): Promise<void> {
     if (typeof schema !== 'object' || Array.isArray(schema)) {
       throw new AppError('validation_failed', 'schema must be a JSON Schema object (null removes it)');
     }
-    if (Buffer.byteLength(JSON.stringify(schema)) > MAX_SCHEMA_BYTES) {
+    const text = JSON.stringify(schema);
+    if (Buffer.byteLength(text) > MAX_SCHEMA_BYTES) {
       throw new AppError('payload_too_large', `schema must be at most ${MAX_SCHEMA_BYTES} bytes as JSON`);
     }
     const textProblem = unstorableTextProblem('schema', schema);
     if (textProblem) throw new AppError('validation_failed', textProblem);
-    this.schemas.validatorOf(schema);
+    await this.checks.compile(text);
   }
 }
 

@@ -10,11 +10,10 @@ import { AppConfig } from '../config/app.config.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
-import { matchesFilter } from './event-filter.policy.js';
 import { patternsOf, typeNameProblem } from './event-type.policy.js';
 import { EventTypeRepository } from './event-type.repository.js';
 import { EventRepository, type EventSummaryRow } from './event.repository.js';
-import { PayloadSchemaCache } from './payload-schema.cache.js';
+import { PayloadCheckPool } from './payload-check.pool.js';
 import type { NewDeliveries } from './delivery.sql.js';
 import type { SubscriberRow } from './subscriber.sql.js';
 
@@ -36,7 +35,7 @@ export class EventService {
   constructor(
     private readonly events: EventRepository,
     private readonly types: EventTypeRepository,
-    private readonly schemas: PayloadSchemaCache,
+    private readonly checks: PayloadCheckPool,
     private readonly receivers: ReceiverService,
     private readonly quota: PendingQuota,
     private readonly config: AppConfig,
@@ -70,7 +69,7 @@ export class EventService {
       const existing = await this.events.findEvent(apiKeyId, dto.id);
       if (existing) return replay(existing, requestHash);
     }
-    const body = this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
+    const body = await this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
     if (dto.receivers) await this.receivers.resolve(apiKeyId, dto.receivers);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -83,26 +82,26 @@ export class EventService {
   }
 
   private async store(apiKeyId: string, dto: PublishEventDto, body: string, requestHash: string, traceparent: string | null): Promise<PublishedEvent> {
-    const subscribers = (await this.events.findSubscribers(apiKeyId, patternsOf(dto.type), dto.receivers)).filter(
-      (r) => r.eventFilter === null || matchesFilter(r.eventFilter, dto.payload),
-    );
+    const subscribers = await this.passing(await this.events.findSubscribers(apiKeyId, patternsOf(dto.type), dto.receivers), body);
     this.checkFanOut(dto.type, subscribers.length);
     const id = uuidv7();
     const eventId = dto.id ?? id;
-    const deliveries = this.deliveries(subscribers, dto, eventId, body, traceparent);
-    const event = { id, apiKeyId, eventId, type: dto.type, payload: dto.payload, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
+    const deliveries = this.deliveries(subscribers, dto, eventId, traceparent);
+    const event = { id, apiKeyId, eventId, type: dto.type, body, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
     const n = subscribers.length;
-    await this.quota.admit(apiKeyId, n);
+    // its payload is stored once for all its deliveries, so it counts once against the bytes pending (none without deliveries)
+    const bytes = n > 0 ? Buffer.byteLength(body) : 0;
+    await this.quota.admit(apiKeyId, n, bytes);
     let createdAt: Date | null;
     try {
       createdAt = await this.events.insertEvent(event, deliveries);
     } catch (error) {
-      this.quota.notStored(apiKeyId, n);
+      this.quota.notStored(apiKeyId, n, bytes);
       throw error;
     }
     if (!createdAt) {
       // the same id published at the same moment: the first one stands
-      this.quota.notStored(apiKeyId, n);
+      this.quota.notStored(apiKeyId, n, bytes);
       const existing = await this.events.findEvent(apiKeyId, eventId);
       if (!existing) throw new Error(`event ${eventId} was not inserted, and no event holds its id`);
       return replay(existing, requestHash);
@@ -138,10 +137,10 @@ export class EventService {
    * (BatchService.toRow: the receiver's url, headers, timeout, attempts and retry delays,
    * else the configured ones) by the insert itself (insertEventStatement): here only
    * what needs Node per subscriber (its callback id, its url's destination) and the
-   * checks a batch's callback gets. The payload as JSON is every delivery's body; the
-   * event's id and type go in headers of their own.
+   * checks a batch's callback gets. The payload as JSON is every delivery's body,
+   * stored once on the event; the event's id and type go in headers of their own.
    */
-  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, body: string, traceparent: string | null): NewDeliveries {
+  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, traceparent: string | null): NewDeliveries {
     const headers = { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type };
     const own = Object.keys(headers);
     const callbackIds: string[] = [];
@@ -161,7 +160,6 @@ export class EventService {
       receiverIds: subscribers.map((r) => r.id),
       urls: subscribers.map((r) => r.url),
       hosts,
-      body,
       headers: JSON.stringify(headers),
       priority: priorityRank(dto.priority ?? 'normal'),
       // ordering holds per receiver: one receiver's slow endpoint never holds back another's deliveries
@@ -172,22 +170,37 @@ export class EventService {
     };
   }
 
-  /** The payload as the body every delivery sends; a 400 naming the JSON path when it fails the type's schema. */
-  private checkPayload(type: string, payload: unknown, eventType: { schema: unknown } | null): string {
+  /**
+   * The payload as the body every delivery sends; a 413 past MAX_CALLBACK_BODY_BYTES,
+   * a 400 naming the JSON path when it fails the type's schema. The schema is applied
+   * in a payload check thread, within EVENT_CHECK_BUDGET_MS (PayloadCheckPool).
+   */
+  private async checkPayload(type: string, payload: unknown, eventType: { schema: unknown } | null): Promise<string> {
     if (!eventType) throw new AppError('validation_failed', `unknown event type ${type} (create it with PUT /v1/event-types/${type})`);
+    const body = JSON.stringify(payload);
+    if (Buffer.byteLength(body) > this.config.maxCallbackBodyBytes) {
+      throw new AppError('payload_too_large', `payload is larger than ${this.config.maxCallbackBodyBytes} bytes (MAX_CALLBACK_BODY_BYTES)`);
+    }
     if (eventType.schema !== null) {
-      const problem = this.schemas.problemOf(eventType.schema, payload);
+      const problem = await this.checks.problemOf(JSON.stringify(eventType.schema), body, type);
       if (problem) {
         throw new AppError('validation_failed', `payload${problem.path ? ` at ${problem.path}` : ''} ${problem.message} (schema of ${type})`, {
           path: problem.path,
         });
       }
     }
-    const body = JSON.stringify(payload);
-    if (Buffer.byteLength(body) > this.config.maxCallbackBodyBytes) {
-      throw new AppError('payload_too_large', `payload is larger than ${this.config.maxCallbackBodyBytes} bytes (MAX_CALLBACK_BODY_BYTES)`);
-    }
     return body;
+  }
+
+  /** The subscribers whose filter the payload passes (those without one take every event), evaluated in a payload check thread. */
+  private async passing(subscribers: SubscriberRow[], body: string): Promise<SubscriberRow[]> {
+    const filtered = subscribers.filter((r) => r.eventFilter !== null);
+    const passes = await this.checks.matching(
+      filtered.map((r) => r.eventFilter!),
+      body,
+    );
+    const failing = new Set(filtered.filter((_, i) => !passes[i]));
+    return subscribers.filter((r) => !failing.has(r));
   }
 
   async listEvents(apiKeyId: string, q: { type?: string; since?: Date; cursor?: string; limit: number }): Promise<EventPageDto> {
@@ -204,7 +217,8 @@ export class EventService {
     const row = await this.events.findEvent(apiKeyId, eventId);
     if (!row) throw notFound('event');
     const deliveries = await this.events.deliveriesOf(row.batchId, DELIVERIES_SHOWN);
-    return { ...toEventSummary(row), payload: row.payload, callbacks: deliveries };
+    // published events keep their payload as the text their deliveries send; operator events (and older ones) as JSON
+    return { ...toEventSummary(row), payload: row.body !== null ? JSON.parse(row.body) : row.payload, callbacks: deliveries };
   }
 }
 

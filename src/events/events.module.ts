@@ -7,13 +7,13 @@ import { EventTypeService } from './event-type.service.js';
 import { EventController } from './event.controller.js';
 import { EventRepository } from './event.repository.js';
 import { EventService } from './event.service.js';
-import { PayloadSchemaCache } from './payload-schema.cache.js';
+import { PayloadCheckPool } from './payload-check.pool.js';
 
 /** Events: types with their payload schemas, and events published under them, fanned out to the receivers subscribed. */
 @Module({
   imports: [BatchesModule, ReceiversModule],
   controllers: [EventTypeController, EventController],
-  providers: [EventTypeRepository, EventTypeService, PayloadSchemaCache, EventRepository, EventService],
-  exports: [EventTypeService, PayloadSchemaCache],
+  providers: [EventTypeRepository, EventTypeService, PayloadCheckPool, EventRepository, EventService],
+  exports: [EventTypeService],
 })
 export class EventsModule {}

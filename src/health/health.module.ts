@@ -8,5 +8,6 @@ import { HealthService } from './health.service.js';
   imports: [WorkerStatusModule],
   controllers: [HealthController],
   providers: [HealthRepository, HealthService],
+  exports: [HealthService],
 })
 export class HealthModule {}

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { CaughtErrors } from '../common/caught-errors.js';
 import { BREAKER_STATES } from '../common/states.js';
+import { HealthService } from '../health/health.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { MetricsRepository } from './metrics.repository.js';
 import { MetricsService } from './metrics.service.js';
@@ -21,12 +22,18 @@ export class MetricsCollector {
   private readonly keyDue;
   private readonly keyInFlight;
   private readonly hostBreaker;
+  private readonly oldestDue;
+  private readonly failingCount;
+  private readonly failingReceiver;
+  private readonly leader;
+  private readonly ready;
 
   constructor(
     private readonly metrics: MetricsService,
     private readonly repo: MetricsRepository,
     private readonly worker: WorkerStatus,
     private readonly caught: CaughtErrors,
+    private readonly health: HealthService,
   ) {
     const counted = new Map<string, number>();
     new Counter({
@@ -52,6 +59,17 @@ export class MetricsCollector {
     ]);
     this.hostInFlight = metrics.gauge('host_in_flight', 'Calls in flight per destination, across all workers', ['host']);
     this.hostBreaker = metrics.gauge('host_breaker_state', 'Circuit breaker per destination: 1 for its current state', ['host', 'state']);
+    this.oldestDue = metrics.gauge('callback_due_oldest_age_seconds', 'Seconds since the oldest callback due and not claimed came due (0: none due)');
+    this.failingCount = metrics.gauge(
+      'receivers_failing',
+      'Receivers whose every attempt failed since their last success, the last within 15 min (up to 10000)',
+    );
+    this.failingReceiver = metrics.gauge('receiver_failing_seconds', 'How long every attempt has failed, of the 10 receivers failing longest', [
+      'key_name',
+      'receiver',
+    ]);
+    this.leader = metrics.gauge('maintenance_leader', "1 while this process's worker leads maintenance (reaper, sweeps, retention), else 0");
+    this.ready = metrics.gauge('service_ready', 'Readiness checks of this process, as /health/ready: 1 ok, 0 failing', ['check']);
   }
 
   async collect(): Promise<void> {
@@ -59,16 +77,40 @@ export class MetricsCollector {
     this.window.set({ state: 'in_flight' }, stats.inFlight);
     this.window.set({ state: 'queued' }, stats.queued);
     this.window.set({ state: 'unwritten' }, stats.unwritten);
-    await Promise.all([this.collectBacklog(), this.collectHosts(), this.collectKeys()]);
+    this.leader.set(this.worker.leader ? 1 : 0);
+    await Promise.all([this.collectBacklog(), this.collectHosts(), this.collectKeys(), this.collectReceivers(), this.collectReadiness()]);
   }
 
   private async collectBacklog(): Promise<void> {
     try {
-      this.backlog.set(await this.repo.dueBacklog());
+      const [due, oldest] = await Promise.all([this.repo.dueBacklog(), this.repo.oldestDueAgeSeconds()]);
+      this.backlog.set(due);
+      this.oldestDue.set(oldest);
     } catch (error) {
       this.caught.count('metrics_collect');
       this.logger.warn(`metrics: due backlog not read: ${(error as Error).message}`);
     }
+  }
+
+  private async collectReceivers(): Promise<void> {
+    let failing;
+    try {
+      failing = await this.repo.failingReceivers();
+    } catch (error) {
+      this.caught.count('metrics_collect');
+      this.logger.warn(`metrics: failing receivers not read: ${(error as Error).message}`);
+      return;
+    }
+    this.failingCount.set(failing.count);
+    this.failingReceiver.reset();
+    for (const r of failing.longest) this.failingReceiver.set({ key_name: r.keyName, receiver: r.receiver }, r.seconds);
+  }
+
+  /** The checks of /health/ready (they bound their own time), so an alert needs no probe of its own. */
+  private async collectReadiness(): Promise<void> {
+    const checks = await this.health.checks();
+    this.ready.reset();
+    for (const [check, { ok }] of Object.entries(checks)) this.ready.set({ check }, ok ? 1 : 0);
   }
 
   private async collectKeys(): Promise<void> {

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { HealthModule } from '../health/health.module.js';
 import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { MetricsCollector } from './metrics.collector.js';
 import { MetricsController } from './metrics.controller.js';
@@ -6,7 +7,7 @@ import { MetricsRepository } from './metrics.repository.js';
 import { MetricsService } from './metrics.service.js';
 
 @Module({
-  imports: [WorkerStatusModule],
+  imports: [WorkerStatusModule, HealthModule],
   controllers: [MetricsController],
   providers: [MetricsService, MetricsRepository, MetricsCollector],
   exports: [MetricsService],

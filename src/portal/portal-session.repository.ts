@@ -93,9 +93,18 @@ export class PortalSessionRepository {
     }) as Promise<CallbackStatusRow[]>;
   }
 
-  /** What a callback of this receiver sends (its stored request), or undefined when it is not this receiver's. */
-  findRequest(apiKeyId: string, receiverId: string, id: string) {
-    return this.prisma.callback.findFirst({ where: { id, apiKeyId, receiverId }, select: { id: true, method: true, url: true, headers: true, body: true } });
+  /**
+   * What a callback of this receiver sends (its stored request), or null when it is not
+   * this receiver's. An event's delivery sends its event's body, stored there once.
+   */
+  async findRequest(apiKeyId: string, receiverId: string, id: string) {
+    const found = await this.prisma.callback.findFirst({
+      where: { id, apiKeyId, receiverId },
+      select: { id: true, method: true, url: true, headers: true, body: true, bodyEventId: true },
+    });
+    if (!found?.bodyEventId) return found;
+    const event = await this.prisma.event.findUnique({ where: { id: found.bodyEventId }, select: { body: true } });
+    return { ...found, body: event?.body ?? null };
   }
 
   /** Whether the recovery `id` of the key is limited to this receiver. */

@@ -5,7 +5,9 @@ import { CallbackService, toCallbackView } from '../callbacks/callback.service.j
 import type { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { layerHeaders } from '../common/headers.js';
+import { hostnameRefusal, NetworkPolicy } from '../common/network.policy.js';
 import { pageOf } from '../common/page.js';
+import { destinationOf } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
@@ -20,6 +22,9 @@ import { SigningSecretService } from '../signing/signing-secret.service.js';
 import type { PortalDeliveryDto, PortalDeliveryQueryDto, PortalReceiverDto, PortalSecretsDto, PortalSettingsDto } from './dto/portal.dto.js';
 import { PortalSessionRepository } from './portal-session.repository.js';
 import type { PortalCaller } from './portal-session.service.js';
+
+/** The rule for addresses a portal sets: the public internet only. */
+const PUBLIC_ONLY = new NetworkPolicy([], 'a portal session sets public addresses only');
 
 /** How long "Send a test" waits for its result beyond the receiver's timeout. */
 const TEST_WAIT_MARGIN_MS = 3_000;
@@ -51,7 +56,15 @@ export class PortalService {
     return { ...pickReceiver(rest), transform, figures };
   }
 
-  /** Changes its URL, headers, transform or disabled (a disable holds its callbacks, an enable releases them: the receiver API's tasks). */
+  /**
+   * Changes its URL, headers, transform or disabled (a disable holds its callbacks, an enable
+   * releases them: the receiver API's tasks). The portal is for people outside the
+   * sender, so a URL it sets must be public whatever ALLOW_PRIVATE_NETWORKS opens and
+   * whatever its key is granted: an IP literal or a name resolving now to an address
+   * the public rule refuses is a 400, and the destination is recorded as the portal's
+   * (`portal_hosts`), so its callbacks connect to public addresses only, whatever the
+   * name resolves to when they are sent (claim.sql.ts, the transport).
+   */
   async updateSettings(p: PortalCaller, dto: PortalSettingsDto): Promise<PortalReceiverDto> {
     const changes = {
       ...(dto.url !== undefined && { url: dto.url }),
@@ -60,8 +73,12 @@ export class PortalService {
       ...(dto.transform !== undefined && { transform: dto.transform }),
     };
     if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, transform or disabled');
+    if (dto.url !== undefined) {
+      const refused = await hostnameRefusal(PUBLIC_ONLY, new URL(dto.url).hostname);
+      if (refused) throw new AppError('validation_failed', `url: the portal sets public addresses only; ${refused}`);
+    }
     await this.receivers.require(p.apiKeyId, p.receiver);
-    await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes);
+    await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes, { portalHost: dto.url === undefined ? undefined : destinationOf(dto.url) });
     return this.receiver(p);
   }
 

@@ -25,6 +25,8 @@ export interface ReceiverSettings {
   eventFilter?: Record<string, unknown> | null;
   /** its transform's source (src/transforms); null removes it */
   transformCode?: string | null;
+  /** a destination a portal session set its URL to: added to `portal_hosts` (its callbacks there go to public addresses only) */
+  portalHost?: string;
 }
 
 export interface ReceiverFigures {
@@ -78,12 +80,13 @@ export class ReceiverRepository {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
         INSERT INTO receiver (id, api_key_id, name, url, description, headers, timeout_ms, max_attempts, retry_delays_ms,
-                              disabled, disabled_reason, disabled_at, event_types, event_filter, transform_code)
+                              disabled, disabled_reason, disabled_at, event_types, event_filter, transform_code, portal_hosts)
         VALUES (${row.id}::uuid, ${row.apiKeyId}::uuid, ${row.name}, ${row.url ?? null}, ${row.description ?? null},
                 ${JSON.stringify(row.headers ?? {})}::jsonb, ${row.timeoutMs ?? null}::int, ${row.maxAttempts ?? null}::int,
                 ${row.retryDelaysMs ?? null}::int[], ${row.disabled},
                 ${row.disabled ? 'disabled through the API' : null}, ${row.disabled ? new Date() : null}::timestamptz,
-                ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb, ${row.transformCode ?? null})
+                ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb, ${row.transformCode ?? null},
+                ${row.portalHost ? [row.portalHost] : []}::text[])
         ON CONFLICT (api_key_id, name) DO NOTHING
         ${RETURNING}`);
       if (!created) return null;
@@ -127,6 +130,7 @@ export class ReceiverRepository {
           ${set('event_types', s.eventTypes, '::text[]')}
           ${set('event_filter', s.eventFilter === undefined ? undefined : s.eventFilter && JSON.stringify(s.eventFilter), '::jsonb')}
           ${set('transform_code', s.transformCode)}
+          ${s.portalHost === undefined ? Prisma.empty : Prisma.sql`portal_hosts = CASE WHEN ${s.portalHost} = ANY(portal_hosts) THEN portal_hosts ELSE portal_hosts || ${s.portalHost}::text END,`}
           ${toggle ? disabledColumns(s.disabled!, s.reason ?? 'disabled through the API') : Prisma.empty}
           updated_at = now()
         WHERE id = ${before.id}::uuid

@@ -127,7 +127,8 @@ export class ReceiverService {
   ) {}
 
   /** Creates (created: true) or updates the receiver; answers it with its secrets. */
-  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto) {
+  /** `portalHost`: the destination of the URL a portal session sets (recorded in `portal_hosts`: its callbacks there go public only). */
+  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto, options: { portalHost?: string } = {}) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
     const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, transform, ...rest } = dto;
@@ -140,6 +141,7 @@ export class ReceiverService {
       ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
       ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
       ...(transform !== undefined && { transformCode: transform && (await this.checkTransform(transform.code)) }),
+      ...(options.portalHost !== undefined && { portalHost: options.portalHost }),
     };
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(

@@ -1,7 +1,7 @@
 // The transform sandbox's thread (started by transform.sandbox.ts): receivers' transform
 // code runs here, in QuickJS compiled to WebAssembly, never in the service's own
 // JavaScript engine. A plain ES module, not compiled, so the sources (tests) and dist/
-// run the same file, as test/support/receiver.worker.mjs is run.
+// run the same file (scripts/build.mjs copies it beside the compiled transform.sandbox.js).
 //
 // What the code can reach: the language and its built-ins (JSON, Math, Date, RegExp, …).
 // Nothing else exists in a QuickJS context made here: no require, no import (no module

@@ -38,11 +38,19 @@ export class TransformRepository {
       FROM receiver WHERE id = ANY(${receiverIds}::uuid[]) AND transform_code IS NOT NULL`);
   }
 
-  /** The stored request of a callback of this key and receiver, or null (another receiver's is none). */
-  findDelivery(apiKeyId: string, receiverId: string, id: string): Promise<StoredRequestRow | null> {
-    return this.prisma.callback.findFirst({
+  /**
+   * The stored request of a callback of this key and receiver, or null (another
+   * receiver's is none). An event's delivery sends its event's body, stored there once
+   * (`body_event_id`), as the claim fills it in.
+   */
+  async findDelivery(apiKeyId: string, receiverId: string, id: string): Promise<StoredRequestRow | null> {
+    const found = await this.prisma.callback.findFirst({
       where: { id, apiKeyId, receiverId },
-      select: { id: true, method: true, url: true, headers: true, body: true, attempts: true },
-    }) as Promise<StoredRequestRow | null>;
+      select: { id: true, method: true, url: true, headers: true, body: true, attempts: true, bodyEventId: true },
+    });
+    if (!found) return null;
+    const { bodyEventId, ...stored } = found;
+    const body = bodyEventId ? ((await this.prisma.event.findUnique({ where: { id: bodyEventId }, select: { body: true } }))?.body ?? null) : stored.body;
+    return { ...stored, body } as StoredRequestRow;
   }
 }

@@ -1,10 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { existsSync } from 'node:fs';
 import { AppConfig } from '../config/app.config.js';
 import type { SandboxError, SandboxInput } from './transform.policy.js';
 
@@ -35,13 +32,8 @@ const WATCHDOG_SLACK_MS = 20;
 /** A thread that does not start within this is given up on and started again. */
 const START_TIMEOUT_MS = 30_000;
 
-/** The file of the sandbox's thread: beside this one in the sources, which dist/ runs too (as the dashboard's assets). */
-function workerFile(): URL {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return new URL(`file://${join(dir, 'src', 'transforms', 'sandbox.worker.mjs')}`);
-    if (dirname(dir) === dir) throw new Error('transform sandbox: no package.json above this file');
-  }
-}
+/** The sandbox's thread: beside this module, in the sources and in dist/ (copied there by scripts/build.mjs). */
+const WORKER_URL = new URL('./sandbox.worker.mjs', import.meta.url);
 
 /** One thread of the sandbox, with the batch it runs. */
 class SandboxThread {
@@ -59,7 +51,7 @@ class SandboxThread {
   constructor(wasmModule: CompiledWasm, config: AppConfig) {
     const status = new SharedArrayBuffer(24);
     this.running = new BigInt64Array(status);
-    this.worker = new Worker(workerFile(), {
+    this.worker = new Worker(WORKER_URL, {
       workerData: {
         wasmModule,
         status,

@@ -3,8 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, TEST_KEY, type TestService } from '../support/service.js';
 
 /**
- * `npm run demo` against a running service (CALLBACKS_URL), so it starts only its
+ * `npm run demo -- --url … --key …` against a running service, so it starts only its
  * receiver: the real demo process, its real sleeps (3, 2, 5, 4, 7, 2, 1, 0 s), ~13 s.
+ * The CLI's CALLBACKS_URL and CALLBACKS_API_KEY are not the demo's: set to another
+ * address and a wrong key, they change nothing. (The README's first-use test runs the
+ * demo with its own service.)
  */
 describe('npm run demo', () => {
   let service: TestService;
@@ -19,8 +22,8 @@ describe('npm run demo', () => {
   it('should show the batch taking its slowest call, then the 5 s timeout cutting the 5 s and 7 s calls to code=0', async () => {
     const started = Date.now();
     const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ['dist/cli/demo.js'], {
-        env: { PATH: process.env.PATH, CALLBACKS_URL: service.url, CALLBACKS_API_KEY: TEST_KEY },
+      const child = spawn(process.execPath, ['dist/cli/demo.js', '--url', service.url, '--key', TEST_KEY], {
+        env: { PATH: process.env.PATH, CALLBACKS_URL: 'http://127.0.0.1:9', CALLBACKS_API_KEY: 'cbk_not_a_key_of_anything_000' },
         stdio: ['ignore', 'pipe', 'ignore'],
       });
       let out = '';

@@ -6,11 +6,15 @@ import { connect } from '../support/database.js';
 import { jsonOf, startTestService, type TestService } from '../support/service.js';
 
 /**
- * Thousands of generated batches, most of them broken or hostile, against the real
+ * Hundreds of generated batches, most of them broken or hostile, against the real
  * API and database. The service runs as ROLE=api: nothing is dispatched, so the
- * generated URLs (whatever host they name) are never called.
+ * generated URLs (whatever host they name) are never called. Each run draws a new seed
+ * (FC_SEED repeats one), so CI's runs together try many times this many; FC_RUNS_FACTOR
+ * multiplies every property's runs for a longer search.
  */
-const RUNS = 2_000;
+const FACTOR = Number(process.env.FC_RUNS_FACTOR ?? 1);
+const runsOf = (n: number) => Math.max(1, Math.round(n * FACTOR));
+const RUNS = runsOf(500);
 const TIME_LIMIT_MS = 60_000;
 const LIMITS = { maxCallbacksPerBatch: 6, maxCallbackBodyBytes: 2_048, maxRequestBytes: 64 * 1024, maxJsonDepth: 6 };
 
@@ -256,7 +260,7 @@ describe(BatchController.name, () => {
       }),
       // One input known to be valid runs first: the random ones can, by chance or on a
       // slow run cut short by the time limit, all be refused (a CI run saw none created).
-      { numRuns: 500, interruptAfterTimeLimit: 20_000, examples: [['known-good', JSON.stringify({ url: 'http://127.0.0.1:9/x' })]] },
+      { numRuns: runsOf(150), interruptAfterTimeLimit: 20_000, examples: [['known-good', JSON.stringify({ url: 'http://127.0.0.1:9/x' })]] },
     );
     const { rows } = await db.query('SELECT name FROM receiver');
     expect(new Set(rows.map((r) => r.name))).toEqual(created);
@@ -286,7 +290,7 @@ describe(BatchController.name, () => {
         expect(res.status < 300 || (res.status >= 400 && res.status < 500), `${res.status} ${await res.text()}`).toBe(true);
         if (res.status < 300) accepted++;
       }),
-      { numRuns: 60, interruptAfterTimeLimit: 10_000 },
+      { numRuns: runsOf(30), interruptAfterTimeLimit: 10_000 },
     );
     expect(accepted).toBeGreaterThan(0);
 
@@ -324,7 +328,7 @@ describe(BatchController.name, () => {
           stored.set(answer.id, answer.deliveries);
         }
       }),
-      { numRuns: 400, interruptAfterTimeLimit: 20_000, examples: [[JSON.stringify({ type: 'order.open', payload: { amount: 1 } })]] },
+      { numRuns: runsOf(120), interruptAfterTimeLimit: 20_000, examples: [[JSON.stringify({ type: 'order.open', payload: { amount: 1 } })]] },
     );
     expect(stored.size).toBeGreaterThan(0);
     const { rows } = await db.query(
@@ -381,7 +385,7 @@ describe(BatchController.name, () => {
         const text = await res.text();
         expect(res.status < 500, `${path} → ${res.status} ${text}`).toBe(true);
       }),
-      { numRuns: 500, interruptAfterTimeLimit: 20_000 },
+      { numRuns: runsOf(150), interruptAfterTimeLimit: 20_000 },
     );
   }, 60_000);
 

@@ -54,7 +54,7 @@ describe(`${ApiKeyService.name}, with a worker`, () => {
   });
 
   it("should still send a revoked key's callbacks accepted before it was revoked", async () => {
-    const key = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'rotated-out' } });
+    const key = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'rotated-out', allowPrivateNetworks: true } });
     const runAt = new Date(Date.now() + 1_500).toISOString();
     const batch = await service.apiJson('/v1/batches', { method: 'POST', key: key.key, json: { callbacks: [{ url: `${receiver.url}/later`, runAt }] } });
     expect((await service.api(`/v1/keys/${key.id}`, { method: 'DELETE' })).status).toBe(200);

@@ -80,6 +80,32 @@ describe(MetricsController.name, () => {
     expect(sample(after, `host_in_flight{host="${host}"}`)).toBeUndefined();
   });
 
+  it("should say a receiver failing every attempt, how long, and this process's leadership and readiness", async () => {
+    expect((await service.api('/v1/receivers/always-500', { method: 'PUT', json: { url: `${receiver.url}/?code=500` } })).status).toBe(201);
+    const batch = await service.apiJson('/v1/batches', {
+      method: 'POST',
+      json: {
+        callbacks: [
+          { receiver: 'always-500', maxAttempts: 1 },
+          { receiver: 'always-500', maxAttempts: 1 },
+        ],
+      },
+    });
+    await waitFor(async () => (await service.apiJson(`/v1/batches/${batch.id}`)).status === 'completed');
+    const text = await waitFor(async () => {
+      const t = await scrape();
+      return sample(t, 'receivers_failing') === 1 && t;
+    });
+    expect(sample(text, 'receiver_failing_seconds{key_name="bootstrap",receiver="always-500"}')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'receiver_failing_seconds{key_name="bootstrap",receiver="always-500"}')).toBeLessThan(60);
+    await waitFor(async () => sample(await scrape(), 'maintenance_leader') === 1);
+    const ready = await scrape();
+    expect(sample(ready, 'service_ready{check="database"}')).toBe(1);
+    expect(sample(ready, 'service_ready{check="migrations"}')).toBe(1);
+    expect(sample(ready, 'service_ready{check="worker"}')).toBe(1);
+    expect(sample(ready, 'callback_due_oldest_age_seconds')).toBe(0);
+  });
+
   it('should refuse a scrape without the METRICS_TOKEN when one is set', async () => {
     expect((await service.api('/metrics', { key: null })).status).toBe(401);
     expect((await service.api('/metrics', { key: 'metrics-token-for-tests-0124' })).status).toBe(401);
@@ -122,6 +148,15 @@ describe(`${MetricsController.name} (API role)`, () => {
       const [key] = (await service.apiJson('/v1/keys')).items;
       expect(sample(text, `callback_key_due_backlog{key_id="${key.id}",key_name="${key.name}"}`)).toBe(3);
       expect(sample(text, `callback_key_in_flight{key_id="${key.id}",key_name="${key.name}"}`)).toBe(0);
+      // The oldest due callback ages while no worker claims it; the one due in 2099 is not due.
+      const aged = await waitFor(async () => {
+        const age = sample(await (await service.api('/metrics', { key: null })).text(), 'callback_due_oldest_age_seconds') ?? 0;
+        return age >= 0.5 && age;
+      });
+      expect(aged).toBeLessThan(30);
+      expect(sample(text, 'maintenance_leader')).toBe(0);
+      expect(sample(text, 'service_ready{check="database"}')).toBe(1);
+      expect(sample(text, 'service_ready{check="worker"}')).toBeUndefined();
     } finally {
       await service.dispose();
     }

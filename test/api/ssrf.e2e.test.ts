@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NetworkPolicy } from '../../src/dispatch/transport/network.policy.js';
+import { NetworkPolicy } from '../../src/common/network.policy.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, waitFor, type TestService } from '../support/service.js';
 

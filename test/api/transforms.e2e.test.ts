@@ -80,6 +80,10 @@ describe('Transformations', () => {
     expect(JSON.parse(fromEvent.body)).toEqual({ text: 'Order 43 paid (order.paid)' });
     expect(fromEvent.headers['webhook-event-type']).toBe('order.paid'); // the service's own header, kept
     expect(verifies(secrets[0].secret, fromEvent)).toBe(true);
+
+    // An event's delivery stores no body of its own (its event's, stored once): tried on it, the transform gets the event's.
+    const tried = await service.apiJson('/v1/receivers/slack/transform/test', { method: 'POST', json: { callbackId: delivery } });
+    expect(tried).toMatchObject({ result: 'send', input: { body: '{"order":43}' }, request: { body: fromEvent.body } });
   });
 
   it('should cancel, sending nothing, a callback whose transform returns null', async () => {
@@ -134,6 +138,27 @@ describe('Transformations', () => {
     expect(signature.attempts[0]).toMatchObject({ outcome: 'transform_error', error: expect.stringContaining('webhook-signature is set by the service') });
     expect(host.attempts[0]).toMatchObject({ outcome: 'transform_error', error: expect.stringContaining('Host is set by the service') });
     expect(ids.flatMap((id) => receiver.byId(id))).toEqual([]);
+  });
+
+  it("should hold a key's private-network grant to the callback's own destination: a transform that moves it to another one reaches public addresses only", async () => {
+    const elsewhere = await Receiver.start();
+    try {
+      const move = `function handler(webhook) {\n  if (webhook.body.move) webhook.url = '${elsewhere.url}/moved';\n  else webhook.url = webhook.url + '/stayed';\n  return webhook;\n}`;
+      await putReceiver('mover', { url: `${receiver.url}/mover`, transform: { code: move } });
+      const [moved, stayed] = await settled(
+        await send([
+          { receiver: 'mover', body: { move: true }, maxAttempts: 1 },
+          { receiver: 'mover', body: {} },
+        ]),
+      );
+      // the test key is granted private networks and 127.0.0.0/8 is open: the stored destination is reached, another loopback port is not
+      expect(moved.attempts[0]).toMatchObject({ outcome: 'blocked', error: expect.stringContaining('transform sent it to another destination') });
+      expect(elsewhere.requests).toEqual([]);
+      expect(stayed.status).toBe('succeeded');
+      expect(receiver.byId(stayed.id).map((r) => r.url)).toEqual(['/mover/stayed']);
+    } finally {
+      await elsewhere.close();
+    }
   });
 
   it('should end hostile transforms as bounded errors while plain callbacks keep their pick-up latency', async () => {

@@ -99,8 +99,8 @@ describe(`${WorkerService.name} across process crashes`, () => {
       method: 'POST',
       json: { callbacks: Array.from({ length: 30 }, () => ({ url: `${receiver.url}/slow?sleep=400` })) },
     });
-    await waitFor(() => receiver.requests.length + 0 === 0 && worker.output().length >= 0, 100);
-    await new Promise((r) => setTimeout(r, 150));
+    // a full window at the receiver, none answered yet: calls in flight at the SIGTERM
+    await waitFor(() => receiver.active >= 5 || undefined, 10_000, 5);
     worker.kill('SIGTERM');
     const stoppedAt = Date.now();
     expect(await worker.exited).toBe(0);

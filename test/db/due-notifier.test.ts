@@ -10,6 +10,9 @@ import { PrismaService } from '../../src/database/prisma.service.js';
 import { connect, createTestDatabase } from '../support/database.js';
 import { waitFor } from '../support/service.js';
 
+/** A NOTIFY of the test's own on the same channel, after the notifier's. */
+const MARKER = 'marker';
+
 describe(DueNotifier.name, () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   let prisma: PrismaService;
@@ -17,6 +20,7 @@ describe(DueNotifier.name, () => {
   let listener: pg.Client;
   let received = 0;
   const payloads: string[] = [];
+  let markers = 0;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -25,11 +29,23 @@ describe(DueNotifier.name, () => {
     listener = await connect(db.url);
     listener.on('notification', (n) => {
       if (n.channel !== DUE_CHANNEL) return;
+      if (n.payload === MARKER) return void markers++;
       received++;
       payloads.push(n.payload ?? '');
     });
     await listener.query(`LISTEN ${DUE_CHANNEL}`);
   });
+
+  /**
+   * Every NOTIFY the notifier sent has arrived: notifications come in the order their
+   * transactions committed, and the test's own marker is sent after `settled()`, when the
+   * notifier has nothing more to send.
+   */
+  const allArrived = async () => {
+    const expected = markers + 1;
+    await listener.query(`NOTIFY ${DUE_CHANNEL}, '${MARKER}'`);
+    await waitFor(() => markers >= expected, 5_000, 5);
+  };
 
   afterAll(async () => {
     await listener.end();
@@ -42,8 +58,7 @@ describe(DueNotifier.name, () => {
     const notifier = new DueNotifier(api, new CaughtErrors());
     for (let i = 0; i < 100; i++) notifier.notifyDue();
     await notifier.settled();
-    await waitFor(() => received >= 2, 5_000, 10);
-    await new Promise((r) => setTimeout(r, 200));
+    await allArrived();
     expect(received).toBe(2);
   });
 
@@ -71,8 +86,7 @@ describe(DueNotifier.name, () => {
     await waitFor(() => received >= 1, 5_000, 10);
     notifier.notifyDue();
     await notifier.settled();
-    await waitFor(() => received >= 2, 5_000, 10);
-    await new Promise((r) => setTimeout(r, 200));
+    await allArrived();
     expect(received).toBe(2);
   });
 });

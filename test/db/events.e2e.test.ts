@@ -270,9 +270,11 @@ describe(EventService.name, () => {
     const columns = async (batchId: string) =>
       (
         await db.query(
-          `SELECT r.name, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms, c.max_attempts, c.retry_delays_ms, c.priority, c.ordering_key,
-                  c.held, c.receiver_id
-           FROM callback c JOIN receiver r ON r.id = c.receiver_id WHERE c.batch_id = $1 ORDER BY r.name`,
+          // the body each sends: its own, or its event's, stored there once (body_event_id)
+          `SELECT r.name, c.url, c.host, c.method, c.headers, COALESCE(c.body, e.body) AS body, c.timeout_ms, c.max_attempts, c.retry_delays_ms,
+                  c.priority, c.ordering_key, c.held, c.receiver_id
+           FROM callback c JOIN receiver r ON r.id = c.receiver_id LEFT JOIN event e ON e.id = c.body_event_id
+           WHERE c.batch_id = $1 ORDER BY r.name`,
           [batchId],
         )
       ).rows;

@@ -1,10 +1,8 @@
-import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { WorkerService } from '../../src/dispatch/worker.service.js';
 import { HealthController } from '../../src/health/health.controller.js';
-import { connect } from '../support/database.js';
-import { closedPort } from '../support/receiver.js';
+import { connect, createTestDatabase } from '../support/database.js';
+import { FaultProxy } from '../support/fault-proxy.js';
 import { startTestService, waitFor } from '../support/service.js';
 
 type Ready = { status?: string; code?: string; checks?: Record<string, { ok: boolean }>; details?: Record<string, { ok: boolean; detail?: string }> };
@@ -69,15 +67,16 @@ describe(HealthController.name, () => {
   });
 
   it('should answer 503 naming the database when Postgres goes away, and stay live', async () => {
-    const port = await closedPort();
-    const dir = `.data/test-health-${process.pid}`;
-    const pg = await startEmbeddedPostgres(dir, port);
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }), pg.stop);
-    const service = await startTestService({ dispatchPollMs: 100 }, pg.url);
+    // Postgres behind a proxy that then resets every connection, open or new: the server gone, as the service sees it
+    const database = await createTestDatabase();
+    const target = new URL(database.directUrl);
+    const proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port) });
+    cleanups.push(database.drop, () => proxy.close());
+    const service = await startTestService({ dispatchPollMs: 100 }, proxy.urlFor(database.directUrl));
     cleanups.push(service.stop);
     expect((await service.api('/health/ready', { key: null })).status).toBe(200);
 
-    await pg.stop();
+    proxy.set({ kind: 'reset' });
     const started = Date.now();
     const res = await service.api('/health/ready', { key: null });
     expect(res.status).toBe(503);

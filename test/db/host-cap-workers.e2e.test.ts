@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../../src/dispatch/claim.repository.js';
 import { connect, createTestDatabase } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
-import { startTestService, waitFor, type TestService, jsonOf } from '../support/service.js';
+import { startServices, stopAll, waitFor, type TestService, jsonOf } from '../support/service.js';
 
 const WORKERS = 3;
 const CAP = 4;
@@ -16,7 +16,7 @@ const CALLS = 60;
  * under its row lock); see ARCHITECTURE.md "Per-host limits across workers".
  */
 describe(ClaimRepository.name, () => {
-  const services: Array<TestService> = [];
+  let services: TestService[] = [];
   let db: pg.Client;
   let drop: () => Promise<void>;
   let receiver: Receiver;
@@ -24,14 +24,13 @@ describe(ClaimRepository.name, () => {
   beforeAll(async () => {
     const database = await createTestDatabase();
     drop = database.drop;
-    // One at a time: the first creates the bootstrap key, the others find it.
-    for (let i = 0; i < WORKERS; i++) services.push(await startTestService({ hostMaxInFlight: CAP, dispatchConcurrency: 50 }, database.url));
+    services = await startServices(database.url, Array(WORKERS).fill({ hostMaxInFlight: CAP, dispatchConcurrency: 50 }));
     db = await connect(database.url);
     receiver = await Receiver.start({ host: '127.0.0.7' });
   });
   afterAll(async () => {
     await db?.end();
-    for (const s of services) await s.stop();
+    await stopAll(services);
     await receiver?.close();
     await drop?.();
   });

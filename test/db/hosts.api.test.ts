@@ -18,7 +18,7 @@ describe(HostController.name, () => {
     db = await connect(service.databaseUrl);
     receiver = await Receiver.start({ host: '127.0.0.8' });
     path = `/v1/hosts/${encodeURIComponent(receiver.url)}`;
-    tenant = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant' } });
+    tenant = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant', allowPrivateNetworks: true } });
     const batch = await service.apiJson('/v1/batches', {
       method: 'POST',
       json: { callbacks: [{ url: `${receiver.url}/a?sleep=20` }, { url: `${receiver.url}/b?code=500`, maxAttempts: 1 }] },

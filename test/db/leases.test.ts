@@ -225,7 +225,7 @@ describe(ClaimRepository.name, () => {
       const seen = await statementsOf(async () => expect(await claims.claimDue('w', 10, 1000, [])).toHaveLength(3));
       const plan = await planOf(seen[0]);
       expect(plan).toMatch(/Index Scan using host_limited_idx on host/);
-      expect(plan).not.toMatch(/Seq Scan on host/);
+      expect(plan).not.toMatch(/Seq Scan on host\b/); // the host table (host_key_breaker holds a handful of rows)
     } finally {
       await db.query(`DELETE FROM host WHERE host LIKE 'https://customer-%'`);
     }

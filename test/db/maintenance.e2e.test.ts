@@ -30,8 +30,11 @@ describe(MaintenanceService.name, () => {
 
   /** A callback claimed by a worker that died: in flight, its lease run out a second ago (stored as the API and a claim would). */
   async function orphan(): Promise<string> {
-    const key = (await db.query(`INSERT INTO api_key (id, name, prefix, hash) VALUES (gen_random_uuid(), 't', 'cbk_t', gen_random_uuid()::text) RETURNING id`))
-      .rows[0].id;
+    const key = (
+      await db.query(
+        `INSERT INTO api_key (id, name, prefix, hash, allow_private_networks) VALUES (gen_random_uuid(), 't', 'cbk_t', gen_random_uuid()::text, true) RETURNING id`,
+      )
+    ).rows[0].id;
     const batch = (await db.query(`INSERT INTO batch (id, api_key_id, total) VALUES (gen_random_uuid(), $1, 1) RETURNING id`, [key])).rows[0].id;
     const { rows } = await db.query(
       `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, timeout_ms, max_attempts, status, next_attempt_at, lease_owner, lease_expires_at)

@@ -3,21 +3,23 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperatorEndpointService } from '../../src/operator-events/operator-endpoint.service.js';
 import { connect, createTestDatabase, type TestDatabase } from '../support/database.js';
-import { call, spawnService, type ServiceProcess } from '../support/process.js';
+import { spawnService, type ServiceProcess } from '../support/process.js';
 import { closedPort, Receiver } from '../support/receiver.js';
-import { waitFor } from '../support/service.js';
+import { jsonOf, startServices, startTestService, stopAll, waitFor, type TestService } from '../support/service.js';
 
 /**
- * Real processes: an API and three workers on one database, the worker that stamps the
- * first batch complete SIGKILLed right after, a fourth started. Each operator event is
- * counted at a real receiver by its own id (webhook-event-id), and in the event table.
+ * An API and three workers on one database, one of them a real process SIGKILLed right
+ * after it stamps a batch complete, and a fourth started (the API and the other workers
+ * run in this process). Each operator event is counted at a real receiver by its own id
+ * (webhook-event-id), and in the event table.
  */
 describe(`${OperatorEndpointService.name} across three workers and a kill`, () => {
   let database: TestDatabase;
   let db: pg.Client;
   let ops: Receiver;
   let target: Receiver;
-  const procs: ServiceProcess[] = [];
+  let services: TestService[] = [];
+  let killed: ServiceProcess | undefined;
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -25,10 +27,9 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
     [ops, target] = await Promise.all([Receiver.start({ host: '127.0.0.2' }), Receiver.start({ host: '127.0.0.3' })]);
   });
   afterAll(async () => {
-    for (const p of procs) {
-      p.kill('SIGKILL');
-      await p.exited;
-    }
+    killed?.kill('SIGKILL');
+    await killed?.exited;
+    await stopAll(services);
     await db?.end();
     await Promise.all([ops?.close(), target?.close()]);
     await database?.drop();
@@ -37,25 +38,33 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
   it('should send each operator event once per cause (batch.completed, callback.exhausted, receiver.failing, host.circuit_opened) with three workers and one SIGKILLed after a stamp', async () => {
     // HTTP_TIMEOUT_MS and the lease margin short: the killed worker's rows are reaped within ~3 s
     // a host that refuses connections: its breaker opens after 3 in a row (then a probe each 300 ms)
-    const env = {
+    const settings = { dispatchPollMs: 100, httpTimeoutMs: 2000, dispatchLeaseMarginMs: 1000, hostBreakerFailures: 3, hostBreakerCooldownMs: 300 };
+    const workerSettings = { ...settings, role: 'worker' as const, dispatchConcurrency: 8, hostMaxInFlight: 1000 };
+    const refused = `http://127.0.0.1:${await closedPort()}`;
+    services = await startServices(database.url, [{ ...settings, role: 'api' }, workerSettings, workerSettings]);
+    const api = services[0];
+    killed = await spawnService({
       DATABASE_URL: database.url,
       DISPATCH_POLL_MS: '100',
       HTTP_TIMEOUT_MS: '2000',
       DISPATCH_LEASE_MARGIN_MS: '1000',
       HOST_BREAKER_FAILURES: '3',
       HOST_BREAKER_COOLDOWN_MS: '300',
+      ROLE: 'worker',
+      LOG_LEVEL: 'log',
+      DISPATCH_CONCURRENCY: '8',
+      HOST_MAX_IN_FLIGHT: '1000',
+    });
+    const worker = killed;
+    const call = async (path: string, init: { method: string; json: unknown }) => {
+      const res = await api.api(path, init);
+      return { status: res.status, body: await jsonOf(res) };
     };
-    const refused = `http://127.0.0.1:${await closedPort()}`;
-    const api = await spawnService({ ...env, ROLE: 'api', LOG_LEVEL: 'error' });
-    procs.push(api);
-    const worker = { ...env, ROLE: 'worker', LOG_LEVEL: 'log', DISPATCH_CONCURRENCY: '8', HOST_MAX_IN_FLIGHT: '1000' };
-    const workers = await Promise.all([0, 1, 2].map(() => spawnService(worker)));
-    procs.push(...workers);
 
-    const put = await call(api.url, '/v1/operator-endpoint', { method: 'PUT', json: { url: `${ops.url}/ops?sleep=5` } });
+    const put = await call('/v1/operator-endpoint', { method: 'PUT', json: { url: `${ops.url}/ops?sleep=5` } });
     expect(put.status).toBe(201);
     const secret: string = put.body.secrets[0].secret;
-    expect((await call(api.url, '/v1/receivers/shop', { method: 'PUT', json: { url: `${target.url}/shop?code=503`, maxAttempts: 1 } })).status).toBe(201);
+    expect((await call('/v1/receivers/shop', { method: 'PUT', json: { url: `${target.url}/shop?code=503`, maxAttempts: 1 } })).status).toBe(201);
 
     // 40 batches due at one moment: 30 calls each that succeed, 2 that fail for good, 1 to the failing receiver, and
     // in the first 8 one to the host that refuses connections
@@ -69,18 +78,18 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
         { receiver: 'shop', runAt },
         ...(b < 8 ? [{ url: `${refused}/down/${b}`, maxAttempts: 1, runAt }] : []),
       ];
-      const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { label: `b${b}`, callbacks } });
+      const { status, body } = await call('/v1/batches', { method: 'POST', json: { label: `b${b}`, callbacks } });
       expect(status).toBe(202);
       batchIds.push(body.id);
       exhaustedIds.push(...body.callbacks.slice(30).map((c: { id: string }) => c.id));
     }
 
-    // the first worker to stamp a batch complete is killed right after
-    const stamped = await waitFor(() => workers.find((w) => /batch_completed/.test(w.output())), 20_000, 2);
-    stamped.kill('SIGKILL');
-    await stamped.exited;
+    // the process worker is killed right after its first stamp of a batch complete
+    await waitFor(() => /batch_completed/.test(worker.output()), 20_000, 2);
+    worker.kill('SIGKILL');
+    await worker.exited;
     const killedAt = Date.now();
-    procs.push(await spawnService(worker));
+    services.push(await startTestService(workerSettings, database.url));
 
     const count = async (sql: string) => (await db.query(sql)).rows[0].n as number;
     await waitFor(async () => (await count(`SELECT count(*)::int AS n FROM batch WHERE NOT operator_event AND completed_at IS NULL`)) === 0, 60_000, 200);
@@ -91,7 +100,12 @@ describe(`${OperatorEndpointService.name} across three workers and a kill`, () =
       30_000,
       200,
     );
-    await new Promise((r) => setTimeout(r, 1000));
+    // and every answered call of theirs recorded at the receiver (the killed worker's may be there with none stored)
+    const answered = await count(
+      `SELECT count(*)::int AS n FROM attempt a JOIN callback c ON c.id = a.callback_id JOIN batch b ON b.id = c.batch_id
+       WHERE b.operator_event AND a.status_code IS NOT NULL AND c.host = '${new URL(ops.url).origin}'`,
+    );
+    await waitFor(() => ops.requests.length >= answered, 5_000, 20);
 
     const deliveries = new Map<string, { type: string; webhookIds: Set<string>; n: number; firstAt: number; data: Record<string, unknown> }>();
     for (const r of ops.requests) {

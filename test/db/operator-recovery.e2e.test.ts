@@ -55,7 +55,7 @@ describe(`${OperatorEndpointService.name}: a receiver down, disabled, enabled an
     ]);
     await Promise.all([shop.warmUp(), live.warmUp()]);
     db = await connect(service.databaseUrl);
-    liveKey = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'live tenant' } })).key;
+    liveKey = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'live tenant', allowPrivateNetworks: true } })).key;
   });
   afterAll(async () => {
     await db?.end();

@@ -2,19 +2,23 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProducerService } from '../../src/dispatch/producer.service.js';
 import { connect, createTestDatabase } from '../support/database.js';
-import { call, spawnService, type ServiceProcess } from '../support/process.js';
+import { spawnService, type ServiceProcess } from '../support/process.js';
 import { Receiver, type ReceivedRequest } from '../support/receiver.js';
-import { waitFor } from '../support/service.js';
+import { jsonOf, startServices, stopAll, waitFor, type TestService } from '../support/service.js';
 
 const KEYS = 20;
 const PER_KEY = 40;
 
-/** Ordered delivery across real worker processes, one of them killed with SIGKILL midway. */
+/**
+ * Ordered delivery across worker services on one database, one of them a real process
+ * killed with SIGKILL midway; the API and the two other workers run in this process.
+ */
 describe(`${ProducerService.name} ordering across workers and crashes`, () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: pg.Client;
   const receivers: Receiver[] = [];
-  const procs: ServiceProcess[] = [];
+  let services: TestService[] = [];
+  let killed: ServiceProcess | undefined;
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -22,10 +26,9 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
     for (let i = 0; i < 4; i++) receivers.push(await Receiver.start({ host: `127.0.0.${30 + i}` }));
   });
   afterAll(async () => {
-    for (const p of procs) {
-      p.kill('SIGKILL');
-      await p.exited;
-    }
+    killed?.kill('SIGKILL');
+    await killed?.exited;
+    await stopAll(services);
     await db?.end();
     for (const r of receivers) await r.close();
     await database?.drop();
@@ -33,19 +36,21 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
 
   it('should deliver each ordering key in order, never two at once, with three workers and one killed', async () => {
     // Leases of 2 s (a 1 s timeout and the margin's floor of 1 s): a killed worker's rows come back soon.
-    const env = {
+    const settings = { dispatchPollMs: 100, retryDelaysMs: [50], retryJitterPermille: 0, dispatchLeaseMarginMs: 1000 };
+    const worker = { ...settings, role: 'worker' as const, dispatchConcurrency: 20 };
+    services = await startServices(database.url, [{ ...settings, role: 'api' }, worker, worker]);
+    const api = services[0];
+    killed = await spawnService({
       DATABASE_URL: database.url,
       DISPATCH_POLL_MS: '100',
       LOG_LEVEL: 'error',
       RETRY_DELAYS_MS: '50',
       RETRY_JITTER_PERMILLE: '0',
       DISPATCH_LEASE_MARGIN_MS: '1000',
-    };
-    const api = await spawnService({ ...env, ROLE: 'api' });
-    procs.push(api);
-    const workers: ServiceProcess[] = [];
-    for (let i = 0; i < 3; i++) workers.push(await spawnService({ ...env, ROLE: 'worker', DISPATCH_CONCURRENCY: '20' }));
-    procs.push(...workers);
+      ROLE: 'worker',
+      DISPATCH_CONCURRENCY: '20',
+    });
+    const victim = killed;
 
     // Acceptance order: two batches, each key's callbacks interleaved with the others'. Every
     // fifth first try answers 503; each call is held 15 ms, so overlaps would show.
@@ -59,24 +64,24 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
           timeoutMs: 1000,
         };
       });
-      const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { callbacks } });
-      expect(status).toBe(202);
-      body.callbacks.forEach((c: { id: string }, i: number) => accepted[i % KEYS].push(c.id));
+      const res = await api.api('/v1/batches', { method: 'POST', json: { callbacks } });
+      expect(res.status).toBe(202);
+      (await jsonOf(res)).callbacks.forEach((c: { id: string }, i: number) => accepted[i % KEYS].push(c.id));
     }
 
     const received = () => receivers.reduce((n, r) => n + r.requests.length, 0);
     await waitFor(() => received() > (KEYS * PER_KEY) / 3, 60_000, 20);
-    // Kill a worker that holds leases right now (its pid is in its lease owner name), so the crash lands mid-work.
-    const holding = await waitFor(
+    // Kill the process worker while it holds leases (its pid is in its lease owner name), so the crash lands mid-work.
+    await waitFor(
       async () => {
         const { rows } = await db.query(`SELECT DISTINCT lease_owner FROM callback WHERE status = 'in_flight'`);
-        return workers.find((w) => rows.some((r) => String(r.lease_owner).includes(`:${w.proc.pid}:`)));
+        return rows.some((r) => String(r.lease_owner).includes(`:${victim.proc.pid}:`));
       },
       30_000,
       5,
     );
-    holding.kill('SIGKILL');
-    await holding.exited;
+    victim.kill('SIGKILL');
+    await victim.exited;
 
     await waitFor(
       async () => {
@@ -102,8 +107,12 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
         );
       }
     }
-    // The killed worker's leases ran out and the others took its callbacks on.
+    // The killed worker sent some, and the others took its callbacks on once its leases ran out.
     const workersSeen = (await db.query('SELECT count(DISTINCT worker)::int AS n FROM attempt')).rows[0].n;
     expect(workersSeen).toBeGreaterThanOrEqual(2);
+    expect(
+      (await db.query(`SELECT count(*)::int AS n FROM attempt WHERE worker LIKE '%:' || $1 || ':%'`, [victim.proc.pid])).rows[0].n,
+      'attempts of the killed worker',
+    ).toBeGreaterThan(0);
   }, 240_000);
 });

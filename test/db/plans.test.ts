@@ -238,6 +238,20 @@ describe('hot-path plans', () => {
 
   it("should count a key's pending callbacks for its quota through callback_key_due_idx", async () => {
     check('countPending', await explain(countPending(keys[0], 1_000_001), COUNT_PLANNER), { uses: ['callback_key_due_idx'], boundMs: BOUND_MS.small });
+    // its bytes: the key's open batches, not every key's (another key with 50,000 open batches costs nothing)
+    await db.query(`INSERT INTO batch (id, api_key_id, label, total, body_bytes) SELECT gen_random_uuid(), $1, 'open', 1, 100 FROM generate_series(1, 50000)`, [
+      keys[1],
+    ]);
+    await db.query('ANALYZE batch');
+    try {
+      check('countPending (many open batches)', await explain(countPending(keys[0], 1_000_001), COUNT_PLANNER), {
+        uses: ['callback_key_due_idx', 'batch_key_open_idx'],
+        boundMs: BOUND_MS.small,
+      });
+    } finally {
+      await db.query(`DELETE FROM batch WHERE label = 'open' AND api_key_id = $1`, [keys[1]]);
+      await db.query('ANALYZE batch');
+    }
   });
 
   it('should read the notable hosts without reading the queue', async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProducerService } from '../../src/dispatch/producer.service.js';
 import { connect, createTestDatabase } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
-import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
+import { jsonOf, startServices, stopAll, waitFor, type TestService } from '../support/service.js';
 
 const WORKERS = 2;
 const CAP = 8;
@@ -19,7 +19,7 @@ const CALL_MS = 600;
  * only the ingest's NOTIFY (which names the priority that came due) can start it.
  */
 describe(ProducerService.name, () => {
-  const services: TestService[] = [];
+  let services: TestService[] = [];
   let db: pg.Client;
   let drop: () => Promise<void>;
   let receiver: Receiver;
@@ -27,15 +27,13 @@ describe(ProducerService.name, () => {
   beforeAll(async () => {
     const database = await createTestDatabase();
     drop = database.drop;
-    for (let i = 0; i < WORKERS; i++) {
-      services.push(await startTestService({ hostMaxInFlight: CAP, dispatchConcurrency: WINDOW, dispatchPollMs: 30_000 }, database.url));
-    }
+    services = await startServices(database.url, Array(WORKERS).fill({ hostMaxInFlight: CAP, dispatchConcurrency: WINDOW, dispatchPollMs: 30_000 }));
     db = await connect(database.url);
     receiver = await Receiver.start({ host: '127.0.0.9' });
   });
   afterAll(async () => {
     await db?.end();
-    for (const s of services) await s.stop();
+    await stopAll(services);
     await receiver?.close();
     await drop?.();
   });

@@ -2,15 +2,40 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { HealthController } from '../../src/health/health.controller.js';
+import { connect, createTestDatabase } from '../support/database.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
 import { closedPort } from '../support/receiver.js';
-import { TEST_KEY } from '../support/service.js';
+import { TEST_KEY, waitFor, waitForLockWaiter } from '../support/service.js';
 
-/** Fresh starts raced; the bug this guards (listen before the first key) lost 2 of 3 and 2 of 5. */
-const STARTS = 3;
 /** Gap between probes: the window it guards was a few ms wide (one INSERT). */
 const PROBE_EVERY_MS = 2;
 const START_LIMIT_MS = 30_000;
+
+/**
+ * Probes `base`'s readiness from before its process exists until it answers 200, then
+ * sends the very next request with the test key, as an orchestrator's script would.
+ * Every status seen (connection refused is not one) and that next answer.
+ */
+function probeUntilReady(base: string): { seen: number[]; tries: () => number; result: Promise<Response | undefined>; stop: () => void } {
+  const seen: number[] = [];
+  let stopped = false;
+  let tries = 0;
+  const result = (async () => {
+    const until = Date.now() + START_LIMIT_MS;
+    while (!stopped && Date.now() < until) {
+      tries++;
+      const status = await fetch(`${base}/health/ready`).then(
+        (r) => r.status,
+        () => 0,
+      );
+      if (status !== 0) seen.push(status);
+      if (status === 200) return fetch(`${base}/v1/callbacks`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+      await new Promise((r) => setTimeout(r, PROBE_EVERY_MS));
+    }
+    return undefined;
+  })();
+  return { seen, tries: () => tries, result, stop: () => void (stopped = true) };
+}
 
 async function emptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = inject('pgAdminUrl');
@@ -37,43 +62,50 @@ describe(`${HealthController.name} readiness at start-up`, () => {
   });
 
   it('should not answer ready before migrations are applied and BOOTSTRAP_API_KEY works (regression: 401 after ready)', async () => {
-    for (let start = 0; start < STARTS; start++) {
-      const db = await emptyDatabase();
-      cleanups.push(db.drop);
-      const port = await closedPort();
-      const base = `http://127.0.0.1:${port}`;
-      // Probing begins before the process exists, so the first moment the port answers is seen.
-      const seen: number[] = [];
-      let ready = false;
-      let stopProbing = false;
-      const probe = (async () => {
-        const until = Date.now() + START_LIMIT_MS;
-        while (!stopProbing && Date.now() < until) {
-          const status = await fetch(`${base}/health/ready`).then(
-            (r) => r.status,
-            () => 0,
-          );
-          if (status !== 0) seen.push(status);
-          if (status === 200) {
-            ready = true;
-            // The very next request, as an orchestrator's script would send it.
-            return fetch(`${base}/v1/callbacks`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
-          }
-          await new Promise((r) => setTimeout(r, PROBE_EVERY_MS));
-        }
-        return undefined;
-      })();
-      // The API role: no worker check to wait for, so /health/ready answers as early as
-      // it can, and the race is at its tightest (it lost every time here before the fix).
-      const svc: ServiceProcess = await spawnService({ PORT: String(port), DATABASE_URL: db.url, ROLE: 'api' });
-      cleanups.push(svc.stop);
-      const first = await probe;
-      stopProbing = true;
-      expect(ready, `start ${start}: never ready; saw ${seen.join(',')}`).toBe(true);
-      expect(first!.status, `start ${start}: first request after ready`).toBe(200);
-      // Whatever answered before 200 said "not ready", never something else.
-      expect(seen.slice(0, -1).every((s) => s === 503)).toBe(true);
-      await svc.stop();
-    }
+    const db = await emptyDatabase();
+    cleanups.push(db.drop);
+    const port = await closedPort();
+    const probe = probeUntilReady(`http://127.0.0.1:${port}`);
+    // The API role: no worker check to wait for, so /health/ready answers as early as
+    // it can, and the race is at its tightest (it lost every time here before the fix).
+    const svc: ServiceProcess = await spawnService({ PORT: String(port), DATABASE_URL: db.url, ROLE: 'api' });
+    cleanups.push(svc.stop);
+    const first = await probe.result;
+    probe.stop();
+    expect(first, `never ready; saw ${probe.seen.join(',')}`).toBeDefined();
+    expect(first!.status, 'first request after ready').toBe(200);
+    // Whatever answered before 200 said "not ready", never something else.
+    expect(probe.seen.slice(0, -1).every((s) => s === 503)).toBe(true);
+    await svc.stop();
+  });
+
+  // The same without a race: the first key's insert is held, so a port that answered before it would be seen answering.
+  it('should not listen while the first key is still being made', async () => {
+    const db = await createTestDatabase();
+    cleanups.push(db.drop);
+    const locker = await connect(db.url);
+    cleanups.push(() => locker.end());
+    // SHARE: reads of api_key go on, its insert waits
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE api_key IN SHARE MODE');
+    const port = await closedPort();
+    const probe = probeUntilReady(`http://127.0.0.1:${port}`);
+    const starting = spawnService({ PORT: String(port), DATABASE_URL: db.url, ROLE: 'api' });
+    // the service's insert of the key waits on the lock, and meanwhile its port takes no connection
+    const watcher = await connect(db.url);
+    cleanups.push(() => watcher.end());
+    await waitForLockWaiter(watcher, 'INSERT INTO "public"."api_key"');
+    // a few dozen probes while it waits (or an answer, which ends the probing)
+    const triesThen = probe.tries();
+    await waitFor(() => probe.tries() >= triesThen + 30 || probe.seen.length > 0 || undefined, 10_000, 5);
+    const probesBefore = probe.seen.length;
+    await locker.query('COMMIT');
+    const svc = await starting;
+    cleanups.push(svc.stop);
+    const first = await probe.result;
+    probe.stop();
+    expect(probesBefore, 'statuses answered while the first key waited').toBe(0);
+    expect(first!.status, 'first request after ready').toBe(200);
+    await svc.stop();
   });
 });

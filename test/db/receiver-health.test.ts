@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OutcomeRepository, type RecordedOutcome } from '../../src/dispatch/outcome.repository.js';
 import { mergeHealth, receiverHealth } from '../../src/dispatch/receiver-health.policy.js';
 import { connect } from '../support/database.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, waitForLockWaiter, type TestService } from '../support/service.js';
 
 /** Receiver health as write-backs from several workers land it: in any order, and with the outcomes or not at all. */
 describe(`${OutcomeRepository.name} receiver health`, () => {
@@ -170,17 +170,20 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     // that took the callback rows first and then waited for the receiver would deadlock with it.
     const id = await leased();
     const api = await connect(service.databaseUrl);
+    // pg_stat_activity is read once per transaction: watched from a session outside api's
+    const watcher = await connect(service.databaseUrl);
     try {
       await api.query('BEGIN');
       await api.query('SELECT 1 FROM receiver WHERE id = $1 FOR UPDATE', [receiverId]);
       const writeBack = outcomes.recordOutcomes('w', [outcome(id, true, t(60))]);
-      await new Promise((resolve) => setTimeout(resolve, 300)); // the write-back now waits for the receiver
+      await waitForLockWaiter(watcher, 'FOR NO KEY UPDATE'); // the write-back now waits for the receiver
       await api.query(`SET LOCAL lock_timeout = '3s'`);
       await api.query('UPDATE callback SET held = true WHERE id = $1', [id]); // would wait for a callback row the write-back held
       await api.query('COMMIT');
       expect(await writeBack).toEqual([id]);
     } finally {
       await api.end();
+      await watcher.end();
     }
     expect((await health()).last_success_at).toEqual(t(60));
   });

@@ -4,10 +4,9 @@ import { ReceiverService } from '../../src/receivers/receiver.service.js';
 import { connect } from '../support/database.js';
 import { Receiver, type ReceivedRequest } from '../support/receiver.js';
 import { verifies } from '../support/signatures.js';
-import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
+import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from '../support/service.js';
 
 const secretOf = (r: { secrets: Array<{ secret: string }> }) => r.secrets[0].secret;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe(ReceiverService.name, () => {
   let service: TestService;
@@ -209,7 +208,7 @@ describe(ReceiverService.name, () => {
   });
 
   it("should keep one key's receivers from another key (404, and a 400 for its name in a batch)", async () => {
-    const other = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant two' } })).key as string;
+    const other = (await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant two', allowPrivateNetworks: true } })).key as string;
     expect((await service.api('/v1/receivers/merchant-a', { key: other })).status).toBe(404);
     expect((await service.api('/v1/receivers/merchant-a/secret/rotate', { method: 'POST', key: other })).status).toBe(404);
     expect((await service.api('/v1/receivers/merchant-a', { method: 'DELETE', key: other })).status).toBe(404);
@@ -230,8 +229,8 @@ describe(ReceiverService.name, () => {
     expect((await put('merchant-e', { url: `${shopB.url}/e`, disabled: true })).status).toBe(201);
     const batch = await send({ callbacks: [1, 2, 3].map((n) => ({ receiver: 'merchant-e', body: { n } })) });
     const [other] = await deliver({ callbacks: [{ receiver: 'merchant-b', body: { beside: 'held' } }] });
-    expect(received(other)).toHaveLength(1); // the others go out meanwhile
-    await sleep(1000);
+    // the others go out meanwhile: the claim that took it, stored after these, passed them over
+    expect(received(other)).toHaveLength(1);
     for (const { id } of batch.callbacks) {
       expect(received(id)).toEqual([]);
       expect(await service.apiJson(`/v1/callbacks/${id}`)).toMatchObject({
@@ -278,10 +277,18 @@ describe(ReceiverService.name, () => {
     }, 15_000);
     expect(disabled.disabledReason).toMatch(/every attempt failed/);
     expect(Date.parse(disabled.disabledAt) - Date.parse(disabled.failingSince)).toBeGreaterThanOrEqual(1800);
-    // what was in flight at the moment lands; then nothing more goes out
-    await sleep(500);
+    // what was in flight at the moment lands, and both are held
+    const held = async () => {
+      for (const { id } of batch.callbacks) {
+        const c = await service.apiJson(`/v1/callbacks/${id}`);
+        if (c.status !== 'pending' || c.waiting?.reason !== 'receiver_disabled') return false;
+      }
+      return true;
+    };
+    await waitFor(held, 10_000);
     const sent = batch.callbacks.map(({ id }) => received(id).length);
-    await sleep(800);
+    // then nothing more goes out: a claim after the hold sends another receiver's callback and passes these over
+    await deliver({ callbacks: [{ receiver: 'merchant-b', body: { after: 'the disable' } }] });
     expect(batch.callbacks.map(({ id }) => received(id).length)).toEqual(sent);
     for (const { id } of batch.callbacks) {
       expect(await service.apiJson(`/v1/callbacks/${id}`)).toMatchObject({
@@ -302,12 +309,14 @@ describe(ReceiverService.name, () => {
   it('should refuse a batch whose receiver is deleted while it is stored, and store nothing of it (regression: a 500)', async () => {
     await put('merchant-gone', { url: `${shopA.url}/gone` });
     const db = await connect(service.databaseUrl);
+    // pg_stat_activity is read once per transaction: watched from a session outside db's
+    const watcher = await connect(service.databaseUrl);
     try {
       await db.query('BEGIN');
       await db.query(`DELETE FROM receiver WHERE name = 'merchant-gone'`); // row locked, not yet committed
       const before = await batchCount();
       const pending = service.api('/v1/batches', { method: 'POST', json: { callbacks: [{ receiver: 'merchant-gone', body: 1 }] } });
-      await sleep(300); // the batch found the receiver and now waits on its row lock
+      await waitForLockWaiter(watcher, 'INSERT INTO batch'); // the batch found the receiver and now waits on its row lock
       await db.query('COMMIT');
       const res = await pending;
       expect(res.status).toBe(400);
@@ -315,6 +324,7 @@ describe(ReceiverService.name, () => {
       expect(await batchCount()).toBe(before);
     } finally {
       await db.end();
+      await watcher.end();
     }
   });
 

@@ -2,8 +2,9 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecoveryService } from '../../src/recoveries/recovery.service.js';
 import { connect, useTestDatabase } from '../support/database.js';
-import { call, spawnService, type ServiceProcess } from '../support/process.js';
+import { call, type ServiceProcess } from '../support/process.js';
 import { Receiver } from '../support/receiver.js';
+import { killMidTaskAndResume } from '../support/tasks.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -263,35 +264,25 @@ describe(`${RecoveryService.name} across a crash`, () => {
     for (const p of processes) p.kill('SIGKILL');
   });
 
-  it('should finish a recovery whose process was killed mid-way: the leader resumes it, each callback requeued once', { timeout: 120_000 }, async () => {
-    const env = { DATABASE_URL: t.url, DISPATCH_POLL_MS: '200' };
-    const first = await spawnService(env);
-    processes.push(first);
-    expect((await call(first.url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.73:9/crash', disabled: true } })).status).toBe(201);
-    const n = 20_000;
-    const { receiverId } = await seedFailed(t.db, 'crash', n);
-    const started = await call(first.url, '/v1/recoveries', { method: 'POST', json: { receiver: 'crash' } });
-    expect(started.body).toMatchObject({ state: 'running', matched: n });
-    first.kill('SIGKILL');
-    await first.exited;
-    const stalled = (await t.db.query(`SELECT status, done FROM task WHERE id = $1`, [started.body.id])).rows[0];
-    expect(stalled.status).toBe('running');
-    expect(stalled.done).toBeLessThan(n);
-
-    const second = await spawnService(env);
-    processes.push(second);
-    const resumed = await waitFor(
-      async () => {
-        const r = (await call(second.url, `/v1/recoveries/${started.body.id}`)).body;
-        return r.state === 'done' ? r : undefined;
+  it('should finish a recovery whose process was killed mid-way: the leader resumes it, each callback requeued once', async () => {
+    const n = 4000;
+    let receiverId = '';
+    const { taskId, second } = await killMidTaskAndResume(
+      t.url,
+      t.db,
+      n,
+      async (url) => {
+        expect((await call(url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.73:9/crash', disabled: true } })).status).toBe(201);
+        ({ receiverId } = await seedFailed(t.db, 'crash', n));
+        const started = await call(url, '/v1/recoveries', { method: 'POST', json: { receiver: 'crash' } });
+        expect(started.body).toMatchObject({ state: 'running', matched: n });
+        return started.body.id as string;
       },
-      100_000,
-      200,
+      processes,
     );
-    expect(resumed).toMatchObject({ requeued: n, pending: n, matched: n });
+    expect((await call(second.url, `/v1/recoveries/${taskId}`)).body).toMatchObject({ state: 'done', requeued: n, pending: n, matched: n });
     const { rows } = await t.db.query(`SELECT status, held, count(*)::int AS n FROM callback WHERE receiver_id = $1 GROUP BY 1, 2`, [receiverId]);
     expect(rows).toEqual([{ status: 'pending', held: true, n }]);
-    expect(second.output()).toMatch(/resuming 1 task/);
     await second.stop();
   });
 });

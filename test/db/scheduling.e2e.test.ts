@@ -22,7 +22,7 @@ describe(`${ProducerService.name} scheduling`, () => {
   });
 
   async function newKey(name: string, weight?: number): Promise<string> {
-    const created = await service.apiJson('/v1/keys', { method: 'POST', json: { name } });
+    const created = await service.apiJson('/v1/keys', { method: 'POST', json: { name, allowPrivateNetworks: true } });
     if (weight !== undefined) {
       const res = await service.api(`/v1/keys/${created.id}`, { method: 'PATCH', json: { weight } });
       expect(res.status).toBe(200);

@@ -147,6 +147,7 @@ describe('database schema', () => {
     };
     expect(await allowed('callback_status_check')).toEqual([...CALLBACK_STATUSES].sort());
     expect(await allowed('host_breaker_state_check')).toEqual([...BREAKER_STATES].sort());
+    expect(await allowed('host_key_breaker_state_check')).toEqual([...BREAKER_STATES].sort());
     expect(await allowed('task_kind_check')).toEqual([...TASK_KINDS].sort());
     expect(await allowed('task_status_check')).toEqual([...TASK_STATUSES].sort());
   });

@@ -3,8 +3,9 @@ import { ClaimRepository } from '../../src/dispatch/claim.repository.js';
 import { TaskRepository } from '../../src/tasks/task.repository.js';
 import { TaskRunner } from '../../src/tasks/task.runner.js';
 import { connect, useTestDatabase } from '../support/database.js';
-import { call, spawnService, type ServiceProcess } from '../support/process.js';
+import { call, type ServiceProcess } from '../support/process.js';
 import { seedPending } from '../support/seed.js';
+import { killMidTaskAndResume } from '../support/tasks.js';
 import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from '../support/service.js';
 
 /**
@@ -183,35 +184,24 @@ describe(`${TaskRunner.name} across a crash`, () => {
     for (const p of processes) p.kill('SIGKILL');
   });
 
-  it('should finish a disable whose process was killed mid-way: the leader resumes it', { timeout: 180_000 }, async () => {
-    // the request runs one chunk; a task idle for 1 s is the leader's to resume
-    const env = { DATABASE_URL: t.url, DISPATCH_POLL_MS: '200', TASK_INLINE_MS: '0', TASK_RESUME_AFTER_MS: '1000' };
-    const first = await spawnService(env);
-    processes.push(first);
-    expect((await call(first.url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.65:9/crash' } })).status).toBe(201);
+  it('should finish a disable whose process was killed mid-way: the leader resumes it', async () => {
     const n = SEEDED;
-    const { receiverId } = await seedPending(t.db, 'crash', n);
-    const disable = await call(first.url, '/v1/receivers/crash', { method: 'PUT', json: { disabled: true } });
-    expect(disable.body.task).toMatchObject({ status: 'running' });
-    first.kill('SIGKILL');
-    await first.exited;
-    const stalled = (await t.db.query(`SELECT status, done FROM task WHERE id = $1`, [disable.body.task.id])).rows[0];
-    expect(stalled.status).toBe('running');
-    expect(stalled.done).toBeLessThan(n);
-
-    const second = await spawnService(env);
-    processes.push(second);
-    const resumed = await waitFor(
-      async () => {
-        const r = (await t.db.query(`SELECT status, done FROM task WHERE id = $1`, [disable.body.task.id])).rows[0];
-        return r.status === 'finished' ? r : undefined;
+    let receiverId = '';
+    const { taskId, second } = await killMidTaskAndResume(
+      t.url,
+      t.db,
+      n,
+      async (url) => {
+        expect((await call(url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.65:9/crash' } })).status).toBe(201);
+        ({ receiverId } = await seedPending(t.db, 'crash', n));
+        const disable = await call(url, '/v1/receivers/crash', { method: 'PUT', json: { disabled: true } });
+        expect(disable.body.task).toMatchObject({ status: 'running' });
+        return disable.body.task.id as string;
       },
-      150_000,
-      200,
+      processes,
     );
-    expect(resumed.done).toBe(n);
+    expect((await t.db.query(`SELECT done FROM task WHERE id = $1`, [taskId])).rows[0].done).toBe(n);
     expect(Number((await t.db.query(`SELECT count(*) AS n FROM callback WHERE receiver_id = $1 AND held`, [receiverId])).rows[0].n)).toBe(n);
-    expect(second.output()).toMatch(/resuming 1 task/);
     await second.stop();
   });
 });

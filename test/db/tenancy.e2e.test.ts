@@ -23,7 +23,7 @@ describe(ApiKeyGuard.name, () => {
     service = await startTestService();
     receiver = await Receiver.start();
     db = await connect(service.databaseUrl);
-    other = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant b' } });
+    other = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant b', allowPrivateNetworks: true } });
     const batch = await service.apiJson('/v1/batches', { method: 'POST', json: { label: 'tenant-a', callbacks: [{ url: `${receiver.url}/a-only` }] } });
     batchId = batch.id;
     callbackId = batch.callbacks[0].id;
@@ -62,7 +62,7 @@ describe(ApiKeyGuard.name, () => {
   });
 
   it("should answer each of many concurrent status reads from both keys with its own callback, or 404 for the other key's (reads share statements)", async () => {
-    const third = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant c' } });
+    const third = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'tenant c', allowPrivateNetworks: true } });
     const theirs = await service.apiJson('/v1/batches', {
       method: 'POST',
       key: third.key,
@@ -142,7 +142,7 @@ describe(ApiKeyGuard.name, () => {
   });
 
   it('should answer 401 for a missing, malformed, wrong or revoked key and 403 for a plain key on admin routes', async () => {
-    const third = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'to revoke' } });
+    const third = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'to revoke', allowPrivateNetworks: true } });
     expect((await service.api('/v1/batches', { key: third.key })).status).toBe(200);
     expect((await service.api('/v1/keys', { key: other.key })).status).toBe(403);
     expect((await service.api(`/v1/keys/${third.id}`, { method: 'DELETE' })).status).toBe(200);

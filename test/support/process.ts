@@ -35,12 +35,17 @@ process.on('exit', () => {
  * child process, for crash, shutdown and many-worker tests. A DATABASE_URL on the
  * run's PgBouncer (TEST_PGBOUNCER=1) gets its DATABASE_DIRECT_URL beside it.
  */
-export async function spawnService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
-  if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+export async function spawnService(
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  /** Another layout's entry point and working folder (a deployed dist/): this checkout's dist/main.js by default. */
+  at: { main: string; cwd: string } = { main: MAIN, cwd: ROOT },
+): Promise<ServiceProcess> {
+  if (!existsSync(at.main)) throw new Error(`${at.main} is missing: run \`npm run build\` first (npm test does)`);
   const directUrl = env.DATABASE_URL && directUrlOf(env.DATABASE_URL);
   if (directUrl && directUrl !== env.DATABASE_URL && !env.DATABASE_DIRECT_URL) env = { ...env, DATABASE_DIRECT_URL: directUrl };
-  const proc = spawn(process.execPath, [MAIN], {
-    cwd: ROOT,
+  const proc = spawn(process.execPath, [at.main], {
+    cwd: at.cwd,
     env: {
       PATH: process.env.PATH ?? '',
       PORT: '0',

@@ -72,6 +72,24 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
   return { ...service, key: TEST_KEY, client: clientWith(TEST_KEY), clientWith, api, apiJson, stop: service.close, dropDatabase: db.drop, dispose };
 }
 
+/**
+ * Services in this process on one database (`databaseUrl`, made by the caller), one per
+ * entry of `settings`, started one after another (the first makes the bootstrap key, the
+ * others find it): each has its own pools, lease owner and leader session, so they share
+ * leases, host caps and the maintenance lead as worker processes would. Stop them with
+ * `stopAll`.
+ */
+export async function startServices(databaseUrl: string, settings: Array<Partial<AppConfig>>): Promise<TestService[]> {
+  const services: TestService[] = [];
+  for (const overrides of settings) services.push(await startTestService(overrides, databaseUrl));
+  return services;
+}
+
+/** Stops each of `services`, the last started first. */
+export async function stopAll(services: TestService[]): Promise<void> {
+  for (const s of [...services].reverse()) await s.stop();
+}
+
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
 export async function waitFor<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000, everyMs = 50): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -86,6 +104,8 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
 /**
  * Waits until a session of `db`'s database waits on a lock with a statement whose
  * text contains `fragment` (the statement a test has just queued behind a lock it holds).
+ * `db` must not be in a transaction: Postgres reads pg_stat_activity once per
+ * transaction, so a session holding the lock itself would never see the waiter come.
  */
 export async function waitForLockWaiter(db: pg.Client, fragment: string, timeoutMs = 10_000, everyMs = 50): Promise<void> {
   await waitFor(

@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../common/states.js';
-import { NO_RESULTS, foldOutcome, isBreakerFailure, isNoop, nextBreaker, type BreakerState, type HostResults } from './breaker.policy.js';
+import {
+  NO_RESULTS,
+  failureScope,
+  foldInto,
+  foldOutcome,
+  isBreakerFailure,
+  isNoop,
+  nextBreaker,
+  type BreakerScope,
+  type BreakerState,
+  type HostResults,
+} from './breaker.policy.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const settings = { threshold: 3, cooldownMs: 1000 };
@@ -22,6 +33,34 @@ describe('breaker.policy', () => {
     ['blocked', false],
   ])('should count %s as a breaker failure: %s', (outcome, expected) => {
     expect(isBreakerFailure(outcome)).toBe(expected);
+  });
+
+  it.each<[Outcome, BreakerScope | undefined]>([
+    ['connect_error', 'host'],
+    ['dns_error', 'host'],
+    ['timeout', 'key'],
+    ['network_error', 'key'],
+    ['success', undefined],
+    ['http_error', undefined],
+    ['tls_error', undefined],
+    ['blocked', undefined],
+  ])("should count %s toward the %s's breaker", (outcome, expected) => {
+    expect(failureScope(outcome)).toBe(expected);
+    expect(failureScope(outcome) !== undefined).toBe(isBreakerFailure(outcome));
+  });
+
+  it.each<[BreakerScope, Outcome[], HostResults]>([
+    // a host shared by all keys: only what says it cannot be reached, whoever calls
+    ['host', ['timeout', 'timeout', 'timeout'], { trailingFailures: 0, answered: false }],
+    ['host', ['network_error', 'connect_error', 'timeout', 'dns_error'], { trailingFailures: 2, answered: false }],
+    ['host', ['connect_error', 'success', 'timeout'], { trailingFailures: 0, answered: true }],
+    // one key at a host: what depends on its calls (their timeouts, paths, bodies)
+    ['key', ['timeout', 'timeout', 'network_error'], { trailingFailures: 3, answered: false }],
+    ['key', ['timeout', 'connect_error', 'dns_error'], { trailingFailures: 1, answered: false }],
+    ['key', ['timeout', 'http_error', 'timeout'], { trailingFailures: 1, answered: true }],
+    ['key', ['blocked', 'tls_error'], { trailingFailures: 0, answered: true }],
+  ])("should fold into the %s's breaker %j as %j", (scope, outcomes, expected) => {
+    expect(outcomes.reduce((r, o) => foldInto(scope, r, o), NO_RESULTS)).toEqual(expected);
   });
 
   it.each<[Outcome[], HostResults]>([

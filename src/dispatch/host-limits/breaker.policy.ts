@@ -35,6 +35,45 @@ export function isBreakerFailure(outcome: Outcome): boolean {
 
 export const NO_RESULTS: HostResults = { trailingFailures: 0, answered: false };
 
+/**
+ * Whose breaker a failure counts toward. A destination is shared by every key, so a
+ * failure pauses all of them only when it says the host itself cannot be reached,
+ * whoever calls:
+ * - `host` (the host row's breaker, shared): `connect_error` and `dns_error`. The name
+ *   does not resolve, or nothing accepts a connection at `scheme://host:port`
+ *   (refused, unreachable, or no connection within the transport's own 10 s connect
+ *   timeout, whatever the call's `timeoutMs`): the same answer for any caller.
+ * - `key` (that key's breaker at the host, `host_key_breaker`): `timeout` and
+ *   `network_error`. They depend on the call: its `timeoutMs` (a key may ask for 1 ms
+ *   from a host that answers in 400), its path (one that hangs or drops the
+ *   connection), its body. Counted per key, they pause only that key's calls there.
+ * A floor under which a timeout is "the caller's choice" would not do it alone: a
+ * path that answers past any floor still times out, and the breaker would pause every
+ * key for one key's slow path. So per key, and no floor: a key with short timeouts
+ * pauses itself, which is its own affair. The price: a host that is down in a way that
+ * looks like timeouts (packets dropped, a call timeout under the connect timeout)
+ * costs each key sending to it HOST_BREAKER_FAILURES calls before that key pauses,
+ * instead of that many for all.
+ * Everything else (an answer, `tls_error`, our own `blocked`) is no failure.
+ */
+export type BreakerScope = 'host' | 'key';
+
+export function failureScope(outcome: Outcome): BreakerScope | undefined {
+  if (outcome === 'connect_error' || outcome === 'dns_error') return 'host';
+  if (outcome === 'timeout' || outcome === 'network_error') return 'key';
+  return undefined;
+}
+
+/**
+ * Adds one finished call to the results of one scope's breaker: its own failures
+ * count, the other scope's leave it as it is, and an answer resets both (the host is
+ * reachable, and this key's calls to it are answered).
+ */
+export function foldInto(scope: BreakerScope, results: HostResults, outcome: Outcome): HostResults {
+  const s = failureScope(outcome);
+  return s !== undefined && s !== scope ? results : foldOutcome(results, outcome);
+}
+
 /** Adds one finished call to a host's results. */
 export function foldOutcome(results: HostResults, outcome: Outcome): HostResults {
   if (outcome === 'blocked') return results;

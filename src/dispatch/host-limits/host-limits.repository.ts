@@ -4,7 +4,17 @@ import { AppConfig } from '../../config/app.config.js';
 import { DispatchDatabase } from '../../database/dispatch-database.js';
 import { breakerTransitions, type BreakerTransition } from '../../operator-events/operator-causes.sql.js';
 import { operatorEventDefaults, type OperatorEventDefaults } from '../../operator-events/operator-event.sql.js';
-import { insertGoneEndpoints, lockBreakers, notableHosts, writeBreakers } from '../sql/host-limits.sql.js';
+import {
+  deleteIdleKeyBreakers,
+  insertGoneEndpoints,
+  insertKeyBreakers,
+  keyBreakers,
+  lockBreakers,
+  lockKeyBreakers,
+  notableHosts,
+  writeBreakers,
+  writeKeyBreakers,
+} from '../sql/host-limits.sql.js';
 import type { BreakerState } from './breaker.policy.js';
 
 /** A host row as the worker's cache reads it. */
@@ -15,6 +25,12 @@ export interface NotableHostRow {
   consecutiveFailures: number;
   openedAt: Date | null;
   openUntil: Date | null;
+}
+
+/** A key's own breaker at a host (host_key_breaker). */
+export interface KeyBreakerRow extends BreakerState {
+  host: string;
+  apiKeyId: string;
 }
 
 /** The worker's per-host statements (sql/host-limits.sql.ts), on the dispatch pool like the claim that reads them. */
@@ -61,8 +77,52 @@ export class HostLimitsRepository {
     });
   }
 
+  /** Every key breaker that is not clean (a handful). */
+  findKeyBreakers(): Promise<KeyBreakerRow[]> {
+    return this.db.query<KeyBreakerRow>(keyBreakers());
+  }
+
+  /**
+   * Applies key breaker reports in one short transaction, as updateBreakers does for
+   * hosts: inserts the rows of pairs with failures to count, locks every pair's row in
+   * (host, key) order, lets `decide` compute each next state from the locked one (a
+   * pair without a row is clean), writes them (deleting the clean ones). `pairs` with
+   * failures (`failing`) get a row; those with only answers change rows that exist.
+   */
+  updateKeyBreakers(
+    pairs: Array<{ host: string; apiKeyId: string; failing: boolean }>,
+    decide: (host: string, apiKeyId: string, current: BreakerState) => BreakerState,
+  ): Promise<KeyBreakerRow[]> {
+    const sorted = [...pairs].sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.apiKeyId < b.apiKeyId ? -1 : a.apiKeyId > b.apiKeyId ? 1 : 0));
+    return this.db.transaction(async (tx) => {
+      const failing = sorted.filter((p) => p.failing);
+      if (failing.length > 0) await tx.execute(insertKeyBreakers(failing));
+      const rows = await tx.query<KeyBreakerRow>(lockKeyBreakers(sorted));
+      const found = new Map(rows.map(({ host, apiKeyId, ...state }) => [`${host} ${apiKeyId}`, state]));
+      const next = sorted.map(({ host, apiKeyId }) => {
+        const current = found.get(`${host} ${apiKeyId}`) ?? CLEAN;
+        return { host, apiKeyId, current, state: decide(host, apiKeyId, current) };
+      });
+      // a row whose next state is clean is deleted, even one just inserted
+      const changed = next.filter((n) => found.has(`${n.host} ${n.apiKeyId}`) && (!sameBreaker(n.current, n.state) || sameBreaker(n.state, CLEAN)));
+      if (changed.length > 0) await tx.execute(writeKeyBreakers(changed));
+      return next.map(({ host, apiKeyId, state }) => ({ host, apiKeyId, ...state }));
+    });
+  }
+
+  /** Deletes key breakers unused for `idleMs` whose pause is over; returns how many. */
+  deleteIdleKeyBreakers(idleMs: number): Promise<number> {
+    return this.db.execute(deleteIdleKeyBreakers(idleMs));
+  }
+
   /** Records URLs that answered 410 Gone; the claim fails their callbacks from now on. */
   async insertGoneEndpoints(rows: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }>): Promise<void> {
     if (rows.length > 0) await this.db.execute(insertGoneEndpoints(rows));
   }
 }
+
+const CLEAN: BreakerState = { state: 'closed', failures: 0, openedAt: null, openUntil: null };
+
+const time = (d: Date | null) => d?.getTime() ?? null;
+const sameBreaker = (a: BreakerState, b: BreakerState) =>
+  a.state === b.state && a.failures === b.failures && time(a.openedAt) === time(b.openedAt) && time(a.openUntil) === time(b.openUntil);

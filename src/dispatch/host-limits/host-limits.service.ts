@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CaughtErrors } from '../../common/caught-errors.js';
 import { AppConfig } from '../../config/app.config.js';
-import { NO_RESULTS, foldOutcome, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
+import { NO_RESULTS, foldInto, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
 import type { ClaimedCallback } from '../claim.repository.js';
 import type { CallResult } from '../transport/http.transport.js';
 import { HostLimitsRepository } from './host-limits.repository.js';
@@ -16,9 +16,11 @@ const CLEAN: BreakerState = { state: 'closed', failures: 0, openedAt: null, open
 /**
  * The worker's side of per-host limits. The limits themselves are enforced by the
  * claim (sql/claim.sql.ts, with sql/host-limits.sql.ts) against the shared `host` rows; this service
- *  - feeds the circuit breaker: each finished call is folded into per-host results
- *    (breaker.policy.ts) and reported in batches, so N timeouts in a row across all
- *    workers open the host;
+ *  - feeds the circuit breakers: each finished call is folded into its host's results
+ *    and its key's at that host (breaker.policy.ts `failureScope`: connection and DNS
+ *    failures are the host's, timeouts and broken connections the key's) and reported
+ *    in batches, so N such failures in a row across all workers open the host, or that
+ *    key's breaker at the host;
  *  - records endpoints that answered 410 Gone;
  *  - caches per-host caps for the in-process queues (HostQueues), refreshed every second.
  * Reports for healthy hosts that changes nothing are skipped, so a steady stream
@@ -30,6 +32,9 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
   private caps = new Map<string, number>();
   private breakers = new Map<string, BreakerState>();
   private results = new Map<string, HostResults>();
+  /** Key breakers not clean, by `host key`, and the results not yet reported of each pair. */
+  private keyBreakers = new Map<string, BreakerState>();
+  private keyResults = new Map<string, { host: string; apiKeyId: string; results: HostResults }>();
   private gone: Array<{ url: string; host: string; apiKeyId: string; statusCode: number }> = [];
   /** Hosts whose breaker this worker's results open, until the report saying so has landed. */
   private readonly opening = new Set<string>();
@@ -77,17 +82,22 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
     return this.opening;
   }
 
-  /** A call finished: count it for the host's breaker, note a 410. */
+  /** A call finished: count it for its host's breaker and its key's at the host, note a 410. */
   record(row: ClaimedCallback, result: CallResult): void {
-    const folded = foldOutcome(this.results.get(row.host) ?? NO_RESULTS, result.outcome);
+    const folded = foldInto('host', this.results.get(row.host) ?? NO_RESULTS, result.outcome);
     this.results.set(row.host, folded);
     if (folded.trailingFailures === 0)
       this.opening.delete(row.host); // it answered
     else if (!this.opening.has(row.host) && this.opens(row.host, folded)) this.opening.add(row.host);
     if (result.statusCode === 410) this.gone.push({ url: row.url, host: row.host, apiKeyId: row.apiKeyId, statusCode: 410 });
+    const pair = `${row.host} ${row.apiKeyId}`;
+    const keyFolded = foldInto('key', this.keyResults.get(pair)?.results ?? NO_RESULTS, result.outcome);
+    const keyPending = !isNoop(this.keyBreakers.get(pair) ?? CLEAN, keyFolded);
+    if (keyPending) this.keyResults.set(pair, { host: row.host, apiKeyId: row.apiKeyId, results: keyFolded });
+    else this.keyResults.delete(pair);
     const pending = this.gone.length > 0 || !isNoop(this.breakers.get(row.host) ?? CLEAN, folded);
-    if (pending) this.schedule(REPORT_MS);
-    else this.results.delete(row.host);
+    if (!pending) this.results.delete(row.host);
+    if (pending || keyPending) this.schedule(REPORT_MS);
   }
 
   private opens(host: string, results: HostResults): boolean {
@@ -100,11 +110,13 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
     this.reportTimer = undefined;
     while (this.reporting) await this.reporting;
     const results = this.results;
+    const keyResults = this.keyResults;
     const gone = this.gone;
-    if (results.size === 0 && gone.length === 0) return;
+    if (results.size === 0 && keyResults.size === 0 && gone.length === 0) return;
     this.results = new Map();
+    this.keyResults = new Map();
     this.gone = [];
-    this.reporting = this.send(results, gone);
+    this.reporting = this.send(results, keyResults, gone);
     try {
       await this.reporting;
     } finally {
@@ -112,20 +124,31 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
-  private async send(results: Map<string, HostResults>, gone: typeof this.gone): Promise<void> {
+  private async send(results: Map<string, HostResults>, keyResults: typeof this.keyResults, gone: typeof this.gone): Promise<void> {
     try {
       await this.hosts.insertGoneEndpoints(gone);
       const now = new Date();
-      const next = await this.hosts.updateBreakers([...results.keys()], (host, current) =>
-        nextBreaker(current, results.get(host) ?? NO_RESULTS, this.breakerSettings, now),
-      );
-      for (const [host, state] of next) this.remember(host, state);
-      // The host rows now say it (results gathered meanwhile wait for their own report).
-      for (const host of results.keys()) if (!this.results.has(host)) this.opening.delete(host);
+      if (results.size > 0) {
+        const next = await this.hosts.updateBreakers([...results.keys()], (host, current) =>
+          nextBreaker(current, results.get(host) ?? NO_RESULTS, this.breakerSettings, now),
+        );
+        for (const [host, state] of next) this.remember(host, state);
+        // The host rows now say it (results gathered meanwhile wait for their own report).
+        for (const host of results.keys()) if (!this.results.has(host)) this.opening.delete(host);
+        results.clear();
+      }
+      if (keyResults.size > 0) {
+        const pairs = [...keyResults.values()].map(({ host, apiKeyId, results: r }) => ({ host, apiKeyId, failing: r.trailingFailures > 0 }));
+        const next = await this.hosts.updateKeyBreakers(pairs, (host, apiKeyId, current) =>
+          nextBreaker(current, keyResults.get(`${host} ${apiKeyId}`)?.results ?? NO_RESULTS, this.breakerSettings, now),
+        );
+        for (const { host, apiKeyId, ...state } of next) this.rememberKey(`${host} ${apiKeyId}`, state);
+      }
     } catch (error) {
       this.caught.count('host_limits_report');
       this.logger.warn(`could not record host breaker results, will retry: ${(error as Error).message}`);
       for (const [host, r] of results) if (!this.results.has(host)) this.results.set(host, r);
+      for (const [pair, r] of keyResults) if (!this.keyResults.has(pair)) this.keyResults.set(pair, r);
       this.gone.push(...gone);
       this.schedule(500);
     }
@@ -142,8 +165,16 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
     else this.breakers.set(host, state);
   }
 
+  private rememberKey(pair: string, state: BreakerState): void {
+    if (state.state === 'closed' && state.failures === 0) this.keyBreakers.delete(pair);
+    else this.keyBreakers.set(pair, state);
+  }
+
   private async refresh(): Promise<void> {
     try {
+      const keyRows = await this.hosts.findKeyBreakers();
+      this.keyBreakers = new Map();
+      for (const { host, apiKeyId, ...state } of keyRows) this.rememberKey(`${host} ${apiKeyId}`, state);
       const rows = await this.hosts.findNotableHosts();
       this.caps = new Map(rows.filter((r) => r.maxInFlight !== null).map((r) => [r.host, r.maxInFlight!]));
       this.breakers = new Map();

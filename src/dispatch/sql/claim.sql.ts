@@ -126,8 +126,8 @@ const shut = (a: ClaimArgs) => Prisma.sql`
 const isShut = Prisma.sql`(SELECT shut FROM shut)`;
 
 /**
- * Whether candidate row `r` may go now: its host is not blocked nor skipped, and,
- * with an ordering key, no callback of the same key and ordering key accepted
+ * Whether candidate row `r` may go now: its host is not blocked nor skipped, its
+ * key's breaker at the host does not pause it (`key_pauses`), and, with an ordering key, no callback of the same key and ordering key accepted
  * before it (smaller id) is unfinished: one probe of `callback_ordering_idx`. A
  * callback waiting for its retry is pending, so it holds the ones behind it; one
  * that finished (succeeded, failed for good, cancelled) lets the next go. The check
@@ -136,6 +136,7 @@ const isShut = Prisma.sql`(SELECT shut FROM shut)`;
  */
 const eligible = (r: Prisma.Sql, a: ClaimArgs) => Prisma.sql`
   ${r}.host <> ALL(${a.skipHosts}::text[]) AND ${r}.host NOT IN (SELECT host FROM blocked)
+  AND (${r}.host, ${r}.api_key_id) NOT IN (SELECT host, api_key_id FROM key_pauses WHERE NOT probe)
   AND (${r}.ordering_key IS NULL OR NOT EXISTS (
     SELECT 1 FROM ${QUEUE} o
     WHERE o.api_key_id = ${r}.api_key_id AND o.ordering_key = ${r}.ordering_key
@@ -304,19 +305,32 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   ago (see `spent`), by primary key. Read without locks; they only keep those
  *   hosts' rows out of `due`, so a host with thousands of waiting rows cannot fill
  *   the claim and starve the others.
+ * - `key_pauses`: the keys' own breakers at hosts that are not closed
+ *   (`host_key_breaker`, a handful of rows: breaker.policy.ts `failureScope`), each
+ *   with whether its pause is over (`probe`). A paused key's rows to that host are
+ *   not `eligible`; other keys' rows to it go as usual.
  * - `shut`: whether every host with due rows is blocked or skipped (see `probe`);
- *   then neither walk runs and the claim takes nothing.
+ *   then neither walk runs and the claim takes nothing. A key's pause does not shut a
+ *   host: the walks pass over its rows.
  * - `due`: see claimFront and claimPastBlocked.
  * - `hosts`: locks those hosts' rows `FOR UPDATE` by primary key, in name order. A
  *   locked row reads the latest committed `in_flight` (kept exact by triggers on
  *   callback), so two workers never hand out the same slot; a second claimer for the
  *   same host waits for the first to commit (a millisecond), then sees its rows
  *   counted. `slots` and `tokens`: see hostRoom.
+ * - `probes`: of a key whose pause at a host is over, its first row there in the
+ *   claim's order, its probe (none when no pause is over: a join with nothing).
  * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
  *   the fair share's, or the oldest first past blocked hosts), but none of a
- *   disabled receiver; the rest are unlocked at commit, untouched.
- * - `moved`: leases them. Rows whose URL answered 410 Gone to their key (`gone`) are
- *   not leased: they come back named (`gone` true, nothing else) for
+ *   disabled receiver, and of a key probing a host only its probe; the rest are
+ *   unlocked at commit, untouched.
+ * - `moved`: leases them, each with whether it may go to the private ranges
+ *   ALLOW_PRIVATE_NETWORKS opens (`privateNetworks`): its key is granted them
+ *   (`granted`: api_key by primary key, one probe per key of the claim) and its
+ *   destination is not one a portal session chose for its receiver (`portal_hosts`,
+ *   read by the receiver probe `pick` makes anyway). The transport checks the address
+ *   each call connects to against that (transport/http.transport.ts). Rows whose URL
+ *   answered 410 Gone to their key (`gone`) are not leased: they come back named (`gone` true, nothing else) for
  *   failGoneEndpoints (gone.sql.ts) to fail without a call, with their
  *   callback.exhausted operator events, in a statement of its own that runs only when
  *   a claim met such a row; other keys' rows to the URL go out.
@@ -341,6 +355,15 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
  *   leaves it to the others HOST_AFFINITY_MS later. A preference, not a lock: a
  *   claim already past `blocked` takes the slots it finds under the host lock, and
  *   the cap holds either way.
+ * - `probed`: turns the key breakers of `probes` half-open, for the cool-down or the
+ *   probe's lease, whichever is longer (a key's calls in flight at a host are not
+ *   counted, so the window itself keeps a second probe from starting while the first
+ *   runs). Its row locks come after the host rows'; a report locks only key breakers.
+ * - An event's deliveries hold no body of their own (`body_event_id`: the event
+ *   stores it once, delivery.sql.ts): the statement answers each such event's body
+ *   once, as a row of its own (id null), and the repository gives it to every
+ *   delivery of the claim that sends it. So a claim of 200 deliveries of one 48 KiB
+ *   event reads and sends 48 KiB, not 200 copies.
  * The triggers add the leased rows to `host.in_flight` when the statement ends.
  */
 function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
@@ -349,6 +372,8 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
     WITH RECURSIVE limits AS MATERIALIZED (
       SELECT h.host, h.rate_per_sec, h.breaker_state, ${room}
       FROM host h WHERE ${LIMITED_HOST}
+    ), key_pauses AS MATERIALIZED (
+      SELECT k.host, k.api_key_id, k.open_until <= ${a.now} AS probe FROM host_key_breaker k WHERE k.state <> ${BREAKER.closed}
     ), ${probe(a)}, kept AS MATERIALIZED (
       SELECT h.host FROM probe p JOIN host h ON h.host = p.host
       WHERE ${!a.takeKept}::boolean AND h.claimed_by <> ${a.owner} AND h.claimed_until > ${a.now} AND h.breaker_state = ${BREAKER.closed}
@@ -363,12 +388,24 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       SELECT h.host, h.rate_per_sec, h.breaker_state, ${room}
       FROM unnest(ARRAY(SELECT DISTINCT host FROM due ORDER BY host)) AS d(host)
       CROSS JOIN LATERAL (SELECT * FROM host h WHERE h.host = d.host FOR UPDATE) h
+    ), probes AS MATERIALIZED (
+      SELECT DISTINCT ON (d.host, d.api_key_id) d.id
+      FROM due d JOIN key_pauses k ON k.host = d.host AND k.api_key_id = d.api_key_id AND k.probe
+      ORDER BY d.host, d.api_key_id, d.ord
     ), pick AS MATERIALIZED (
-      SELECT r.id, r.host, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
+      SELECT r.id, r.host, r.public_only, EXISTS (SELECT 1 FROM gone_endpoint g WHERE g.api_key_id = r.api_key_id AND g.url = r.url) AS gone
       FROM (
-        SELECT d.id, d.api_key_id, d.host, d.url, row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn FROM due d
-        -- a receiver disabled or deleted whose task has not yet held this row: a primary-key probe per row of a receiver
-        WHERE d.receiver_id IS NULL OR NOT EXISTS (SELECT 1 FROM receiver rv WHERE rv.id = d.receiver_id AND rv.disabled)
+        SELECT d.id, d.api_key_id, d.host, d.url, coalesce(rv.public_only, false) AS public_only,
+               row_number() OVER (PARTITION BY d.host ORDER BY d.ord) AS rn
+        FROM due d
+        -- its receiver, a primary-key probe per row of a receiver: one disabled or deleted whose task
+        -- has not yet held this row is left out; a destination a portal session chose goes public only
+        LEFT JOIN LATERAL (
+          SELECT rv.disabled, d.host = ANY(rv.portal_hosts) AS public_only FROM receiver rv WHERE rv.id = d.receiver_id
+        ) rv ON true
+        WHERE NOT coalesce(rv.disabled, false)
+          -- of a key probing the host, its probe alone
+          AND ((d.host, d.api_key_id) NOT IN (SELECT host, api_key_id FROM key_pauses) OR d.id IN (SELECT id FROM probes))
       ) r
       JOIN hosts h ON h.host = r.host
       WHERE r.rn <= least(h.slots, coalesce(floor(h.tokens), h.slots))
@@ -379,7 +416,9 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM pick p
       WHERE c.id = p.id AND c.done_at = 'infinity' AND NOT p.gone
       RETURNING c.id, c.batch_id, c.api_key_id, c.url, c.host, c.method, c.headers, c.body, c.timeout_ms,
-                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id
+                c.max_attempts, c.retry_delays_ms, c.attempts, c.priority, c.traceparent, c.receiver_id, p.public_only, c.body_event_id
+    ), granted AS MATERIALIZED (
+      SELECT k.id FROM api_key k WHERE k.allow_private_networks AND k.id IN (SELECT api_key_id FROM moved)
     ), spent AS (
       UPDATE host h
       SET tokens = CASE WHEN hs.tokens IS NULL THEN h.tokens ELSE hs.tokens - m.n END,
@@ -393,14 +432,29 @@ function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {
       FROM (SELECT host, count(*) AS n, sum(count(*)) OVER () <= ${a.sendRoom}::int AS all_sent FROM moved GROUP BY host) m
       JOIN hosts hs ON hs.host = m.host
       WHERE h.host = m.host
+    ), probe_rows AS MATERIALIZED (
+      -- the probes leased (none unless a key's pause is over): the update below then touches nothing
+      SELECT m.host, m.api_key_id, m.timeout_ms FROM moved m WHERE m.id IN (SELECT id FROM probes)
+    ), probed AS (
+      UPDATE host_key_breaker k
+      SET state = ${BREAKER.half_open}, updated_at = ${a.now},
+          open_until = ${a.now} + greatest(${a.cooldownMs}::int, m.timeout_ms + ${a.leaseMarginMs}::int) * interval '1 millisecond'
+      FROM probe_rows m
+      WHERE k.host = m.host AND k.api_key_id = m.api_key_id
     )
     SELECT id, batch_id AS "batchId", api_key_id AS "apiKeyId", url, host, method, headers, body,
            timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", attempts, priority, traceparent,
-           receiver_id AS "receiverId", false AS gone
+           receiver_id AS "receiverId", NOT public_only AND api_key_id IN (SELECT id FROM granted) AS "privateNetworks",
+           body_event_id AS "bodyEventId", false AS gone
     FROM moved
     UNION ALL
     -- rows to a gone URL, untouched: failGoneEndpoints fails them (the rest of the columns null)
-    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone`;
+    SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM pick WHERE gone
+    UNION ALL
+    -- the body of each event whose deliveries were claimed, once: a primary-key probe of event per event (id null)
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, e.body, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, e.id, false
+    FROM (SELECT DISTINCT body_event_id AS id FROM moved WHERE body_event_id IS NOT NULL) d
+    CROSS JOIN LATERAL (SELECT e.id, e.body FROM event e WHERE e.id = d.id) e`;
 }
 
 /** Most due rows of one key and priority `dueAhead` reads. */

@@ -2,7 +2,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BLOCKED_CODE } from '../outcome.policy.js';
 import { buildGuardedConnector } from './connector.js';
-import { NetworkPolicy } from './network.policy.js';
+import { NetworkPolicy } from '../../common/network.policy.js';
 
 /**
  * The connector refuses before a socket exists: a raw TCP server on loopback counts

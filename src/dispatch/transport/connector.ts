@@ -3,7 +3,7 @@ import { isIP, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { buildConnector } from 'undici';
 import { BLOCKED_CODE } from '../outcome.policy.js';
-import type { NetworkPolicy } from './network.policy.js';
+import type { NetworkPolicy } from '../../common/network.policy.js';
 
 /** How long a new connection took, phase by phase; attached to the socket it made. */
 export interface ConnectTimings {

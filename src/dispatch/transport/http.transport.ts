@@ -8,7 +8,7 @@ import { classifyError, classifyStatus } from '../outcome.policy.js';
 import { traceAttempt } from '../dispatch.tracing.js';
 import { tracing } from '../../tracing/tracing.setup.js';
 import { buildGuardedConnector } from './connector.js';
-import { NetworkPolicy } from './network.policy.js';
+import { NetworkPolicy } from '../../common/network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
 import { parseEgressProxy } from './proxy.tunnel.js';
 import { undiciAdapter, type CallTrace, type TracedRequestConfig } from './undici.adapter.js';
@@ -21,6 +21,8 @@ export interface OutgoingCall {
   timeoutMs: number;
   /** Trace context the attempt's span continues (the accepting request's), if any. */
   traceparent?: string | null;
+  /** May connect to the ranges ALLOW_PRIVATE_NETWORKS opens (its key's grant); otherwise to public addresses only. */
+  privateNetworks?: boolean;
 }
 
 export interface CallResult {
@@ -58,22 +60,46 @@ function dispatchAgent(connect: buildConnector.connector): Agent {
  */
 @Injectable()
 export class HttpTransport implements OnApplicationShutdown {
-  private readonly agent: Agent;
-  private readonly adapter: AxiosAdapter;
+  /** Public addresses only; and, when ALLOW_PRIVATE_NETWORKS opens ranges, one that may also reach those. */
+  private readonly agents: Agent[];
+  private readonly publicAdapter: AxiosAdapter;
+  private readonly privateAdapter: AxiosAdapter;
 
+  /**
+   * The address check runs in the connector, on the addresses the socket connects to
+   * (connector.ts), so which ranges a call may reach is chosen by the agent it goes
+   * through: a call whose key is not granted private networks (or whose destination a
+   * portal session chose, or that its receiver's transform sent to another destination:
+   * transform.step.ts) goes through the agent whose policy opens nothing, whatever
+   * ALLOW_PRIVATE_NETWORKS says. The two agents keep separate connection pools, so a
+   * connection one opened is never reused by the other's calls.
+   */
   constructor(
     private readonly http: HttpService,
     private readonly config: AppConfig,
   ) {
-    const policy = new NetworkPolicy(config.allowPrivateNetworks);
-    this.agent = dispatchAgent(
+    const open = config.allowPrivateNetworks;
+    const publicOnly = new NetworkPolicy(
+      [],
+      open.length > 0
+        ? "its key has no grant for private networks (an admin sets allowPrivateNetworks with PATCH /v1/keys/{id}), or a portal session chose its destination, or its receiver's transform sent it to another destination"
+        : undefined,
+    );
+    const publicAgent = this.agentFor(publicOnly);
+    const privateAgent = open.length > 0 ? this.agentFor(new NetworkPolicy(open)) : publicAgent;
+    this.agents = [...new Set([publicAgent, privateAgent])];
+    this.publicAdapter = undiciAdapter(publicAgent);
+    this.privateAdapter = privateAgent === publicAgent ? this.publicAdapter : undiciAdapter(privateAgent);
+  }
+
+  private agentFor(policy: NetworkPolicy): Agent {
+    return dispatchAgent(
       // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
       // an address our policy checked (proxy.connector.ts).
-      config.egressProxyUrl
-        ? buildProxiedConnector(policy, parseEgressProxy(config.egressProxyUrl), CONNECT_TIMEOUT_MS)
+      this.config.egressProxyUrl
+        ? buildProxiedConnector(policy, parseEgressProxy(this.config.egressProxyUrl), CONNECT_TIMEOUT_MS)
         : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
     );
-    this.adapter = undiciAdapter(this.agent);
   }
 
   private requestConfig(call: OutgoingCall): AxiosRequestConfig & TracedRequestConfig {
@@ -83,7 +109,7 @@ export class HttpTransport implements OnApplicationShutdown {
       headers: call.headers,
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
-      adapter: this.adapter,
+      adapter: call.privateNetworks ? this.privateAdapter : this.publicAdapter,
       snippetBytes: this.config.responseSnippetBytes,
     };
   }
@@ -119,7 +145,8 @@ export class HttpTransport implements OnApplicationShutdown {
    * rather than waited for: `close()` would wait for its own timeout (up to minutes).
    */
   async onApplicationShutdown(): Promise<void> {
-    await this.agent.destroy().catch(() => undefined); // shutting down: calls still running were handed back
+    // shutting down: calls still running were handed back
+    await Promise.all(this.agents.map((a) => a.destroy().catch(() => undefined)));
   }
 }
 

@@ -1,7 +1,7 @@
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BLOCKED_CODE } from '../outcome.policy.js';
-import { NetworkPolicy } from './network.policy.js';
+import { NetworkPolicy } from '../../common/network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
 import { parseEgressProxy } from './proxy.tunnel.js';
 

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { connect as tlsConnect } from 'node:tls';
 import type { buildConnector } from 'undici';
 import { BlockedDestinationError, checkedLookup, CONNECT_TIMINGS, unbracket, type TimedSocket } from './connector.js';
-import type { NetworkPolicy } from './network.policy.js';
+import type { NetworkPolicy } from '../../common/network.policy.js';
 import { openTunnel, type EgressProxy, type TunnelClock } from './proxy.tunnel.js';
 
 /**

@@ -5,8 +5,8 @@ import { RE2JS } from 're2js';
  * and `pattern` under `propertyNames`): RE2 (re2js, a pure-JS port), given to ajv as its
  * `code.regExp`. Schemas and payloads both come from API keys, and V8's backtracking
  * engine takes time exponential in the input for patterns such as `^(a+)+$`: one publish
- * of 30 characters would hold the API's event loop for seconds, of 40 for days. RE2 matches
- * in time linear in the input, whatever the pattern (test/event-types.e2e.test.ts, "ReDoS").
+ * of 30 characters would hold a thread for seconds, of 40 for days. RE2 matches in time
+ * linear in the input, whatever the pattern (test/event-types.e2e.test.ts, "ReDoS").
  *
  * The price: what RE2 cannot do in linear time it refuses. Lookahead, lookbehind and
  * backreferences make a schema a 400 when it is PUT (JSON Schema's own advice for
@@ -17,31 +17,34 @@ import { RE2JS } from 're2js';
 export class UnsupportedPattern extends Error {}
 
 class Re2Pattern {
-  constructor(
-    private readonly source: string,
-    private readonly re: RE2JS,
-  ) {}
+  /** @param {string} source @param {RE2JS} re */
+  constructor(source, re) {
+    this.source = source;
+    this.re = re;
+  }
 
-  test(s: string): boolean {
+  /** @param {string} s */
+  test(s) {
     return this.re.test(s);
   }
 
   /** ajv keys its compiled patterns by this: one entry per pattern text. */
-  toString(): string {
+  toString() {
     return `re2:${this.source}`;
   }
 }
 
-function compilePattern(pattern: string): Re2Pattern {
+/** @param {string} pattern */
+function compilePattern(pattern) {
   try {
     return new Re2Pattern(pattern, RE2JS.compile(RE2JS.translateRegExp(pattern)));
   } catch (error) {
     throw new UnsupportedPattern(
-      `pattern ${JSON.stringify(pattern)} is not supported: ${(error as Error).message} ` +
+      `pattern ${JSON.stringify(pattern)} is not supported: ${error.message} ` +
         '(patterns are matched in linear time, by RE2: no lookahead, lookbehind or backreference)',
     );
   }
 }
 
 /** ajv's RegExpEngine: (pattern, flags) → { test }; `code` is only read by ajv's standalone code, which this service does not use. */
-export const schemaPatternEngine = Object.assign((pattern: string) => compilePattern(pattern), { code: 're2js' });
+export const schemaPatternEngine = Object.assign((/** @type {string} */ pattern) => compilePattern(pattern), { code: 're2js' });

@@ -1,5 +1,6 @@
+import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { cidrProblem } from '../../common/cidr.js';
+import { cidrProblem } from './cidr.js';
 
 /**
  * Destinations refused unless ALLOW_PRIVATE_NETWORKS opens them: everything that is
@@ -46,12 +47,21 @@ const BLOCKED_V6 = [
   'ff00::/8',
 ];
 
+/** What a refusal tells to do about it, by default. */
+const OPEN_HINT = 'set ALLOW_PRIVATE_NETWORKS to allow it';
+
 export class NetworkPolicy {
   private readonly blocked = new BlockList();
   private readonly allowed = new BlockList();
 
-  /** `allowCidrs`: e.g. ['127.0.0.0/8'] for local use and tests. Throws on a bad CIDR. */
-  constructor(allowCidrs: readonly string[] = []) {
+  /**
+   * `allowCidrs`: e.g. ['127.0.0.0/8'] for local use and tests. Throws on a bad CIDR.
+   * `hint`: what a refusal says would allow the address.
+   */
+  constructor(
+    allowCidrs: readonly string[] = [],
+    private readonly hint = OPEN_HINT,
+  ) {
     for (const c of BLOCKED_V4) addCidr(this.blocked, c);
     for (const c of BLOCKED_V6) addCidr(this.blocked, c);
     for (const c of allowCidrs) addCidr(this.allowed, c);
@@ -68,7 +78,7 @@ export class NetworkPolicy {
     const embedded = type === 'ipv6' ? embeddedIpv4(ip) : undefined;
     if (embedded) [ip, type] = [embedded, 'ipv4'];
     if (this.allowed.check(ip, type)) return undefined;
-    if (this.blocked.check(ip, type)) return `destination ${address} is in a private or reserved range (set ALLOW_PRIVATE_NETWORKS to allow it)`;
+    if (this.blocked.check(ip, type)) return `destination ${address} is in a private or reserved range (${this.hint})`;
     return undefined;
   }
 }
@@ -105,6 +115,23 @@ function ipv6Groups(ip: string): number[] | undefined {
   if (missing < 0 || (halves.length === 1 && missing !== 0)) return undefined;
   const groups = [...head, ...Array<number>(missing).fill(0), ...tail];
   return groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+/**
+ * Why the policy refuses `hostname` (an IP literal, or a name resolved now: the first of
+ * its addresses it refuses), or undefined when it refuses none. A name that does not
+ * resolve is not refused here: what is checked at send time is the address then
+ * resolved (connector.ts), so this is a check at intake, for a clear 400, not the guard.
+ */
+export async function hostnameRefusal(policy: NetworkPolicy, hostname: string): Promise<string | undefined> {
+  const literal = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(literal)) return policy.refusal(literal);
+  const addresses = await lookup(hostname, { all: true }).catch(() => []);
+  for (const a of addresses) {
+    const reason = policy.refusal(a.address);
+    if (reason) return `${hostname} resolves to ${a.address}: ${reason}`;
+  }
+  return undefined;
 }
 
 export function addCidr(list: BlockList, cidr: string): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../config/app.config.js';
-import { cidrProblem } from '../../common/cidr.js';
+import { ConfigError, loadConfig } from '../config/app.config.js';
+import { cidrProblem } from './cidr.js';
 import { NetworkPolicy } from './network.policy.js';
 
 describe(NetworkPolicy.name, () => {
