@@ -63,7 +63,9 @@ function settings(r, editable, rerender) {
           .filter(Boolean)
           .map((line) => [line.slice(0, line.indexOf(':')).trim(), line.slice(line.indexOf(':') + 1).trim()]),
       );
-      await portalSend('PATCH', '/portal/api/receiver', { url: url.value, headers: parsed });
+      // The URL goes only when changed: a URL the portal sets must be public, and one it left as the sender set it is not the portal's.
+      const changedUrl = url.value !== (r.url ?? '') ? { url: url.value } : {};
+      await portalSend('PATCH', '/portal/api/receiver', { ...changedUrl, headers: parsed });
       await rerender();
     } catch (error) {
       message.textContent = error.message;
