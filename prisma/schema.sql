@@ -32,7 +32,9 @@ CREATE TABLE attempt (
   worker text,
   tunnel_ms double precision,
   receiver_id uuid,
-  transformed jsonb
+  transformed jsonb,
+  auth text,
+  token_ms double precision
 );
 
 CREATE TABLE batch (
@@ -109,7 +111,10 @@ CREATE TABLE event_type (
   schema jsonb,
   deprecated boolean NOT NULL DEFAULT false,
   created_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  timeout_ms integer,
+  max_attempts integer,
+  retry_delays_ms integer[]
 );
 
 CREATE TABLE gone_endpoint (
@@ -205,6 +210,30 @@ CREATE TABLE receiver (
   transform_code text
 );
 
+CREATE TABLE receiver_credential (
+  receiver_id uuid NOT NULL,
+  version uuid NOT NULL,
+  auth_type text,
+  auth jsonb,
+  tls jsonb,
+  key_id text NOT NULL,
+  sealed text NOT NULL,
+  updated_at timestamp(3) with time zone NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+
+CREATE TABLE receiver_token (
+  receiver_id uuid NOT NULL,
+  version uuid NOT NULL,
+  token_id uuid,
+  key_id text,
+  sealed text,
+  fetched_at timestamp(3) with time zone,
+  refresh_at timestamp(3) with time zone,
+  expires_at timestamp(3) with time zone,
+  fetching_by text,
+  fetching_until timestamp(3) with time zone
+);
+
 CREATE TABLE recovery (
   id uuid NOT NULL,
   api_key_id uuid NOT NULL,
@@ -286,6 +315,14 @@ ALTER TABLE portal_session ADD CONSTRAINT portal_session_receiver_id_fkey FOREIG
 ALTER TABLE receiver ADD CONSTRAINT receiver_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE receiver ADD CONSTRAINT receiver_disabled_check CHECK ((disabled = (disabled_at IS NOT NULL)));
 ALTER TABLE receiver ADD CONSTRAINT receiver_pkey PRIMARY KEY (id);
+ALTER TABLE receiver_credential ADD CONSTRAINT receiver_credential_any_check CHECK (((auth_type IS NOT NULL) OR (tls IS NOT NULL)));
+ALTER TABLE receiver_credential ADD CONSTRAINT receiver_credential_auth_type_check CHECK ((auth_type = ANY (ARRAY['basic'::text, 'bearer'::text, 'oauth2'::text])));
+ALTER TABLE receiver_credential ADD CONSTRAINT receiver_credential_pkey PRIMARY KEY (receiver_id);
+ALTER TABLE receiver_credential ADD CONSTRAINT receiver_credential_receiver_id_fkey FOREIGN KEY (receiver_id) REFERENCES receiver(id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE receiver_credential ADD CONSTRAINT receiver_credential_version_key UNIQUE (receiver_id, version);
+ALTER TABLE receiver_token ADD CONSTRAINT receiver_token_credential_fkey FOREIGN KEY (receiver_id, version) REFERENCES receiver_credential(receiver_id, version) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE receiver_token ADD CONSTRAINT receiver_token_pkey PRIMARY KEY (receiver_id, version);
+ALTER TABLE receiver_token ADD CONSTRAINT receiver_token_sealed_check CHECK ((((token_id IS NULL) = (sealed IS NULL)) AND ((sealed IS NULL) = (key_id IS NULL)) AND ((sealed IS NULL) = (expires_at IS NULL)) AND ((sealed IS NULL) = (refresh_at IS NULL))));
 ALTER TABLE recovery ADD CONSTRAINT recovery_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_key(id) ON UPDATE CASCADE ON DELETE RESTRICT;
 ALTER TABLE recovery ADD CONSTRAINT recovery_id_fkey FOREIGN KEY (id) REFERENCES task(id) ON UPDATE CASCADE ON DELETE CASCADE;
 ALTER TABLE recovery ADD CONSTRAINT recovery_pkey PRIMARY KEY (id);
@@ -347,6 +384,9 @@ CREATE INDEX portal_session_receiver_idx ON public.portal_session USING btree (r
 CREATE UNIQUE INDEX receiver_api_key_id_name_key ON public.receiver USING btree (api_key_id, name);
 CREATE INDEX receiver_failing_idx ON public.receiver USING btree (failing_since) WHERE ((failing_since IS NOT NULL) AND (NOT disabled));
 CREATE UNIQUE INDEX receiver_pkey ON public.receiver USING btree (id);
+CREATE UNIQUE INDEX receiver_credential_pkey ON public.receiver_credential USING btree (receiver_id);
+CREATE UNIQUE INDEX receiver_credential_version_key ON public.receiver_credential USING btree (receiver_id, version);
+CREATE UNIQUE INDEX receiver_token_pkey ON public.receiver_token USING btree (receiver_id, version);
 CREATE UNIQUE INDEX recovery_pkey ON public.recovery USING btree (id);
 CREATE INDEX recovery_unnotified_idx ON public.recovery USING btree (id) WHERE (notified_at IS NULL);
 CREATE UNIQUE INDEX signing_secret_destination_current_key ON public.signing_secret USING btree (api_key_id, destination) WHERE ((expires_at IS NULL) AND (destination IS NOT NULL));

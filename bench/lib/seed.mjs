@@ -20,7 +20,8 @@ export async function benchKeyId(db) {
 }
 
 /**
- * One batch of `n` callbacks due now to `urls` (round robin), committed in one
+ * One batch of `n` callbacks due now to `urls` (round robin), of `receiverId` when
+ * given (its secrets sign them, its credentials go with them), committed in one
  * transaction with the same NOTIFY the API sends. Returns the batch id and the time
  * (performance.now()) the COMMIT was sent. `receiverId`: the callbacks name that
  * receiver (its secret signs them, its transform runs).

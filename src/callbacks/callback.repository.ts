@@ -62,6 +62,8 @@ export type AttemptRow = Pick<
   | 'responseHeaders'
   | 'responseBody'
   | 'transformed'
+  | 'auth'
+  | 'tokenMs'
 > & { startedAt: string };
 /** The columns of a callback the status API shows (not its headers, body or lease). */
 export type CallbackStatusRow = Pick<
@@ -173,7 +175,7 @@ export class CallbackRepository {
                         'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'tunnelMs', a.tunnel_ms, 'firstByteMs', a.first_byte_ms,
                         'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
                         'responseHeaders', a.response_headers, 'responseBody', a.response_body,
-                        'transformed', a.transformed) ORDER BY a.number)
+                        'transformed', a.transformed, 'auth', a.auth, 'tokenMs', a.token_ms) ORDER BY a.number)
                FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"
       FROM unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.apiKeyId)}::uuid[]) WITH ORDINALITY AS r(id, api_key_id, i)
       JOIN callback c ON c.id = r.id AND c.api_key_id = r.api_key_id`);

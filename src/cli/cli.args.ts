@@ -22,11 +22,15 @@ commands:
   keys revoke <id>                  revoke a key
   receivers put <name> [--endpoint URL] [--description TEXT] [--timeout-ms N] [--max-attempts N]
                 [--secret whsec_…] [--disable | --enable] [--file settings.json]
+                [--auth-file auth.json] [--client-cert cert.pem --client-key key.pem] [--ca ca.pem]
                                     create or update a receiver (--file: the PUT body as JSON;
-                                    the flags override it); prints it with its secrets
+                                    the flags override it); prints it with its secrets.
+                                    --auth-file: its auth as JSON ({"type":"oauth2",…}, or null);
+                                    --client-cert, --client-key, --ca: PEM files for mutual TLS
   receivers list                    the key's receivers
   receivers show <name> [--since 15m]
                                     settings, secrets, figures (pending, held, outcomes, latency)
+  receivers test <name>             one signed example call to it now, with its credentials: the attempt
   receivers rotate <name>           a new secret; the old one keeps signing for 24 h
   receivers delete <name>           delete it; its pending callbacks are cancelled
   receivers portal <name> [--ttl 1h] [--capabilities read,replay,rotate,edit]
@@ -107,6 +111,11 @@ export interface CliArgs {
     secret?: string;
     disabled?: boolean;
     file?: string;
+    /** --auth-file, --client-cert, --client-key, --ca: files read into `auth` and `tls`. */
+    authFile?: string;
+    clientCertFile?: string;
+    clientKeyFile?: string;
+    caFile?: string;
   };
 }
 
@@ -163,6 +172,10 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
         ttl: { type: 'string' },
         capabilities: { type: 'string' },
         revoke: { type: 'boolean' },
+        'auth-file': { type: 'string' },
+        'client-cert': { type: 'string' },
+        'client-key': { type: 'string' },
+        ca: { type: 'string' },
       },
     });
   } catch (error) {
@@ -189,6 +202,10 @@ export function parseCliArgs(argv: string[], env: Record<string, string | undefi
     secret: v.secret,
     disabled: v.disable ? true : v.enable ? false : undefined,
     file: v.file,
+    authFile: v['auth-file'],
+    clientCertFile: v['client-cert'],
+    clientKeyFile: v['client-key'],
+    caFile: v.ca,
   };
   const recovery = {
     receiver: v.receiver,

@@ -6,7 +6,12 @@ import type { Output } from './cli.commands.js';
 import { ms, table } from './cli.format.js';
 
 /** A receiver as the list, the page or a change answers it (secrets and figures on the page and after a change). */
-type ReceiverView = Omit<Schemas['ReceiverListItemDto'], 'health'> & { secrets?: Schemas['SecretDto'][]; figures?: Schemas['ReceiverFiguresDto'] };
+type ReceiverView = Omit<Schemas['ReceiverListItemDto'], 'health'> & {
+  secrets?: Schemas['SecretDto'][];
+  figures?: Schemas['ReceiverFiguresDto'];
+  auth?: Schemas['ReceiverAuthDto'] | null;
+  tls?: Schemas['ReceiverTlsDto'] | null;
+};
 
 /** `callbacks receivers put|list|show|rotate|delete|portal`. */
 export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise<number> {
@@ -30,11 +35,12 @@ export async function receivers(api: CliApi, args: CliArgs, io: Output): Promise
     );
     return 0;
   }
-  if (!['put', 'show', 'rotate', 'delete', 'portal'].includes(sub ?? '')) {
-    throw new UsageError('receivers needs put <name> [settings], list, show <name>, rotate <name>, delete <name> or portal <name>');
+  if (!['put', 'show', 'rotate', 'delete', 'portal', 'test'].includes(sub ?? '')) {
+    throw new UsageError('receivers needs put <name> [settings], list, show <name>, test <name>, rotate <name>, delete <name> or portal <name>');
   }
   if (!name) throw new UsageError(`receivers ${sub} needs a receiver name`);
   if (sub === 'portal') return portal(api, args, name, io);
+  if (sub === 'test') return testCall(api, args, name, io);
   if (sub === 'delete') {
     const r = await api.call(api.client.DELETE('/v1/receivers/{name}', { params: { path: { name } } }));
     if (args.json) return (io.out(JSON.stringify(r)), 0);
@@ -74,9 +80,40 @@ async function portal(api: CliApi, args: CliArgs, name: string, io: Output): Pro
   return 0;
 }
 
+/** One signed example call to the receiver now (POST /v1/receivers/{name}/test); exit 1 when it did not succeed. */
+async function testCall(api: CliApi, args: CliArgs, name: string, io: Output): Promise<number> {
+  const a = await api.call(api.client.POST('/v1/receivers/{name}/test', { params: { path: { name } } }));
+  if (args.json) io.out(JSON.stringify(a));
+  else {
+    const auth = a.auth ? `, ${a.auth} auth${a.phases.tokenMs !== undefined ? ` (token ${ms(a.phases.tokenMs)})` : ''}` : '';
+    io.out(`${a.ok ? 'ok' : 'failed'}: ${a.statusCode ?? a.outcome ?? 'not sent'} in ${ms(a.durationMs)}${auth} → ${a.url}${a.error ? `\n${a.error}` : ''}`);
+    if (a.responseBody) io.out(a.responseBody);
+  }
+  return a.ok ? 0 : 1;
+}
+
+/** `auth` and `tls` from the files the flags name (PEM read as text; the service checks them). */
+async function credentialFlags(f: CliArgs['receiver']): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  if (f.authFile) {
+    const raw = f.authFile === '-' ? await readStdinText() : await readFile(f.authFile, 'utf8');
+    try {
+      out.auth = JSON.parse(raw);
+    } catch (error) {
+      throw new UsageError(`${f.authFile} is not JSON: ${(error as Error).message}`);
+    }
+  }
+  const tls: Record<string, string> = {};
+  if (f.clientCertFile) tls.clientCertificate = await readFile(f.clientCertFile, 'utf8');
+  if (f.clientKeyFile) tls.clientKey = await readFile(f.clientKeyFile, 'utf8');
+  if (f.caFile) tls.ca = await readFile(f.caFile, 'utf8');
+  if (Object.keys(tls).length > 0) out.tls = tls;
+  return out;
+}
+
 async function putBody(args: CliArgs): Promise<Record<string, unknown>> {
   let body: Record<string, unknown> = {};
-  const { file, ...flags } = args.receiver;
+  const { file, authFile, clientCertFile, clientKeyFile, caFile, ...flags } = args.receiver;
   if (file) {
     const raw = file === '-' ? await readStdinText() : await readFile(file, 'utf8');
     try {
@@ -87,7 +124,7 @@ async function putBody(args: CliArgs): Promise<Record<string, unknown>> {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new UsageError(`${file} must hold a JSON object`);
   }
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) body[k] = v;
-  return body;
+  return { ...body, ...(await credentialFlags({ authFile, clientCertFile, clientKeyFile, caFile })) };
 }
 
 function describe(r: ReceiverView): string {
@@ -103,6 +140,18 @@ function describe(r: ReceiverView): string {
         .map(([k, v]) => `${k}: ${v}`)
         .join('; ')}`,
     );
+  if (r.auth)
+    lines.push(
+      `auth      ${Object.entries(r.auth)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
+  if (r.tls) {
+    const cert = r.tls.clientCertificate
+      ? `client certificate ${r.tls.clientCertificate.subject} until ${r.tls.clientCertificate.notAfter}, key ${r.tls.clientKey}`
+      : 'no client certificate';
+    lines.push(`tls       ${cert}${r.tls.ca ? `; ca ${r.tls.ca.map((c) => c.subject).join(', ')}` : ''}`);
+  }
   if (r.secrets) {
     lines.push(
       '',

@@ -471,6 +471,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Preview who would get an event, and why */
+        post: operations["EventController_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/{id}": {
         parameters: {
             query?: never;
@@ -609,6 +626,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/receivers/{name}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a receiver one signed test call now */
+        post: operations["ReceiverTestController_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -709,7 +743,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change URL, headers or transform, disable or enable (edit) */
+        /** Change URL, headers, credentials (write-only) or transform, disable or enable (edit) */
         patch: operations["PortalApiController_updateReceiver"];
         trace?: never;
     };
@@ -841,7 +875,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a signed test callback to its URL and answer its result (replay) */
+        /** Send a signed test call to its URL now, with its credentials, and answer the attempt (replay); nothing is stored */
         post: operations["PortalApiController_sendTest"];
         delete?: never;
         options?: never;
@@ -1195,6 +1229,8 @@ export interface components {
             /** @description Through EGRESS_PROXY_URL only: the CONNECT tunnel (connectMs is then the connection to the proxy) */
             tunnelMs?: number;
             firstByteMs: number | null;
+            /** @description With a receiver's OAuth2 auth, when the attempt fetched (or waited for) a token first: how long that took, before the call */
+            tokenMs?: number;
         };
         TransformedRequestDto: {
             method: string;
@@ -1213,10 +1249,15 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error" | "auth_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
+            /**
+             * @description The receiver authentication the call was sent with (never the credential); null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
             /** @description Response headers as received */
             responseHeaders: {
                 [key: string]: unknown;
@@ -1431,6 +1472,42 @@ export interface components {
              */
             reencrypted: number;
         };
+        BasicAuthDto: {
+            /** @enum {string} */
+            type: "basic";
+            /** @description No ":" */
+            username: string;
+            /** @description Write-only; left out on an update of the same type: kept */
+            password?: string;
+        };
+        BearerAuthDto: {
+            /** @enum {string} */
+            type: "bearer";
+            /** @description Sent as Authorization: Bearer <token>. Write-only; left out on an update of the same type: kept */
+            token?: string;
+        };
+        OAuth2AuthDto: {
+            /** @enum {string} */
+            type: "oauth2";
+            /**
+             * @description The token endpoint (client credentials grant); http:// wherever a callback URL may be
+             * @example https://auth.example.com/oauth/token
+             */
+            tokenUrl: string;
+            clientId: string;
+            /** @description Write-only; left out on an update of the same type: kept */
+            clientSecret?: string;
+            /** @example webhooks:write */
+            scope?: string | null;
+            /** @description Sent as the audience parameter (Auth0 and others ask for it) */
+            audience?: string | null;
+            /**
+             * @description How the client authenticates at the token endpoint: HTTP Basic, or client_id and client_secret in the form
+             * @default basic
+             * @enum {string}
+             */
+            clientAuth?: "basic" | "post";
+        };
         TransformDto: {
             /**
              * @description JavaScript defining `function handler(webhook)`: it gets `{method, url, headers, body, eventType, receiver, attempt}` (body parsed when JSON) and returns the webhook, changed or not, or null to send nothing. At most 64 KiB
@@ -1440,6 +1517,14 @@ export interface components {
              *     }
              */
             code: string;
+        };
+        ReceiverTlsInputDto: {
+            /** @description PEM; with clientKey: sent when the receiver asks for a client certificate (mutual TLS) */
+            clientCertificate?: string | null;
+            /** @description PEM, unencrypted; write-only (left out: kept) */
+            clientKey?: string | null;
+            /** @description PEM, one or more certificates: the receiver's server certificate must chain to one of them (instead of the system's CAs) */
+            ca?: string | null;
         };
         PutReceiverDto: {
             /**
@@ -1490,6 +1575,59 @@ export interface components {
             secret?: string;
             /** @description JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it */
             transform?: components["schemas"]["TransformDto"] | null;
+            /** @description How each call authenticates: basic, bearer, or an OAuth2 token of the client credentials grant. Secrets are write-only (answers show "set"); on an update of the same type a secret left out is kept. null removes it */
+            auth?: (components["schemas"]["BasicAuthDto"] | components["schemas"]["BearerAuthDto"] | components["schemas"]["OAuth2AuthDto"]) | null;
+            /** @description Mutual TLS: a client certificate and its key, and/or the CA the receiver's certificate must chain to. The key is write-only. null removes it */
+            tls?: components["schemas"]["ReceiverTlsInputDto"] | null;
+        };
+        ReceiverAuthDto: {
+            /** @enum {string} */
+            type: "basic" | "bearer" | "oauth2";
+            /** @description basic */
+            username?: string;
+            /**
+             * @description basic
+             * @enum {string}
+             */
+            password?: "set";
+            /**
+             * @description bearer
+             * @enum {string}
+             */
+            token?: "set";
+            /** @description oauth2 */
+            tokenUrl?: string;
+            /** @description oauth2 */
+            clientId?: string;
+            /**
+             * @description oauth2
+             * @enum {string}
+             */
+            clientSecret?: "set";
+            /** @description oauth2 */
+            scope?: string | null;
+            /** @description oauth2 */
+            audience?: string | null;
+            /**
+             * @description oauth2
+             * @enum {string}
+             */
+            clientAuth?: "basic" | "post";
+        };
+        CertificateDto: {
+            /** @example CN=merchant-42 */
+            subject: string;
+            issuer: string;
+            /** Format: date-time */
+            notAfter: string;
+            /** @description SHA-256 of the certificate (DER), colon-separated hex */
+            fingerprint256: string;
+        };
+        ReceiverTlsDto: {
+            clientCertificate: components["schemas"]["CertificateDto"] | null;
+            /** @enum {string|null} */
+            clientKey: "set" | null;
+            ca: components["schemas"]["CertificateDto"][] | null;
         };
         ReceiverWithSecretsDto: {
             /** @example merchant-42 */
@@ -1518,6 +1656,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description how its calls authenticate (secrets shown as "set"); null: none */
+            auth: components["schemas"]["ReceiverAuthDto"] | null;
+            /** @description its client certificate and CA for mutual TLS (the key shown as "set"); null: none */
+            tls: components["schemas"]["ReceiverTlsDto"] | null;
             /** @description its transform (docs/guide.md, Transformations); null: none */
             transform: components["schemas"]["TransformDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
@@ -1614,6 +1756,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             secrets: components["schemas"]["SecretDto"][];
+            /** @description how its calls authenticate (secrets shown as "set"); null: none */
+            auth: components["schemas"]["ReceiverAuthDto"] | null;
+            /** @description its client certificate and CA for mutual TLS (the key shown as "set"); null: none */
+            tls: components["schemas"]["ReceiverTlsDto"] | null;
             /** @description its transform (docs/guide.md, Transformations); null: none */
             transform: components["schemas"]["TransformDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
@@ -1680,6 +1826,13 @@ export interface components {
             durationMs: number;
             /** @description the webhook the handler was given (its body as text) */
             input: components["schemas"]["TransformRequestDto"];
+            /**
+             * @description the receiver's authentication, added when the call is sent, after the transform: its Authorization header replaces any in `request` (and is never shown); null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
+            /** @description the call goes through the receiver's own TLS settings (client certificate, CA) when sent */
+            tls: boolean;
         };
         PutEventTypeDto: {
             description?: string | null;
@@ -1702,6 +1855,12 @@ export interface components {
             } | null;
             /** @description Still accepted; tells senders and receivers to move off it */
             deprecated?: boolean | null;
+            /** @description Per-call timeout of this type's deliveries, ms, below the receiver's own (null: not set) */
+            timeoutMs?: Record<string, unknown>;
+            /** @description Attempts of this type's deliveries, below the receiver's own (null: not set) */
+            maxAttempts?: Record<string, unknown>;
+            /** @description Delays before attempt 2, 3, … in ms; the last repeats */
+            retryDelaysMs?: number[];
         };
         EventTypeDto: {
             /** @example order.paid */
@@ -1712,6 +1871,12 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             deprecated: boolean;
+            /** @description its deliveries' timeout unless the receiver has one; null: the service's */
+            timeoutMs: number | null;
+            /** @description its deliveries' attempts unless the receiver has its own; null: the service's */
+            maxAttempts: number | null;
+            /** @description its deliveries' retry delays unless the receiver has its own; empty: the service's */
+            retryDelaysMs: number[];
             createdAt: string;
             updatedAt: string;
         };
@@ -1762,6 +1927,41 @@ export interface components {
             /** @description the batch holding its deliveries (GET /v1/callbacks?event= or GET /v1/batches/{id}/callbacks pages through them) */
             batchId: string;
             createdAt: string;
+        };
+        PreviewEventDto: {
+            /** @example order.paid */
+            type: string;
+            /**
+             * @description Any JSON value, checked as a publish checks it
+             * @example {
+             *       "orderId": "o-42",
+             *       "amount": 1500
+             *     }
+             */
+            payload: Record<string, unknown> | null;
+            /** @description Only these receivers, each with why it would or would not get the event (an unknown name is a 400); without it, every receiver subscribed to the type */
+            receivers?: string[];
+        };
+        PreviewReceiverDto: {
+            /** @example merchant-42 */
+            receiver: string;
+            /** @description It would get a delivery (held, when it is disabled) */
+            delivers: boolean;
+            /**
+             * @description Why it would or would not
+             * @enum {string}
+             */
+            reason: "delivered" | "disabled" | "not_subscribed" | "filter_failed" | "no_url" | "event_refused";
+            /** @example subscribed through order.* */
+            detail: string;
+        };
+        EventPreviewDto: {
+            type: string;
+            /** @description Why no receiver would get it: an unknown type, or a payload its schema refuses (the 400 a publish would answer); null when it would be accepted */
+            problem: string | null;
+            /** @description Deliveries a publish would make now */
+            deliveries: number;
+            receivers: components["schemas"]["PreviewReceiverDto"][];
         };
         EventSummaryDto: {
             /** @description yours, or the one made */
@@ -1933,6 +2133,41 @@ export interface components {
             /** @description its events not yet delivered, cancelled so far */
             cancelledCallbacks: number;
         };
+        ReceiverTestDto: {
+            /** @example merchant-42 */
+            receiver: string;
+            /** @description Where it was sent: the URL its transform made, when it has one */
+            url: string;
+            /** @description The webhook-id it was sent with (made for this test; no callback holds it) */
+            webhookId: string;
+            /** @description The body sent: {"type": "receiver.test", …}, or what its transform made of it (null: none). When nothing was sent (its transform failed or returned null), the example */
+            body: string | null;
+            /** Format: date-time */
+            startedAt: string;
+            durationMs: number;
+            /** @description HTTP status; null without a response */
+            statusCode: number | null;
+            /**
+             * @description `transform_error`: its transform failed, nothing was sent; null: its transform returned null, so nothing was sent (a callback would be cancelled)
+             * @enum {string|null}
+             */
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error" | "auth_error" | null;
+            /** @description Whether a callback would count it a success (2xx) */
+            ok: boolean;
+            error: string | null;
+            /** @description Phase timings, ms from the start (tokenMs: an OAuth2 token fetched first) */
+            phases: components["schemas"]["PhasesDto"];
+            /**
+             * @description The authentication it went with; null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
+            responseHeaders: {
+                [key: string]: string;
+            } | null;
+            /** @description Start of the response body (capped) */
+            responseBody: string | null;
+        };
         LiveDto: {
             /** @enum {string} */
             status: "ok";
@@ -2028,6 +2263,10 @@ export interface components {
             createdAt: string;
             updatedAt: string;
             figures: components["schemas"]["ReceiverFiguresDto"];
+            /** @description how its calls authenticate (secrets shown as "set"); null: none */
+            auth: components["schemas"]["ReceiverAuthDto"] | null;
+            /** @description its client certificate and CA (the key shown as "set"); null: none */
+            tls: components["schemas"]["ReceiverTlsDto"] | null;
             /** @description its transform; null: none */
             transform: components["schemas"]["TransformDto"] | null;
         };
@@ -2040,6 +2279,12 @@ export interface components {
             };
             /** @description true holds its callbacks; false sends them again */
             disabled?: boolean;
+            /** @description How its calls authenticate, as PUT /v1/receivers/{name} takes it (basic, bearer, oauth2; secrets write-only); null removes it */
+            auth?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Mutual TLS, as PUT /v1/receivers/{name} takes it (the key write-only); null removes it */
+            tls?: components["schemas"]["ReceiverTlsInputDto"] | null;
             /** @description JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it */
             transform?: components["schemas"]["TransformDto"] | null;
         };
@@ -2066,10 +2311,15 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error" | "auth_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
+            /**
+             * @description The receiver authentication the call was sent with (never the credential); null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
             /** @description Response headers as received */
             responseHeaders: {
                 [key: string]: unknown;
@@ -4919,6 +5169,83 @@ export interface operations {
             };
         };
     };
+    EventController_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewEventDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPreviewDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
     EventController_get: {
         parameters: {
             query?: never;
@@ -5621,6 +5948,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperatorEndpointDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    ReceiverTestController_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiverTestDto"];
                 };
             };
             /** @description validation_failed (query, path or body) or malformed_json */
@@ -6760,7 +7162,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CallbackDetailDto"];
+                    "application/json": components["schemas"]["ReceiverTestDto"];
                 };
             };
             /** @description validation_failed (query, path or body) or malformed_json */
@@ -6783,15 +7185,6 @@ export interface operations {
             };
             /** @description forbidden: the route needs an admin key */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorDto"];
-                };
-            };
-            /** @description idempotency_conflict or conflict */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -77,6 +77,8 @@ export class AppConfig {
   @IsOptional() @Matches(SECRETS_KEY_FORMAT, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' }) secretsKey?: string;
   /** SECRETS_KEY_PREVIOUS: comma-separated earlier SECRETS_KEYs, still read (never written) while `callbacks secrets rotate-key` re-encrypts under SECRETS_KEY (none). */
   @IsArray() @Matches(SECRETS_KEY_FORMAT, { each: true, message: 'each must be 32 bytes, base64 (openssl rand -base64 32)' }) secretsKeyPrevious: string[] = [];
+  /** RECEIVER_TLS_POOLS_MAX: receivers with mutual TLS whose connection pools a process keeps at once (1000); past it the least recently used pool is closed. */
+  @IsInt() @Min(1) @Max(100_000) receiverTlsPoolsMax = 1000;
   /** RESPONSE_SNIPPET_BYTES: bytes of each response body kept on the attempt (1024). */
   @IsInt() @Min(0) @Max(65536) responseSnippetBytes = 1024;
   /** ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs that may be called though private (none). */
@@ -229,6 +231,7 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   HTTP_TIMEOUT_MS: ['httpTimeoutMs', int],
   HTTP_MAX_TIMEOUT_MS: ['httpMaxTimeoutMs', int],
   RESPONSE_SNIPPET_BYTES: ['responseSnippetBytes', int],
+  RECEIVER_TLS_POOLS_MAX: ['receiverTlsPoolsMax', int],
   METRICS_TOKEN: ['metricsToken', str],
   SECRETS_KEY: ['secretsKey', (raw) => raw.trim()],
   SECRETS_KEY_PREVIOUS: ['secretsKeyPrevious', list],

@@ -6,6 +6,14 @@ import { SigningModule } from '../signing/signing.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TransformsModule } from '../transforms/transforms.module.js';
 import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
+import { ReceiverAuthModule } from '../receiver-auth/receiver-auth.module.js';
+import { ReceiverTester } from '../receivers/receiver-tester.js';
+import { ReceiversModule } from '../receivers/receivers.module.js';
+import { ReceiverTestController } from './receiver-test.controller.js';
+import { ReceiverTestService } from './receiver-test.service.js';
+import { AuthorizedSender } from './auth/authorized.sender.js';
+import { CredentialCache } from './auth/credential.cache.js';
+import { TokenCache } from './auth/token.cache.js';
 import { ClaimRepository } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsRepository } from './host-limits/host-limits.repository.js';
@@ -23,10 +31,14 @@ import { WorkerService } from './worker.service.js';
 
 /** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */
 @Module({
-  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, TransformsModule],
+  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, TransformsModule, ReceiverAuthModule, ReceiversModule],
+  controllers: [ReceiverTestController],
   providers: [
     { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
     HttpTransport,
+    CredentialCache,
+    TokenCache,
+    AuthorizedSender,
     ClaimRepository,
     OutcomeRepository,
     MaintenanceRepository,
@@ -39,6 +51,9 @@ import { WorkerService } from './worker.service.js';
     TransformStep,
     MaintenanceService,
     WorkerService,
+    { provide: ReceiverTester, useClass: ReceiverTestService },
   ],
+  // the test call, for the portal's "Send a test"
+  exports: [ReceiverTester],
 })
 export class DispatchModule {}

@@ -60,6 +60,8 @@ export class MaintenanceService {
   private readonly logger = new Logger(MaintenanceService.name);
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly running = new Set<Promise<void>>();
+  /** Tasks with a run under way, by name. */
+  private readonly busy = new Set<string>();
   private lastError = 0;
 
   constructor(
@@ -121,12 +123,19 @@ export class MaintenanceService {
   }
 
   private runTask(task: Task): void {
+    // A run that outlasts its interval is not joined by the next: runs of one task at
+    // once would take connections the dispatch needs and repeat each other's work.
+    if (this.busy.has(task.name)) return;
+    this.busy.add(task.name);
     const run = this.lead()
       .then(async (leads) => {
         if (leads) await task.run();
       })
       .catch((error) => this.reportError(task.name, error))
-      .finally(() => this.running.delete(run));
+      .finally(() => {
+        this.running.delete(run);
+        this.busy.delete(task.name);
+      });
     this.running.add(run);
   }
 

@@ -34,6 +34,10 @@ export interface RecordedOutcome {
   receiverId: string | null;
   /** The request its receiver's transform made, as sent (src/transforms); null or absent: the stored request went. */
   transformed?: { method: string; url: string; headers: Record<string, string>; body: string | null } | null;
+  /** The receiver authentication it went with (basic, bearer, oauth2); null or left out: none. */
+  auth?: string | null;
+  /** Time spent getting an OAuth2 token first, ms; null or left out when none was fetched or waited for. */
+  tokenMs?: number | null;
 }
 
 /** The completer's statements (sql/outcome.sql.ts, batch-completion.sql.ts) on the dispatch pool. */

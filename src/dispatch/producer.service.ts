@@ -8,16 +8,18 @@ import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { claimLimit, nextRecheckMs } from './claim.policy.js';
+import { CredentialCache, type SendCredentials } from './auth/credential.cache.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { HostQueues } from './host-limits/host.queues.js';
 
 /**
- * A claimed callback with its signing secrets (its receiver's, or its destination's)
- * and its receiver's transform when it has one (src/transforms), looked up once per claim.
+ * A claimed callback with its signing secrets (its receiver's, or its destination's),
+ * its receiver's credentials and its receiver's transform when it has one
+ * (src/transforms), looked up once per claim.
  */
-export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; transform?: ReceiverTransform };
+export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; credentials: SendCredentials | null; transform?: ReceiverTransform };
 
 /**
  * Step 1 of a callback's way through the worker: the producer claims due rows and
@@ -74,6 +76,7 @@ export class ProducerService {
     private readonly completer: CompleterService,
     private readonly status: WorkerStatus,
     private readonly caught: CaughtErrors,
+    private readonly credentials: CredentialCache,
   ) {
     this.recheckMs = this.config.hostRecheckMs;
     this.queues = new HostQueues((host) => hostLimits.capFor(host));
@@ -102,6 +105,7 @@ export class ProducerService {
     await this.claims.nextDueAt();
     await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
     await this.transforms.transformsFor([{ receiverId: uuidv7() }]);
+    await this.credentials.credentialsFor([{ receiverId: uuidv7() }]);
   }
 
   async start(): Promise<void> {
@@ -227,12 +231,17 @@ export class ProducerService {
 
   /** Queues claimed rows; false once shutdown began (the claim then stops). */
   private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
-    // Secrets and transforms are looked up once per claim, before anything starts, so each send stays synchronous to build.
-    const [secrets, transforms] = await Promise.all([this.signing.secretsFor(rows), this.transforms.transformsFor(rows)]);
+    // Secrets, credentials and transforms are looked up once per claim, before anything starts, so each send stays synchronous to build.
+    const [secrets, credentials, transforms] = await Promise.all([
+      this.signing.secretsFor(rows),
+      this.credentials.credentialsFor(rows),
+      this.transforms.transformsFor(rows),
+    ]);
     const now = Date.now();
     for (const row of rows) {
+      const own = row.receiverId === null ? null : (credentials.get(row.receiverId) ?? null);
       const transform = row.receiverId === null ? undefined : transforms.get(row.receiverId);
-      this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row), transform }), now);
+      this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row), credentials: own, transform }), now);
     }
     // Claimed while shutdown began: they wait, and shutdown hands them back.
     if (this.status.state !== 'running') return false;

@@ -74,5 +74,7 @@ export function toRecordedOutcome(row: ClaimedCallback, result: CallResult, conf
     responseHeaders: result.responseHeaders ?? null,
     responseBody: result.responseBody ?? null,
     receiverId: row.receiverId,
+    auth: result.auth ?? null,
+    tokenMs: result.tokenMs ?? null,
   };
 }

@@ -22,6 +22,7 @@ describe('retry.policy', () => {
     [{ outcome: 'tls_error' }, true],
     [{ outcome: 'network_error' }, true],
     [{ outcome: 'blocked' }, false],
+    [{ outcome: 'auth_error' }, true],
   ])('should decide %j retryable=%s', (result, expected) => {
     expect(isRetryable(result)).toBe(expected);
   });

@@ -26,7 +26,8 @@ export interface NextState {
 /**
  * Whether an attempt may be tried again: timeouts and network failures, and the
  * statuses that mean "later" (408, 429, 5xx). Other 4xx and 3xx are the caller's
- * problem and fail at once; `blocked` is a policy refusal, never retried.
+ * problem and fail at once; `blocked` is a policy refusal, never retried. `auth_error`
+ * (no OAuth2 token could be had) is retried: a token endpoint that is down comes back.
  */
 export function isRetryable({ outcome, statusCode }: AttemptResult): boolean {
   switch (outcome) {

@@ -6,8 +6,9 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
+import { AuthorizedSender } from './auth/authorized.sender.js';
 import { cancelledOutcome, TransformStep } from './transform.step.js';
-import { HttpTransport, type CallResult } from './transport/http.transport.js';
+import type { CallResult } from './transport/http.transport.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;
@@ -17,9 +18,10 @@ const START_SLICE = 32;
  * rows from the producer's queues (round-robin over hosts below their cap), each
  * completion replaced at once by the next waiting row: a rolling window. Each call
  * is built (request.builder.ts: headers, Standard Webhooks signature; after its
- * receiver's transform, when it has one: transform.step.ts) and sent
- * through HttpService (transport/); its result goes to the host limits (breaker)
- * and, as an outcome, to the completer.
+ * receiver's transform, when it has one: transform.step.ts) and sent through
+ * HttpService (transport/) with its receiver's credentials (auth/authorized.sender.ts),
+ * added last, so a transform neither sees nor sets them; its result goes to the host
+ * limits (breaker) and, as an outcome, to the completer.
  */
 @Injectable()
 export class SenderService {
@@ -31,7 +33,7 @@ export class SenderService {
     private readonly config: AppConfig,
     private readonly producer: ProducerService,
     private readonly completer: CompleterService,
-    private readonly transport: HttpTransport,
+    private readonly transport: AuthorizedSender,
     private readonly hostLimits: HostLimitsService,
     private readonly metrics: MetricsService,
     private readonly status: WorkerStatus,
@@ -118,12 +120,12 @@ export class SenderService {
    */
   private async attempt(row: QueuedCallback): Promise<{ called: boolean; result?: CallResult; outcome: ReturnType<typeof toRecordedOutcome> }> {
     if (!row.transform) {
-      const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs));
+      const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs), row.credentials);
       return { called: true, result, outcome: toRecordedOutcome(row, result, this.config) };
     }
     const prepared = await this.transformStep.prepare({ ...row, transform: row.transform });
     if (prepared.kind === 'cancelled') return { called: false, outcome: cancelledOutcome(row, prepared.startedAt, prepared.durationMs) };
-    const result: CallResult = prepared.kind === 'call' ? await this.transport.send(prepared.call) : prepared.result;
+    const result: CallResult = prepared.kind === 'call' ? await this.transport.send(prepared.call, row.credentials) : prepared.result;
     const transformed = prepared.kind === 'call' ? prepared.transformed : null;
     return { called: prepared.kind === 'call', result, outcome: { ...toRecordedOutcome(row, result, this.config), transformed } };
   }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { withoutAuthorization } from '../common/headers.js';
 import { destinationOf } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
-import { attemptError, eventTypeOf, type WebhookRequest } from '../transforms/transform.policy.js';
+import { attemptError, credentialsDestinationProblem, eventTypeOf, type TransformErrorView, type WebhookRequest } from '../transforms/transform.policy.js';
 import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
 import type { RecordedOutcome } from './outcome.repository.js';
 import type { QueuedCallback } from './producer.service.js';
@@ -10,7 +11,10 @@ import type { CallResult, OutgoingCall } from './transport/http.transport.js';
 
 /** What a callback of a receiver with a transform comes to before the wire. */
 export type TransformedCall =
-  /** the request the transform made, signed over its body, and the same as it goes out, for the attempt's record */
+  /**
+   * the request the transform made, signed over its body; and, for the attempt's record,
+   * the same without what the receiver's credentials add when it is sent (AuthorizedSender)
+   */
   | { kind: 'call'; call: OutgoingCall; transformed: WebhookRequest }
   /** the transform failed: an attempt without a call, retried on the callback's schedule */
   | { kind: 'failed'; result: CallResult }
@@ -29,6 +33,14 @@ export const CANCELLED_BY_TRANSFORM = 'transform: the handler returned null, so 
  * stored destination: a transform that sends the call to another destination connects
  * to public addresses only, since a portal session, which sets public addresses only,
  * may have written it. Per-host limits still count the callback's stored destination.
+ *
+ * The receiver's credentials are no part of what the transform is given or returns: the
+ * sender adds them after this step (AuthorizedSender), replacing any Authorization header
+ * the transform set, and only while the URL stays at the callback's stored destination
+ * (credentialsDestinationProblem; another is a `transform_error`). The headers recorded
+ * as `transformed` are a copy taken before that, so no credential is stored with the
+ * attempt; for a receiver with `auth` without an Authorization header, since the one
+ * the transform may have set is not the one that goes.
  */
 @Injectable()
 export class TransformStep {
@@ -43,12 +55,18 @@ export class TransformStep {
     const context = { eventType: eventTypeOf(row.headers), receiver: row.transform.receiver, attempt: row.attempts + 1 };
     const out = await this.transforms.apply(row.transform, stored, context);
     if (out.kind === 'cancel') return { kind: 'cancelled', startedAt, durationMs: out.durationMs };
-    if (out.kind === 'error') {
-      return { kind: 'failed', result: { outcome: 'transform_error', error: attemptError(out.error), trace: { startedAt, durationMs: out.durationMs } } };
-    }
+    const failed = (error: TransformErrorView): TransformedCall => ({
+      kind: 'failed',
+      result: { outcome: 'transform_error', error: attemptError(error), trace: { startedAt, durationMs: out.durationMs } },
+    });
+    if (out.kind === 'error') return failed(out.error);
+    const elsewhere = credentialsDestinationProblem(out.request.url, row.host, Boolean(row.credentials));
+    if (elsewhere) return failed(elsewhere);
     const privateNetworks = row.privateNetworks && destinationOf(out.request.url) === row.host;
     const call = buildRequest({ ...row, ...out.request, privateNetworks }, row.secrets, this.config.httpTimeoutMs);
-    return { kind: 'call', call, transformed: { method: call.method, url: call.url, headers: call.headers, body: call.body } };
+    // a copy: the sender adds the credentials to the call's own headers
+    const recorded = row.credentials?.type ? withoutAuthorization(call.headers) : { ...call.headers };
+    return { kind: 'call', call, transformed: { method: call.method, url: call.url, headers: recorded, body: call.body } };
   }
 }
 

@@ -10,6 +10,10 @@ export interface EventTypeSettings {
   description?: string | null;
   schema?: unknown;
   deprecated?: boolean;
+  /** Its deliveries' settings, below the receiver's own (null: not set). */
+  timeoutMs?: number | null;
+  maxAttempts?: number | null;
+  retryDelaysMs?: number[];
 }
 
 @Injectable()
@@ -42,15 +46,20 @@ export class EventTypeRepository {
     const keep = (column: string, given: boolean) => Prisma.raw(given ? `EXCLUDED.${column}` : `event_type.${column}`);
     const schema = s.schema === undefined || s.schema === null ? null : JSON.stringify(s.schema);
     const [r] = await this.db.query<EventTypeRow & { created: boolean }>(Prisma.sql`
-      INSERT INTO event_type (api_key_id, name, description, schema, deprecated)
-      VALUES (${apiKeyId}::uuid, ${name}, ${s.description ?? null}, ${schema}::jsonb, ${s.deprecated ?? false})
+      INSERT INTO event_type (api_key_id, name, description, schema, deprecated, timeout_ms, max_attempts, retry_delays_ms)
+      VALUES (${apiKeyId}::uuid, ${name}, ${s.description ?? null}, ${schema}::jsonb, ${s.deprecated ?? false},
+              ${s.timeoutMs ?? null}::int, ${s.maxAttempts ?? null}::int, ${s.retryDelaysMs?.length ? s.retryDelaysMs : null}::int[])
       ON CONFLICT (api_key_id, name) DO UPDATE SET
         description = ${keep('description', s.description !== undefined)},
         schema = ${keep('schema', s.schema !== undefined)},
         deprecated = ${keep('deprecated', s.deprecated !== undefined)},
+        timeout_ms = ${keep('timeout_ms', s.timeoutMs !== undefined)},
+        max_attempts = ${keep('max_attempts', s.maxAttempts !== undefined)},
+        retry_delays_ms = ${keep('retry_delays_ms', s.retryDelaysMs !== undefined)},
         updated_at = now()
       RETURNING api_key_id AS "apiKeyId", name, description, schema, deprecated, created_at AS "createdAt",
-                updated_at AS "updatedAt", xmax = 0 AS created`);
+                updated_at AS "updatedAt", timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts",
+                retry_delays_ms AS "retryDelaysMs", xmax = 0 AS created`);
     const { created, ...row } = r;
     return { row, created };
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
 import { unstorableTextProblem } from '../common/validators.js';
+import { AppConfig } from '../config/app.config.js';
 import type { EventTypeDto, EventTypePageDto, PutEventTypeDto } from './dto/event-type.dto.js';
 import { typeNameProblem } from './event-type.policy.js';
 import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
@@ -16,6 +17,9 @@ export function toEventTypeView(r: EventTypeRow): EventTypeDto {
     description: r.description,
     schema: r.schema,
     deprecated: r.deprecated,
+    timeoutMs: r.timeoutMs,
+    maxAttempts: r.maxAttempts,
+    retryDelaysMs: r.retryDelaysMs ?? [],
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
   };
@@ -26,16 +30,23 @@ export class EventTypeService {
   constructor(
     private readonly types: EventTypeRepository,
     private readonly checks: PayloadCheckPool,
+    private readonly config: AppConfig,
   ) {}
 
   /** Creates (created: true) or updates the type; a schema is compiled first, so an invalid one stores nothing. */
   async putEventType(apiKeyId: string, name: string, dto: PutEventTypeDto): Promise<{ created: boolean; type: EventTypeDto }> {
     checkName(name);
     if (dto.schema !== undefined && dto.schema !== null) await this.checkSchema(dto.schema);
+    if (dto.timeoutMs != null && dto.timeoutMs > this.config.httpMaxTimeoutMs) {
+      throw new AppError('validation_failed', `timeoutMs must be at most ${this.config.httpMaxTimeoutMs} (HTTP_MAX_TIMEOUT_MS)`);
+    }
     const { row, created } = await this.types.upsertEventType(apiKeyId, name, {
       description: dto.description,
       schema: dto.schema,
       deprecated: dto.deprecated ?? undefined,
+      timeoutMs: dto.timeoutMs,
+      maxAttempts: dto.maxAttempts,
+      retryDelaysMs: dto.retryDelaysMs === undefined ? undefined : (dto.retryDelaysMs ?? []),
     });
     return { created, type: toEventTypeView(row) };
   }

@@ -7,6 +7,7 @@ import { ApiAuthErrors, ApiErrors, ApiQuotaErrors } from '../common/error.dto.js
 import { cursorParam, dateParam, pageLimit } from '../common/params.js';
 import { traceparentOf } from '../tracing/request.tracing.js';
 import { AcceptedEventDto, EventDetailDto, EventPageDto, PublishEventDto } from './dto/event.dto.js';
+import { EventPreviewDto, PreviewEventDto } from './dto/event-preview.dto.js';
 import { EventService } from './event.service.js';
 
 @ApiTags('events')
@@ -27,6 +28,16 @@ export class EventController {
     const { replayed, ...event } = await this.events.publishEvent(key.id, dto, traceparentOf(reply.request));
     if (replayed) void reply.header('idempotent-replayed', 'true');
     return event;
+  }
+
+  /** Who would get this event and who would not, and why (not subscribed, filter fails, disabled, no url, a payload its schema refuses); stores and sends nothing. */
+  @Post('preview')
+  @ApiOperation({ summary: 'Preview who would get an event, and why' })
+  @HttpCode(200)
+  @ApiOkResponse({ type: EventPreviewDto })
+  @ApiErrors(415)
+  preview(@CurrentKey() key: AuthenticatedKey, @Body() dto: PreviewEventDto): Promise<EventPreviewDto> {
+    return this.events.previewEvent(key.id, dto);
   }
 
   /** The key's events, newest first; `type` narrows to one type, `since` to those published since then. */

@@ -10,11 +10,14 @@ import { AppConfig } from '../config/app.config.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
+import type { Filter } from './event-filter.policy.js';
 import { patternsOf, typeNameProblem } from './event-type.policy.js';
-import { EventTypeRepository } from './event-type.repository.js';
+import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
 import { EventRepository, type EventSummaryRow } from './event.repository.js';
 import { PayloadCheckPool } from './payload-check.pool.js';
 import type { NewDeliveries } from './delivery.sql.js';
+import type { EventPreviewDto, PreviewEventDto } from './dto/event-preview.dto.js';
+import { previewVerdict, type PreviewCandidate } from './event-preview.policy.js';
 import type { SubscriberRow } from './subscriber.sql.js';
 
 /** Headers of every delivery besides the Standard Webhooks ones: the event's id and type (webhook-id stays the delivery's own). */
@@ -69,11 +72,12 @@ export class EventService {
       const existing = await this.events.findEvent(apiKeyId, dto.id);
       if (existing) return replay(existing, requestHash);
     }
-    const body = await this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
+    const eventType = await this.types.findEventType(apiKeyId, dto.type);
+    const body = await this.checkPayload(dto.type, dto.payload, eventType);
     if (dto.receivers) await this.receivers.resolve(apiKeyId, dto.receivers);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store(apiKeyId, dto, body, requestHash, traceparent);
+        return await this.store(apiKeyId, dto, body, requestHash, traceparent, eventType!);
       } catch (error) {
         // a subscriber deleted between the lookup and the insert (which reads it FOR SHARE): look them up again
         if (attempt === 2 || !isForeignKeyViolation(error, CALLBACK_RECEIVER_FKEY)) throw error;
@@ -81,12 +85,19 @@ export class EventService {
     }
   }
 
-  private async store(apiKeyId: string, dto: PublishEventDto, body: string, requestHash: string, traceparent: string | null): Promise<PublishedEvent> {
+  private async store(
+    apiKeyId: string,
+    dto: PublishEventDto,
+    body: string,
+    requestHash: string,
+    traceparent: string | null,
+    eventType: EventTypeRow,
+  ): Promise<PublishedEvent> {
     const subscribers = await this.passing(await this.events.findSubscribers(apiKeyId, patternsOf(dto.type), dto.receivers), body);
     this.checkFanOut(dto.type, subscribers.length);
     const id = uuidv7();
     const eventId = dto.id ?? id;
-    const deliveries = this.deliveries(subscribers, dto, eventId, traceparent);
+    const deliveries = this.deliveries(subscribers, dto, eventId, traceparent, eventType);
     const event = { id, apiKeyId, eventId, type: dto.type, body, requestHash, batchId: uuidv7(), label: `event ${dto.type}` };
     const n = subscribers.length;
     // its payload is stored once for all its deliveries, so it counts once against the bytes pending (none without deliveries)
@@ -140,13 +151,15 @@ export class EventService {
    * checks a batch's callback gets. The payload as JSON is every delivery's body,
    * stored once on the event; the event's id and type go in headers of their own.
    */
-  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, traceparent: string | null): NewDeliveries {
+  private deliveries(subscribers: SubscriberRow[], dto: PublishEventDto, eventId: string, traceparent: string | null, eventType: EventTypeRow): NewDeliveries {
+    // the type's settings stand between the receiver's own and the service's (guide: Event types, delivery settings)
+    const typeTimeoutMs = eventType.timeoutMs ?? this.config.httpTimeoutMs;
     const headers = { 'content-type': 'application/json', [EVENT_ID_HEADER]: eventId, [EVENT_TYPE_HEADER]: dto.type };
     const own = Object.keys(headers);
     const callbackIds: string[] = [];
     const hosts: string[] = [];
     for (const r of subscribers) {
-      if ((r.timeoutMs ?? this.config.httpTimeoutMs) > this.config.httpMaxTimeoutMs) {
+      if ((r.timeoutMs ?? typeTimeoutMs) > this.config.httpMaxTimeoutMs) {
         throw new AppError('validation_failed', `receiver ${r.name}: timeoutMs must be at most ${this.config.httpMaxTimeoutMs}`);
       }
       const theirs = Object.keys(r.headers as Record<string, string>).filter((h) => !own.includes(h.toLowerCase())).length;
@@ -165,8 +178,9 @@ export class EventService {
       // ordering holds per receiver: one receiver's slow endpoint never holds back another's deliveries
       orderingKey: dto.orderingKey?.toWellFormed() ?? null,
       traceparent,
-      timeoutMs: this.config.httpTimeoutMs,
-      maxAttempts: this.config.defaultMaxAttempts,
+      timeoutMs: typeTimeoutMs,
+      maxAttempts: eventType.maxAttempts ?? this.config.defaultMaxAttempts,
+      retryDelaysMs: eventType.retryDelaysMs?.length ? eventType.retryDelaysMs : null,
     };
   }
 
@@ -194,13 +208,46 @@ export class EventService {
 
   /** The subscribers whose filter the payload passes (those without one take every event), evaluated in a payload check thread. */
   private async passing(subscribers: SubscriberRow[], body: string): Promise<SubscriberRow[]> {
-    const filtered = subscribers.filter((r) => r.eventFilter !== null);
+    const failing = await this.failingFilters(subscribers, body);
+    return subscribers.filter((r) => !failing.has(r));
+  }
+
+  /** The receivers whose filter the payload (JSON text) fails, evaluated in a payload check thread. */
+  private async failingFilters<R extends { eventFilter: unknown }>(receivers: R[], body: string): Promise<Set<R>> {
+    const filtered = receivers.filter((r) => r.eventFilter !== null);
     const passes = await this.checks.matching(
-      filtered.map((r) => r.eventFilter!),
+      filtered.map((r) => r.eventFilter as Filter),
       body,
     );
-    const failing = new Set(filtered.filter((_, i) => !passes[i]));
-    return subscribers.filter((r) => !failing.has(r));
+    return new Set(filtered.filter((_, i) => !passes[i]));
+  }
+
+  /**
+   * Who would get this event now and who would not, and why (event-preview.policy.ts),
+   * read as a publish reads it: the named receivers, or every one subscribed to the
+   * type. The schema and the filters are applied in a payload check thread, within
+   * EVENT_CHECK_BUDGET_MS, as a publish applies them. Stores and sends nothing.
+   */
+  async previewEvent(apiKeyId: string, dto: PreviewEventDto): Promise<EventPreviewDto> {
+    const typeProblem = typeNameProblem(dto.type);
+    if (typeProblem) throw new AppError('validation_failed', `type: ${typeProblem}`);
+    if (dto.payload === undefined) throw new AppError('validation_failed', 'payload is required (any JSON value)');
+    let problem: string | null = null;
+    let body: string | undefined;
+    try {
+      body = await this.checkPayload(dto.type, dto.payload, await this.types.findEventType(apiKeyId, dto.type));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      problem = error.message;
+    }
+    const patterns = patternsOf(dto.type);
+    const candidates: PreviewCandidate[] = dto.receivers
+      ? [...(await this.receivers.resolve(apiKeyId, dto.receivers)).values()]
+      : await this.events.findSubscribers(apiKeyId, patterns);
+    // a refused event is refused for everyone: its filters are not evaluated
+    const failing = body === undefined ? new Set<PreviewCandidate>() : await this.failingFilters(candidates, body);
+    const receivers = candidates.map((r) => previewVerdict(r, patterns, !failing.has(r), problem));
+    return { type: dto.type, problem, deliveries: receivers.filter((r) => r.delivers).length, receivers };
   }
 
   async listEvents(apiKeyId: string, q: { type?: string; since?: Date; cursor?: string; limit: number }): Promise<EventPageDto> {

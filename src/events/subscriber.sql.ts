@@ -12,6 +12,8 @@ export interface SubscriberRow {
   retryDelaysMs: number[];
   disabled: boolean;
   eventFilter: Record<string, unknown> | null;
+  /** Its subscriptions (the preview names the one that matched). */
+  eventTypes: string[];
 }
 
 /** A no-op bound inside each pattern's index walk: a LIMIT keeps the walk a subquery of its own (never flattened into a join the planner may turn into a scan). */
@@ -35,7 +37,7 @@ const MAX_SUBSCRIBERS = 1_000_000;
 export function subscribersOf(apiKeyId: string, patterns: string[], names?: string[]): Prisma.Sql {
   return Prisma.sql`
     SELECT id, api_key_id AS "apiKeyId", name, url, headers, timeout_ms AS "timeoutMs", max_attempts AS "maxAttempts",
-           COALESCE(retry_delays_ms, '{}') AS "retryDelaysMs", disabled, event_filter AS "eventFilter"
+           COALESCE(retry_delays_ms, '{}') AS "retryDelaysMs", disabled, event_filter AS "eventFilter", event_types AS "eventTypes"
     FROM receiver
     WHERE id = ANY(ARRAY(
         SELECT s.receiver_id FROM unnest(${patterns}::text[]) AS p(pattern)

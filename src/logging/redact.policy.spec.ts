@@ -6,6 +6,8 @@ describe('redactText', () => {
     ['a signing secret', 'secret whsec_abc+/123= rotated', 'secret [redacted] rotated'],
     ['an API key', 'created cbk_live_AbC123_x-y for ops', 'created [redacted] for ops'],
     ['a bearer token', 'Authorization: Bearer something.secret', 'Authorization: Bearer [redacted]'],
+    ['a basic credential', 'Authorization: Basic bWVyY2hhbnQ6cGFzcw==', 'Authorization: Basic [redacted]'],
+    ['a word after Basic that is no credential', 'Basic auth failed', 'Basic auth failed'],
     ['a portal token', 'GET /portal/session?token=cbp_eyJzaWQiOiIxIn0.AbC-_dEf 303', 'GET /portal/session?token=[redacted] 303'],
     ['a portal token alone', 'link cbp_eyJzaWQiOiIxIn0.AbC-_dEf made', 'link [redacted] made'],
     ['the portal cookie', 'cookie: cbp_session=cbp_eyJ4IjoxfQ.sig', 'cookie: [redacted]=[redacted]'],

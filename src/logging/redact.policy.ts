@@ -11,11 +11,29 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/cbk_[A-Za-z0-9_-]+/g, REDACTED],
   [/cbp_[A-Za-z0-9_.-]+/g, REDACTED],
   [/(Bearer\s+)\S+/gi, `$1${REDACTED}`],
+  [/(Basic\s+)[A-Za-z0-9+/]{8,}={0,2}/gi, `$1${REDACTED}`],
   [/([?&;](?:[\w.-]*(?:token|secret|password|passwd|signature|api[_-]?key|apikey|auth)[\w.-]*|key|sig|code)=)[^&#\s"']*/gi, `$1${REDACTED}`],
 ];
 
 /** Field names whose values are never logged, at any depth. */
-export const SECRET_FIELDS = ['authorization', 'cookie', 'secret', 'secrets', 'key', 'apiKey', 'bootstrapApiKey', 'signingSecret', 'password'];
+export const SECRET_FIELDS = [
+  'authorization',
+  'cookie',
+  'secret',
+  'secrets',
+  'key',
+  'apiKey',
+  'bootstrapApiKey',
+  'signingSecret',
+  'password',
+  // a receiver's credentials (receiver-auth/) and the OAuth2 tokens they get
+  'token',
+  'clientSecret',
+  'client_secret',
+  'clientKey',
+  'accessToken',
+  'access_token',
+];
 
 /**
  * `text` with every secret-looking token, and each of `extra` (BOOTSTRAP_API_KEY,

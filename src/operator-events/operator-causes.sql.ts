@@ -124,7 +124,8 @@ const RECOVERIES_PER_SWEEP = 100;
 /**
  * recovery.completed, run by the maintenance leader: recoveries done or cancelled
  * (their task finished) whose requeued callbacks have all settled
- * (callback_recovery_idx: one probe per recovery), not yet stamped. The statement
+ * (callback_recovery_idx: one probe per recovery, ordered by status so that no scan
+ * of the table looks cheaper: openBatchesWithNothingLeft), not yet stamped. The statement
  * stamps `notified_at` and stores the event together, and takes the recovery rows
  * `FOR UPDATE SKIP LOCKED`, so a cause is reported once even by two leaders (there is
  * one at a time; the stamp is what makes it so anyway). Recoveries of keys without an
@@ -136,7 +137,7 @@ export const settledRecoveries = (d: OperatorEventDefaults) =>
       due AS MATERIALIZED (
         SELECT r.id FROM recovery r JOIN task t ON t.id = r.id
         WHERE r.notified_at IS NULL AND t.status IN ('finished', 'cancelled')
-          AND (SELECT true FROM callback c WHERE c.recovery_id = r.id AND c.status IN ${UNFINISHED} LIMIT 1) IS NULL
+          AND (SELECT true FROM callback c WHERE c.recovery_id = r.id AND c.status IN ${UNFINISHED} ORDER BY c.status LIMIT 1) IS NULL
         ORDER BY r.id LIMIT ${RECOVERIES_PER_SWEEP}
         FOR UPDATE OF r SKIP LOCKED
       ), stamped AS (

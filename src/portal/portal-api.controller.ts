@@ -5,6 +5,7 @@ import { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dt
 import { ApiErrors } from '../common/error.dto.js';
 import { UuidParam } from '../common/params.js';
 import { LatencyHistoryDto } from '../history/dto/latency.dto.js';
+import { ReceiverTestDto } from '../receivers/dto/receiver-test.dto.js';
 import { RecoveryDto } from '../recoveries/dto/recovery.dto.js';
 import { TransformTestDto, TransformTestResultDto } from '../transforms/dto/transform.dto.js';
 import {
@@ -57,7 +58,7 @@ export class PortalApiController {
 
   @Patch('receiver')
   @NeedsCapability('edit')
-  @ApiOperation({ summary: 'Change URL, headers or transform, disable or enable (edit)' })
+  @ApiOperation({ summary: 'Change URL, headers, credentials (write-only) or transform, disable or enable (edit)' })
   @ApiOkResponse({ type: PortalReceiverDto })
   @ApiErrors(403, 409, 415)
   updateReceiver(@CurrentPortal() p: PortalCaller, @Body() dto: PortalSettingsDto): Promise<PortalReceiverDto> {
@@ -127,10 +128,10 @@ export class PortalApiController {
   @Post('test')
   @HttpCode(200)
   @NeedsCapability('replay')
-  @ApiOperation({ summary: 'Send a signed test callback to its URL and answer its result (replay)' })
-  @ApiOkResponse({ type: CallbackDetailDto })
-  @ApiErrors(403, 409)
-  sendTest(@CurrentPortal() p: PortalCaller): Promise<CallbackDetailDto> {
+  @ApiOperation({ summary: 'Send a signed test call to its URL now, with its credentials, and answer the attempt (replay); nothing is stored' })
+  @ApiOkResponse({ type: ReceiverTestDto })
+  @ApiErrors(403)
+  sendTest(@CurrentPortal() p: PortalCaller): Promise<ReceiverTestDto> {
     return this.portal.sendTest(p);
   }
 

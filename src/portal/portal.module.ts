@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
 import { BatchesModule } from '../batches/batches.module.js';
 import { CallbacksModule } from '../callbacks/callbacks.module.js';
+import { DispatchModule } from '../dispatch/dispatch.module.js';
 import { HistoryModule } from '../history/history.module.js';
 import { ReceiversModule } from '../receivers/receivers.module.js';
 import { RecoveriesModule } from '../recoveries/recoveries.module.js';
@@ -17,7 +18,7 @@ import { PortalService } from './portal.service.js';
 
 /** The receiver portal: sessions minted by the sender, and the pages and API a receiver uses with one. */
 @Module({
-  imports: [AuthModule, BatchesModule, CallbacksModule, HistoryModule, ReceiversModule, RecoveriesModule, SigningModule],
+  imports: [AuthModule, BatchesModule, CallbacksModule, DispatchModule, HistoryModule, ReceiversModule, RecoveriesModule, SigningModule],
   controllers: [PortalSessionController, PortalApiController, PortalPagesController],
   providers: [PortalSessionRepository, PortalSessionService, PortalAuthService, PortalService, PortalGuard],
 })

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { BatchService } from '../batches/batch.service.js';
-import type { CreateBatchDto } from '../batches/dto/create-batch.dto.js';
 import { CallbackService, toCallbackView } from '../callbacks/callback.service.js';
 import type { CallbackDetailDto, CallbackPageDto } from '../callbacks/dto/callback.dto.js';
 import { AppError, notFound } from '../common/app.error.js';
@@ -12,6 +10,8 @@ import { AppConfig } from '../config/app.config.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
 import { LatencyService } from '../history/latency.service.js';
+import type { ReceiverTestDto } from '../receivers/dto/receiver-test.dto.js';
+import { ReceiverTester } from '../receivers/receiver-tester.js';
 import { ReceiverTransformService } from '../receivers/receiver-transform.service.js';
 import { ReceiverService, toReceiverView } from '../receivers/receiver.service.js';
 import type { TransformTestDto, TransformTestResultDto } from '../transforms/dto/transform.dto.js';
@@ -25,10 +25,6 @@ import type { PortalCaller } from './portal-session.service.js';
 
 /** The rule for addresses a portal sets: the public internet only. */
 const PUBLIC_ONLY = new NetworkPolicy([], 'a portal session sets public addresses only');
-
-/** How long "Send a test" waits for its result beyond the receiver's timeout. */
-const TEST_WAIT_MARGIN_MS = 3_000;
-const TEST_POLL_MS = 100;
 
 type Secret = { secret: string; createdAt: string; expiresAt: string | null };
 
@@ -46,39 +42,48 @@ export class PortalService {
     private readonly recoveries: RecoveryService,
     private readonly latency: LatencyService,
     private readonly signing: SigningSecretService,
-    private readonly batches: BatchService,
     private readonly config: AppConfig,
+    private readonly tester: ReceiverTester,
     private readonly transforms: ReceiverTransformService,
   ) {}
 
   async receiver(p: PortalCaller): Promise<PortalReceiverDto> {
-    const { figures, transform, ...rest } = await this.receivers.getReceiver(p.apiKeyId, p.receiver);
-    return { ...pickReceiver(rest), transform, figures };
+    const { figures, auth, tls, transform, ...rest } = await this.receivers.getReceiver(p.apiKeyId, p.receiver);
+    return { ...pickReceiver(rest), figures, auth, tls, transform };
   }
 
   /**
-   * Changes its URL, headers, transform or disabled (a disable holds its callbacks, an enable
-   * releases them: the receiver API's tasks). The portal is for people outside the
-   * sender, so a URL it sets must be public whatever ALLOW_PRIVATE_NETWORKS opens and
+   * Changes its URL, headers, disabled (a disable holds its callbacks, an enable
+   * releases them: the receiver API's tasks), its credentials or its transform. The
+   * portal is for people outside the sender, so a URL it sets (the receiver's, or an
+   * OAuth2 token endpoint's) must be public whatever ALLOW_PRIVATE_NETWORKS opens and
    * whatever its key is granted: an IP literal or a name resolving now to an address
    * the public rule refuses is a 400, and the destination is recorded as the portal's
-   * (`portal_hosts`), so its callbacks connect to public addresses only, whatever the
-   * name resolves to when they are sent (claim.sql.ts, the transport).
+   * (`portal_hosts`), so its callbacks and token requests connect to public addresses
+   * only, whatever the name resolves to when they are sent (claim.sql.ts,
+   * credential.cache.ts, the transport). A transform it sets may change a call's URL;
+   * the call then reaches public addresses only, and its credentials stay with the
+   * callback's own destination (transform.step.ts).
    */
   async updateSettings(p: PortalCaller, dto: PortalSettingsDto): Promise<PortalReceiverDto> {
     const changes = {
       ...(dto.url !== undefined && { url: dto.url }),
       ...(dto.headers !== undefined && { headers: dto.headers }),
       ...(dto.disabled !== undefined && { disabled: dto.disabled }),
+      // its own credentials, write-only as in the API (edit)
+      ...(dto.auth !== undefined && { auth: dto.auth }),
+      ...(dto.tls !== undefined && { tls: dto.tls }),
       ...(dto.transform !== undefined && { transform: dto.transform }),
     };
-    if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, transform or disabled');
-    if (dto.url !== undefined) {
-      const refused = await hostnameRefusal(PUBLIC_ONLY, new URL(dto.url).hostname);
-      if (refused) throw new AppError('validation_failed', `url: the portal sets public addresses only; ${refused}`);
+    if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, disabled, auth, tls or transform');
+    const portalHosts = new Set<string>();
+    for (const [field, url] of urlsSet(dto)) {
+      const refused = await hostnameRefusal(PUBLIC_ONLY, url.hostname);
+      if (refused) throw new AppError('validation_failed', `${field}: the portal sets public addresses only; ${refused}`);
+      portalHosts.add(destinationOf(url.href));
     }
     await this.receivers.require(p.apiKeyId, p.receiver);
-    await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes, { portalHost: dto.url === undefined ? undefined : destinationOf(dto.url) });
+    await this.receivers.putReceiver(p.apiKeyId, p.receiver, changes, { portalHosts: [...portalHosts] });
     return this.receiver(p);
   }
 
@@ -144,29 +149,9 @@ export class PortalService {
     return this.recoveries.getRecovery(p.apiKeyId, id);
   }
 
-  /**
-   * A signed example callback to the receiver's URL, one attempt, high priority;
-   * answers once it has finished (or after the receiver's timeout and a margin, pending).
-   */
-  async sendTest(p: PortalCaller): Promise<CallbackDetailDto> {
-    const receiver = await this.receivers.require(p.apiKeyId, p.receiver);
-    if (!receiver.url) throw new AppError('validation_failed', 'this receiver has no URL to send a test to: set one first');
-    if (receiver.disabled) throw new AppError('conflict', 'this receiver is disabled: enable it to send a test');
-    const dto = {
-      label: 'portal test',
-      callbacks: [
-        { receiver: p.receiver, maxAttempts: 1, priority: 'high', body: { type: 'portal.test', receiver: p.receiver, sentAt: new Date().toISOString() } },
-      ],
-    } as unknown as CreateBatchDto;
-    const accepted = await this.batches.acceptBatch(p.apiKeyId, dto);
-    const id = accepted.callbacks[0].id;
-    const until = Date.now() + (receiver.timeoutMs ?? this.config.httpTimeoutMs) + TEST_WAIT_MARGIN_MS;
-    for (;;) {
-      const view = await this.callbacks.getCallback(p.apiKeyId, id);
-      if (view.status !== 'pending' && view.status !== 'in_flight') return view;
-      if (Date.now() > until) return view;
-      await new Promise((r) => setTimeout(r, TEST_POLL_MS));
-    }
+  /** A signed example call (`{"type": "portal.test", …}`) to the receiver's URL now, with its credentials: the API's test call, answered as its attempt. */
+  sendTest(p: PortalCaller): Promise<ReceiverTestDto> {
+    return this.tester.testReceiver(p.apiKeyId, p.receiver, 'portal.test');
   }
 
   /** Its transform, or the code given, tried on a sample or one of its deliveries; nothing is sent (the API's test: ReceiverTransformService). */
@@ -177,6 +162,19 @@ export class PortalService {
   latencyHistory(p: PortalCaller, q: Pick<LatencyQueryDto, 'from' | 'to' | 'bucket'>): Promise<LatencyHistoryDto> {
     return this.latency.latencyHistory(p.apiKeyId, { from: q.from, to: q.to, bucket: q.bucket, receiver: p.receiver });
   }
+}
+
+/**
+ * The URLs a portal change sets, by field: its url, and its OAuth2 token endpoint. A
+ * token URL that does not parse is left to the credentials' own check (a 400 naming
+ * auth.tokenUrl).
+ */
+function urlsSet(dto: PortalSettingsDto): Array<[string, URL]> {
+  const urls: Array<[string, URL]> = [];
+  if (dto.url !== undefined) urls.push(['url', new URL(dto.url)]);
+  const tokenUrl = (dto.auth as { tokenUrl?: unknown } | null | undefined)?.tokenUrl;
+  if (typeof tokenUrl === 'string' && URL.canParse(tokenUrl)) urls.push(['auth.tokenUrl', new URL(tokenUrl)]);
+  return urls;
 }
 
 /** The secrets that signed at `atMs`: made before it and not yet expired then. */

@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
-import { layerHeaders } from '../common/headers.js';
+import { layerHeaders, withoutAuthorization } from '../common/headers.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import { uuidv7 } from '../common/uuid.js';
+import { destinationOf } from '../common/validators.js';
+import { CredentialService } from '../receiver-auth/credential.service.js';
 import { signWebhook } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
 import type { TransformTestDto, TransformTestResultDto } from '../transforms/dto/transform.dto.js';
-import { codeProblem, eventTypeOf, type WebhookRequest } from '../transforms/transform.policy.js';
+import { codeProblem, credentialsDestinationProblem, eventTypeOf, type WebhookRequest } from '../transforms/transform.policy.js';
 import { TransformRepository } from '../transforms/transform.repository.js';
 import { TransformService, transformKey } from '../transforms/transform.service.js';
 import { ReceiverService } from './receiver.service.js';
@@ -20,7 +22,12 @@ const NO_URL = 'https://receiver.invalid/';
  * code given, on a sample body (to its URL with its headers, as a callback naming it
  * would be stored) or on one of its past deliveries (its stored request, as its next
  * attempt would get it). Answers what would be sent, with the headers signed now with
- * its secrets, so the body and signature can be checked as the receiver would.
+ * its secrets, so the body and signature can be checked as the receiver would; and,
+ * as the worker decides it (transform.step.ts), whether the receiver's credentials go
+ * with it: which `auth` and whether `tls`, never their values. Their Authorization
+ * header is added when a call is sent, replacing any the transform set, so a request
+ * shown for a receiver with `auth` holds none; one the transform moved to another
+ * destination than the input's is the worker's error (credentialsDestinationProblem).
  */
 @Injectable()
 export class ReceiverTransformService {
@@ -29,6 +36,7 @@ export class ReceiverTransformService {
     private readonly transforms: TransformService,
     private readonly deliveries: TransformRepository,
     private readonly signing: SigningSecretService,
+    private readonly credentials: CredentialService,
   ) {}
 
   async testTransform(apiKeyId: string, name: string, dto: TransformTestDto): Promise<TransformTestResultDto> {
@@ -55,11 +63,20 @@ export class ReceiverTransformService {
       input = { method: 'POST', url: receiver.url ?? NO_URL, headers, body: json ? JSON.stringify(dto.payload) : (dto.payload as string) };
     }
     const eventType = dto.eventType ?? eventTypeOf(input.headers);
-    const out = await this.transforms.apply({ key: transformKey(receiver.id, code), code }, input, { eventType, receiver: name, attempt });
+    const [out, credentials] = await Promise.all([
+      this.transforms.apply({ key: transformKey(receiver.id, code), code }, input, { eventType, receiver: name, attempt }),
+      this.credentials.viewOf(receiver.id),
+    ]);
     const durationMs = Math.round(out.durationMs * 100) / 100;
-    if (out.kind === 'error') return { result: 'error', request: null, error: out.error, durationMs, input };
-    if (out.kind === 'cancel') return { result: 'cancel', request: null, error: null, durationMs, input };
-    return { result: 'send', request: await this.signed(receiver.id, apiKeyId, id, out.request), error: null, durationMs, input };
+    const auth = credentials.auth?.type ?? null;
+    const sent = { auth, tls: credentials.tls !== null };
+    if (out.kind === 'error') return { result: 'error', request: null, error: out.error, durationMs, input, ...sent };
+    if (out.kind === 'cancel') return { result: 'cancel', request: null, error: null, durationMs, input, ...sent };
+    const elsewhere = credentialsDestinationProblem(out.request.url, destinationOf(input.url), auth !== null || sent.tls);
+    if (elsewhere) return { result: 'error', request: null, error: elsewhere, durationMs, input, ...sent };
+    const request = await this.signed(receiver.id, apiKeyId, id, out.request);
+    if (auth) request.headers = withoutAuthorization(request.headers);
+    return { result: 'send', request, error: null, durationMs, input, ...sent };
   }
 
   /** The request as it would go out now: user-agent, Standard Webhooks headers, signed over its body with the receiver's secrets. */

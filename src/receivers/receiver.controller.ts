@@ -1,10 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiExtraModels, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentKey } from '../auth/api-key.guard.js';
 import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { ApiAuthErrors, ApiErrors } from '../common/error.dto.js';
 import { dateParam, pageLimit } from '../common/params.js';
+import { BasicAuthDto, BearerAuthDto, OAuth2AuthDto } from '../receiver-auth/dto/credentials.dto.js';
 import { PutReceiverDto } from './dto/put-receiver.dto.js';
 import { DeletedReceiverDto, ReceiverDetailDto, ReceiverPageDto, ReceiverWithSecretsDto } from './dto/receiver.dto.js';
 import { RECEIVER_SORTS } from './receiver-list.sql.js';
@@ -20,6 +21,7 @@ export class ReceiverController {
   /** Creates (201) or updates (200) the receiver `name`; answers it with its secrets (newest first). */
   @Put(':name')
   @ApiOperation({ summary: 'Create or update a receiver' })
+  @ApiExtraModels(BasicAuthDto, BearerAuthDto, OAuth2AuthDto)
   @ApiCreatedResponse({ type: ReceiverWithSecretsDto, description: 'created' })
   @ApiOkResponse({ type: ReceiverWithSecretsDto, description: 'updated' })
   @ApiErrors(415)

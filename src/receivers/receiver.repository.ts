@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { UNFINISHED } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { ApiDatabase } from '../database/api-database.js';
+import type { SqlRunner } from '../database/pg.statements.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { Prisma, type Receiver } from '../generated/prisma/client.js';
 import { uuidv7 } from '../common/uuid.js';
@@ -25,8 +26,8 @@ export interface ReceiverSettings {
   eventFilter?: Record<string, unknown> | null;
   /** its transform's source (src/transforms); null removes it */
   transformCode?: string | null;
-  /** a destination a portal session set its URL to: added to `portal_hosts` (its callbacks there go to public addresses only) */
-  portalHost?: string;
+  /** destinations a portal session set its URL or token URL to: added to `portal_hosts` (its calls there go to public addresses only) */
+  portalHosts?: string[];
 }
 
 export interface ReceiverFigures {
@@ -76,6 +77,7 @@ export class ReceiverRepository {
   insertReceiver(
     row: { id: string; apiKeyId: string; name: string; disabled: boolean } & ReceiverSettings,
     secret: { id: string; keyId: string; sealed: string },
+    also?: (tx: SqlRunner, receiverId: string) => Promise<void>,
   ): Promise<ReceiverRow | null> {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
@@ -86,13 +88,14 @@ export class ReceiverRepository {
                 ${row.retryDelaysMs ?? null}::int[], ${row.disabled},
                 ${row.disabled ? 'disabled through the API' : null}, ${row.disabled ? new Date() : null}::timestamptz,
                 ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb, ${row.transformCode ?? null},
-                ${row.portalHost ? [row.portalHost] : []}::text[])
+                ${row.portalHosts ?? []}::text[])
         ON CONFLICT (api_key_id, name) DO NOTHING
         ${RETURNING}`);
       if (!created) return null;
       await tx.execute(Prisma.sql`
         INSERT INTO signing_secret (id, api_key_id, receiver_id, key_id, secret)
         VALUES (${secret.id}::uuid, ${row.apiKeyId}::uuid, ${row.id}::uuid, ${secret.keyId}, ${secret.sealed})`);
+      await also?.(tx, created.id);
       return created;
     });
   }
@@ -113,6 +116,7 @@ export class ReceiverRepository {
     apiKeyId: string,
     name: string,
     s: ReceiverSettings & { disabled?: boolean; reason?: string },
+    also?: (tx: SqlRunner, receiverId: string) => Promise<void>,
   ): Promise<{ row: ReceiverRow; taskId: string | null } | null> {
     return this.db.transaction(async (tx) => {
       const [before] = await tx.query<{ id: string; disabled: boolean }>(Prisma.sql`
@@ -130,11 +134,12 @@ export class ReceiverRepository {
           ${set('event_types', s.eventTypes, '::text[]')}
           ${set('event_filter', s.eventFilter === undefined ? undefined : s.eventFilter && JSON.stringify(s.eventFilter), '::jsonb')}
           ${set('transform_code', s.transformCode)}
-          ${s.portalHost === undefined ? Prisma.empty : Prisma.sql`portal_hosts = CASE WHEN ${s.portalHost} = ANY(portal_hosts) THEN portal_hosts ELSE portal_hosts || ${s.portalHost}::text END,`}
+          ${s.portalHosts === undefined ? Prisma.empty : Prisma.sql`portal_hosts = portal_hosts || ARRAY(SELECT h FROM unnest(${s.portalHosts}::text[]) h WHERE h <> ALL(portal_hosts)),`}
           ${toggle ? disabledColumns(s.disabled!, s.reason ?? 'disabled through the API') : Prisma.empty}
           updated_at = now()
         WHERE id = ${before.id}::uuid
         ${RETURNING}`);
+      await also?.(tx, before.id);
       if (!toggle) return { row, taskId: null };
       const taskId = uuidv7();
       await tx.execute(supersedeReceiverTasks(before.id));
@@ -167,6 +172,20 @@ export class ReceiverRepository {
       await tx.execute(insertTask({ id: taskId, apiKeyId, kind: 'receiver.delete', receiverId: r.id }));
       return { id: r.id, taskId };
     });
+  }
+
+  /**
+   * Whether a call of the receiver to `destination` may go to the ranges
+   * ALLOW_PRIVATE_NETWORKS opens, by the rule the claim applies (claim.sql.ts `moved`):
+   * its key is granted them and a portal session did not choose that destination. One
+   * receiver_pkey and one api_key_pkey probe.
+   */
+  async privateNetworksOf(receiverId: string, destination: string): Promise<boolean> {
+    const [row] = await this.db.query<{ granted: boolean }>(Prisma.sql`
+      SELECT k.allow_private_networks AND NOT (${destination}::text = ANY(rv.portal_hosts)) AS granted
+      FROM receiver rv JOIN api_key k ON k.id = rv.api_key_id
+      WHERE rv.id = ${receiverId}::uuid`);
+    return row?.granted ?? false;
   }
 
   /**

@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
+import type { SqlRunner } from '../database/pg.statements.js';
 import { pageOf } from '../common/page.js';
 import { uuidv7 } from '../common/uuid.js';
 import { filterProblem, type Filter } from '../events/event-filter.policy.js';
 import { MAX_SUBSCRIPTIONS, patternProblem } from '../events/event-type.policy.js';
 import { newSigningSecret } from '../signing/signature.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
+import { CredentialService } from '../receiver-auth/credential.service.js';
 import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { toTaskView } from '../tasks/task.view.js';
@@ -124,14 +126,20 @@ export class ReceiverService {
     private readonly tasks: TaskRepository,
     private readonly runner: TaskRunner,
     private readonly transforms: TransformService,
+    private readonly credentials: CredentialService,
   ) {}
 
-  /** Creates (created: true) or updates the receiver; answers it with its secrets. */
-  /** `portalHost`: the destination of the URL a portal session sets (recorded in `portal_hosts`: its callbacks there go public only). */
-  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto, options: { portalHost?: string } = {}) {
+  /**
+   * Creates (created: true) or updates the receiver; answers it with its secrets.
+   * `portalHosts`: the destinations of the URLs a portal session sets, its own and its
+   * token endpoint's (recorded in `portal_hosts`: its calls there go public only).
+   */
+  async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto, options: { portalHosts?: string[] } = {}) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
-    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, transform, ...rest } = dto;
+    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, transform, auth, tls, ...rest } = dto;
+    // its credentials are written in the receiver's own transaction (receiver-auth/credential.service.ts)
+    const withCredentials = (tx: SqlRunner, receiverId: string) => this.credentials.applyChange(tx, receiverId, { auth, tls });
     const secret = givenSecret ?? undefined;
     const disabled = givenDisabled ?? undefined;
     const settings = {
@@ -141,15 +149,16 @@ export class ReceiverService {
       ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
       ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
       ...(transform !== undefined && { transformCode: transform && (await this.checkTransform(transform.code)) }),
-      ...(options.portalHost !== undefined && { portalHost: options.portalHost }),
+      ...(options.portalHosts?.length ? { portalHosts: options.portalHosts } : {}),
     };
     checkSecret(secret);
     const created = await this.receivers.insertReceiver(
       { id: uuidv7(), apiKeyId, name, disabled: disabled ?? false, ...settings },
       this.signing.sealNew(secret ?? newSigningSecret()),
+      withCredentials,
     );
     if (created) return { created: true, receiver: await this.withSecrets(created) };
-    const updated = await this.receivers.updateReceiver(apiKeyId, name, { ...settings, disabled });
+    const updated = await this.receivers.updateReceiver(apiKeyId, name, { ...settings, disabled }, withCredentials);
     if (!updated) throw new AppError('conflict', `receiver ${name} was deleted while being updated; try again`);
     // the hold or release: what fits in TASK_INLINE_MS is done before the answer, the rest goes on behind it
     if (updated.taskId) await this.runner.start(updated.taskId);
@@ -221,14 +230,24 @@ export class ReceiverService {
     return found;
   }
 
+  /** Whether its calls to `destination` may reach the ranges ALLOW_PRIVATE_NETWORKS opens (its key's grant, not a portal's choice). */
+  privateNetworksOf(row: ReceiverRow, destination: string): Promise<boolean> {
+    return this.receivers.privateNetworksOf(row.id, destination);
+  }
+
   /** Its view with its secrets and its running task (a disable or enable still holding or releasing callbacks). */
   private async withSecrets(row: ReceiverRow) {
-    const [secrets, task] = await Promise.all([this.signing.secretsOfReceiver(row.id), this.tasks.runningTaskOfReceiver(row.id)]);
+    const [secrets, task, credentials] = await Promise.all([
+      this.signing.secretsOfReceiver(row.id),
+      this.tasks.runningTaskOfReceiver(row.id),
+      this.credentials.viewOf(row.id),
+    ]);
     return {
       ...toReceiverView(row),
       eventTypes: row.eventTypes,
       filter: row.eventFilter as Filter | null,
       secrets,
+      ...credentials,
       transform: row.transformCode === null ? null : { code: row.transformCode },
       task: task ? toTaskView(task) : null,
     };

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReceiverAuthModule } from '../receiver-auth/receiver-auth.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TransformsModule } from '../transforms/transforms.module.js';
@@ -10,7 +11,7 @@ import { ReceiverService } from './receiver.service.js';
 
 /** Receivers: the parties a key calls back, with their settings and signing secrets. */
 @Module({
-  imports: [SigningModule, TasksModule, TransformsModule],
+  imports: [SigningModule, TasksModule, TransformsModule, ReceiverAuthModule],
   controllers: [ReceiverController, ReceiverTransformController],
   providers: [ReceiverRepository, ReceiverService, ReceiverTransformService],
   exports: [ReceiverService, ReceiverRepository, ReceiverTransformService],

@@ -1,4 +1,6 @@
 import { openPool, PgStatements } from '../database/pg.statements.js';
+import { credentialAad } from '../receiver-auth/credential.repository.js';
+import { credentialsToSeal, dropTokensNotUnder, storeSealedCredentials } from '../receiver-auth/credential.sql.js';
 import { FIRST_ID, secretsPerKey, secretsToSeal, storeSealed } from './secret.sql.js';
 import type { SecretKeyring } from './secret-keyring.js';
 
@@ -15,8 +17,10 @@ export interface KeyCount {
  * Seals, under the keyring's current key, every secret not sealed under it (or only
  * the plain text ones), in chunks of `chunk` rows by id, each its own transaction:
  * rows are locked for one chunk's time, the service keeps signing meanwhile (a row
- * opens under its old key until its chunk commits, under the new one after). Returns
- * how many it sealed.
+ * opens under its old key until its chunk commits, under the new one after). Then,
+ * unless only plain text is asked for, receivers' credentials the same way, and the
+ * cached OAuth2 tokens under another key are dropped (fetched anew when next
+ * needed). Returns how many it sealed.
  */
 export async function resealSecrets(
   db: PgStatements,
@@ -33,10 +37,30 @@ export async function resealSecrets(
       after = rows[rows.length - 1].id;
       return rows.length;
     });
-    if (n === 0) return sealed;
+    if (n === 0) break;
     sealed += n;
     onChunk?.(sealed);
   }
+  if (plainTextOnly) return sealed; // credentials are sealed from the start
+  after = FIRST_ID;
+  for (;;) {
+    const n = await db.transaction(async (tx) => {
+      const rows = await tx.query<{ id: string; version: string; keyId: string; sealed: string }>(credentialsToSeal(keyring.currentId, after, chunk));
+      if (rows.length === 0) return 0;
+      const resealed = rows.map((r) => {
+        const aad = credentialAad(r.id, r.version);
+        return { id: r.id, ...keyring.seal(aad, keyring.open(aad, r.keyId, r.sealed)) };
+      });
+      await tx.execute(storeSealedCredentials(resealed));
+      after = rows[rows.length - 1].id;
+      return rows.length;
+    });
+    if (n === 0) break;
+    sealed += n;
+    onChunk?.(sealed);
+  }
+  await db.execute(dropTokensNotUnder(keyring.currentId));
+  return sealed;
 }
 
 /** How many secrets each key seals (keyId null: plain text). */

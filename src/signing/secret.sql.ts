@@ -20,9 +20,15 @@ export const storeSealed = (rows: ReadonlyArray<{ id: string; keyId: string; sea
   FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.keyId)}::text[], ${rows.map((r) => r.sealed)}::text[]) AS v(id, key_id, secret)
   WHERE s.id = v.id`;
 
-/** How many secrets each key seals (keyId null: plain text). Reads the whole table: at start and on request only. */
+/**
+ * How many secrets each key seals (keyId null: plain text): signing secrets and
+ * receivers' credentials (receiver_credential, always sealed). Reads both whole
+ * tables: at start and on request only.
+ */
 export const secretsPerKey = () => Prisma.sql`
-  SELECT key_id AS "keyId", count(*)::int AS secrets FROM signing_secret GROUP BY key_id ORDER BY key_id NULLS FIRST`;
+  SELECT key_id AS "keyId", count(*)::int AS secrets
+  FROM (SELECT key_id FROM signing_secret UNION ALL SELECT key_id FROM receiver_credential) s
+  GROUP BY key_id ORDER BY key_id NULLS FIRST`;
 
 /** Deletes up to `limit` secrets past their overlap period (signing_secret_expires_idx); returns how many. */
 export const deleteExpiredSecrets = (limit: number) => Prisma.sql`

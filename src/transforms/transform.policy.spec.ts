@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { attemptError, codeProblem, errorView, eventTypeOf, isJsonBody, readOutput, type SandboxError, type WebhookRequest } from './transform.policy.js';
+import {
+  attemptError,
+  codeProblem,
+  credentialsDestinationProblem,
+  errorView,
+  eventTypeOf,
+  isJsonBody,
+  readOutput,
+  type SandboxError,
+  type WebhookRequest,
+} from './transform.policy.js';
 
 const limits = { timeoutMs: 50, memoryMb: 16, maxBodyBytes: 100 };
 const input: WebhookRequest = {
@@ -142,5 +152,21 @@ describe('inputs', () => {
     ['function handler(w) { return w; }', undefined],
   ])('codeProblem(%#)', (code, problem) => {
     expect(codeProblem(code)).toBe(problem);
+  });
+});
+
+describe('credentialsDestinationProblem', () => {
+  const stored = 'https://shop.example:443';
+  it.each([
+    ['another path at the same destination', 'https://shop.example/hooks/slack?x=1', true, false],
+    ['the default port written out', 'https://shop.example:443/other', true, false],
+    ['another host', 'https://collector.example/hooks', true, true],
+    ['another port', 'https://shop.example:8443/hooks', true, true],
+    ['plain http to the same host', 'http://shop.example/hooks', true, true],
+    ['another host, the receiver without credentials', 'https://collector.example/hooks', false, false],
+  ])('%s', (_, url, hasCredentials, refused) => {
+    const problem = credentialsDestinationProblem(url, stored, hasCredentials);
+    expect(problem !== undefined).toBe(refused);
+    if (problem) expect(problem.message).toContain(`go only to the callback's own destination, ${stored}`);
   });
 });

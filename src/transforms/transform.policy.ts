@@ -1,6 +1,6 @@
 import { METHODS } from '../batches/dto/create-batch.dto.js';
 import { layerHeaders } from '../common/headers.js';
-import { headerMapProblem, httpUrlProblem } from '../common/validators.js';
+import { destinationOf, headerMapProblem, httpUrlProblem } from '../common/validators.js';
 
 /** A request as a transform sees it and makes it: what goes out before the service adds user-agent and the signature headers. */
 export interface WebhookRequest {
@@ -144,6 +144,25 @@ export function readOutput(text: string | null, input: WebhookRequest, limits: T
     if (meta.body === 'json' && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
   }
   return { kind: 'send', request: { method: method as string, url: meta.url as string, headers: layerHeaders(own, headers), body } };
+}
+
+/**
+ * Why the request a transform made may not go out with its receiver's credentials: its
+ * URL is at another destination (scheme, host, port) than the callback's stored one.
+ * The receiver's auth, an OAuth2 token fetched with it and its client certificate go to
+ * that destination only, so code that sets the URL (a portal session may write it)
+ * cannot send them anywhere else. A receiver without credentials may be sent anywhere
+ * the network policy allows (transform.step.ts). Undefined when it may go.
+ */
+export function credentialsDestinationProblem(url: string, storedDestination: string, hasCredentials: boolean): TransformErrorView | undefined {
+  if (!hasCredentials) return undefined;
+  const destination = destinationOf(url);
+  if (destination === storedDestination) return undefined;
+  return {
+    message: `the handler returned url ${JSON.stringify(url).slice(0, 200)}, at ${destination}: the receiver's credentials (auth, tls) go only to the callback's own destination, ${storedDestination}`,
+    line: null,
+    column: null,
+  };
 }
 
 /**

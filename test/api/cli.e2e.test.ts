@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/cli.run.js';
+import { TestCertificates } from '../support/certificates.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, TEST_KEY, waitFor, type TestService } from '../support/service.js';
 
@@ -213,6 +214,44 @@ describe('callbacks CLI', () => {
     expect(gone.stderr).toMatch(/receiver not found/);
     expect((await cli(['receivers', 'put'])).code).toBe(2);
     expect((await cli(['receivers', 'put', 'x', '--disable', '--enable'])).code).toBe(2);
+  });
+
+  it("should set a receiver's credentials from files (--auth-file, --client-cert, --client-key, --ca), show them write-only, and test it", async () => {
+    const certs = new TestCertificates();
+    try {
+      const ca = certs.authority('cli-ca');
+      const client = certs.signed(ca, 'cli-client', { clientAuth: true });
+      const auth = await batchFile('auth.json', { type: 'basic', username: 'cli-user', password: 'cli-password-0123' });
+      const put = await cli([
+        'receivers',
+        'put',
+        'cli-auth',
+        '--endpoint',
+        `${receiver.url}/auth`,
+        '--auth-file',
+        auth,
+        '--client-cert',
+        client.certFile,
+        '--client-key',
+        client.keyFile,
+        '--ca',
+        ca.certFile,
+      ]);
+      expect(put.stderr).toBe('');
+      expect(put.stdout).toMatch(/^auth {6}type=basic username=cli-user password=set$/m);
+      expect(put.stdout).toMatch(/^tls {7}client certificate CN=cli-client until .*, key set; ca CN=cli-ca$/m);
+      expect(put.stdout).not.toContain('cli-password-0123');
+      // the test receiver speaks plain http: tls has nothing to do there, basic goes out
+      await cli(['receivers', 'put', 'cli-auth', '--auth-file', auth]);
+      const tested = await cli(['receivers', 'test', 'cli-auth']);
+      expect(tested.code).toBe(0);
+      expect(tested.stdout).toMatch(/^ok: 200 in .*, basic auth → http:\/\/127\.0\.0\.1:\d+\/auth$/m);
+      // the receiver records a request when its connection closes, which may be after the answer came back
+      const sent = await waitFor(() => receiver.requests.find((r) => r.url === '/auth'));
+      expect(sent.headers.authorization).toBe(`Basic ${Buffer.from('cli-user:cli-password-0123').toString('base64')}`);
+    } finally {
+      certs.remove();
+    }
   });
 
   it("should print a link to a receiver's portal, and revoke its sessions", async () => {

@@ -160,6 +160,60 @@ describe(buildProxiedConnector.name, () => {
     expect(secure.got.some((g) => g.path === '/by-ip')).toBe(false);
   });
 
+  it("should fetch a receiver's OAuth2 token through the proxy as its callbacks go, and refuse a token endpoint the policy blocks before the proxy sees it", async () => {
+    const tokens = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token":"proxied-token-1","expires_in":600}'));
+    });
+    const hook = recordingServer();
+    const seenAuth: Array<string | undefined> = [];
+    hook.server.on('request', (req: http.IncomingMessage) => seenAuth.push(req.headers.authorization));
+    await new Promise<void>((r) => tokens.listen(0, '127.0.0.1', r));
+    await new Promise<void>((r) => hook.server.listen(0, '127.0.0.1', r));
+    cleanups.push(async () => {
+      tokens.close();
+      hook.server.closeAllConnections();
+      hook.server.close();
+    });
+    const tokenPort = (tokens.address() as AddressInfo).port;
+    const hookPort = (hook.server.address() as AddressInfo).port;
+    const put = (name: string, tokenUrl: string) =>
+      checkedFetch(viaHttp.url, `${viaHttp.url}/v1/receivers/${name}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          url: `http://127.0.0.1:${hookPort}/hook`,
+          auth: { type: 'oauth2', tokenUrl, clientId: 'c', clientSecret: 'proxy-client-secret' },
+        }),
+      });
+    expect((await put('proxied', `http://127.0.0.1:${tokenPort}/token`)).status).toBe(201);
+    expect((await put('proxied-blocked', 'http://127.0.0.9:8080/token')).status).toBe(201);
+    const sendTo = async (receiver: string) => {
+      const res = await api(viaHttp, '/v1/batches', { callbacks: [{ receiver, maxAttempts: 1 }] });
+      const { callbacks } = (await res.json()) as { callbacks: Array<{ id: string }> };
+      return waitFor(async () => {
+        const c = (await (await api(viaHttp, `/v1/callbacks/${callbacks[0].id}`)).json()) as {
+          status: string;
+          lastError: string | null;
+          attempts: Array<Attempt & { auth: string | null }>;
+        };
+        return c.status === 'succeeded' || c.status === 'failed' ? c : undefined;
+      }, 15_000);
+    };
+    const before = httpProxy.seen.length;
+    const ok = await sendTo('proxied');
+    expect(ok.status).toBe('succeeded');
+    expect(ok.attempts[0].auth).toBe('oauth2');
+    expect(seenAuth.at(-1)).toBe('Bearer proxied-token-1');
+    // the token request and the callback, each through its own tunnel to the address checked
+    expect((await httpProxy.after(before, 2)).map((e) => e.target).sort()).toEqual([`127.0.0.1:${hookPort}`, `127.0.0.1:${tokenPort}`].sort());
+
+    const blocked = await sendTo('proxied-blocked');
+    expect(blocked.attempts[0].outcome).toBe('auth_error');
+    expect(blocked.lastError).toMatch(/^token endpoint http:\/\/127\.0\.0\.9:8080\/token failed: ERR_DESTINATION_BLOCKED/);
+    expect(httpProxy.seen.slice(before).map((e) => e.target)).not.toContain('127.0.0.9:8080');
+  });
+
   it('should refuse blocked destinations before anything reaches the proxy', async () => {
     const before = httpProxy.seen.length;
     for (const url of ['http://127.0.0.9:8080/', 'http://[::1]:8080/', 'http://10.0.0.1/', 'http://169.254.169.254/latest/meta-data']) {

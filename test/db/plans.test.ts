@@ -233,7 +233,10 @@ describe('hot-path plans', () => {
       uses: ['callback_batch_id_status_idx'],
       boundMs: BOUND_MS.small,
     });
-    check('openBatchesWithNothingLeft', await explain(openBatchesWithNothingLeft(100)), { uses: ['batch_open_idx'], boundMs: BOUND_MS.small });
+    check('openBatchesWithNothingLeft', await explain(openBatchesWithNothingLeft(100)), {
+      uses: ['batch_open_idx', 'callback_batch_id_status_idx'],
+      boundMs: BOUND_MS.small,
+    });
   });
 
   it("should count a key's pending callbacks for its quota through callback_key_due_idx", async () => {

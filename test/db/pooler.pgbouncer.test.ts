@@ -12,7 +12,7 @@ import { startTestService, TEST_KEY, TEST_SECRETS_KEY, waitFor, type TestService
  * server (npm run test:pgbouncer; needs /usr/sbin/pgbouncer): how it tells a
  * transaction pooler from a session, what it refuses, and a pooler that goes away.
  */
-// Below Linux's ephemeral range, as in database-outage.e2e.test.ts: a port the service
+// Below Linux's ephemeral range, as in test/slow/database-outage.test.ts: a port the service
 // keeps connecting to while nothing listens must not become its own source port.
 const PORT = 20_000 + (Number(process.env.TEST_PG_PORT ?? 54339) % 10_000) + 40;
 

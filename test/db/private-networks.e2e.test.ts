@@ -109,6 +109,25 @@ describe(`${NetworkPolicy.name} per key`, () => {
       expect((await db.query(`SELECT portal_hosts FROM receiver WHERE name = 'shop'`)).rows[0].portal_hosts).toEqual(['https://198.51.99.2:443']);
     });
 
+    it("should refuse a token URL the public rule refuses, and record a public one as the portal's", async () => {
+      expect((await service.api('/v1/receivers/bank', { method: 'PUT', json: { url: 'https://198.51.99.1/hooks' } })).status).toBe(201);
+      const token = await mint('bank');
+      const oauth2 = (tokenUrl: string) => ({ type: 'oauth2', tokenUrl, clientId: 'callbacks', clientSecret: 'portal-secret-0123' });
+      for (const tokenUrl of [`${secret.url}/token`, 'http://localhost/token', 'http://10.0.0.1/token', 'http://169.254.169.254/token']) {
+        const res = await portal(token, '/receiver', { method: 'PATCH', json: { auth: oauth2(tokenUrl) } });
+        const body = await jsonOf(res);
+        expect([tokenUrl, res.status, body.code]).toEqual([tokenUrl, 400, 'validation_failed']);
+        expect(body.message).toMatch(/^auth\.tokenUrl: the portal sets public addresses only/);
+      }
+      expect((await service.apiJson('/v1/receivers/bank')).auth).toBeNull();
+      expect((await db.query(`SELECT portal_hosts FROM receiver WHERE name = 'bank'`)).rows[0].portal_hosts).toEqual([]);
+      // a public one is taken, and its destination recorded as the portal's (the receiver's URL stays the key's)
+      const ok = await portal(token, '/receiver', { method: 'PATCH', json: { auth: oauth2('https://198.51.99.3/token') } });
+      expect(ok.status).toBe(200);
+      expect((await jsonOf(ok)).auth).toMatchObject({ type: 'oauth2', tokenUrl: 'https://198.51.99.3/token', clientSecret: 'set' });
+      expect((await db.query(`SELECT portal_hosts FROM receiver WHERE name = 'bank'`)).rows[0].portal_hosts).toEqual(['https://198.51.99.3:443']);
+    });
+
     it('should send a destination a portal session chose to public addresses only, whatever its key is granted and the name resolves to later (Send a test shows nothing private)', async () => {
       // the portal set the URL while its name resolved to a public address; it now resolves to the private service
       // (DNS rebinding): the destination is in the receiver's portal_hosts, the URL points at the private service
@@ -118,10 +137,10 @@ describe(`${NetworkPolicy.name} per key`, () => {
       const before = secret.requests.length;
       const res = await portal(token, '/test', { method: 'POST' });
       expect(res.status).toBeLessThan(300);
+      // the test call's attempt, made at once
       const shown = await jsonOf(res);
-      expect(shown.status).toBe('failed');
-      expect(shown.attempts[0]).toMatchObject({ outcome: 'blocked', statusCode: null, responseHeaders: null, responseBody: null });
-      expect(shown.attempts[0].error).toMatch(/a portal session chose its destination/);
+      expect(shown).toMatchObject({ ok: false, outcome: 'blocked', statusCode: null, responseHeaders: null, responseBody: null });
+      expect(shown.error).toMatch(/a portal session chose its destination/);
       // the key's own callbacks to that destination go public only too (the bootstrap key is granted)
       const own = await sendOne(service.key, { receiver: 'rebound' });
       expect(own.attempts[0].outcome).toBe('blocked');
@@ -131,6 +150,45 @@ describe(`${NetworkPolicy.name} per key`, () => {
          WHERE r.name = 'rebound' AND (a.response_body IS NOT NULL OR a.response_headers IS NOT NULL)`,
       );
       expect(stored.rows[0].n).toBe(0);
+    });
+  });
+  describe('OAuth2 token requests and the test call', () => {
+    const oauth2 = (tokenUrl: string) => ({ type: 'oauth2', tokenUrl, clientId: 'callbacks', clientSecret: 'token-secret-0123' });
+    const put = (name: string, key: string, json: unknown) => service.api(`/v1/receivers/${name}`, { method: 'PUT', key, json });
+    const received = (from: number) => secret.requests.slice(from).map((r) => r.url);
+
+    it('should fetch a token where its key may connect: private ranges only with the grant, and public only from a token URL a portal session chose', async () => {
+      const other = await service.apiJson('/v1/keys', { method: 'POST', json: { name: 'no grant' } });
+      // the private service answers 500 as a token endpoint: whoever reaches it shows in its requests
+      const tokenUrl = `${secret.url}/token?code=500`;
+      const before = secret.requests.length;
+
+      // a key without the grant: the token request is blocked where it connects; the attempt is an auth_error naming the endpoint
+      expect((await put('tok-tenant', other.key, { url: `${secret.url}/hook`, auth: oauth2(tokenUrl) })).status).toBe(201);
+      const refused = await sendOne(other.key, { receiver: 'tok-tenant' });
+      expect(refused.attempts[0]).toMatchObject({ outcome: 'auth_error', statusCode: null, responseBody: null });
+      expect(refused.attempts[0].error).toMatch(/^token endpoint .*no grant for private networks/);
+      // the test call connects as the key's callbacks do
+      await put('try-tenant', other.key, { url: `${secret.url}/try` });
+      const tested = await service.apiJson('/v1/receivers/try-tenant/test', { method: 'POST', key: other.key });
+      expect(tested).toMatchObject({ ok: false, outcome: 'blocked', statusCode: null, responseBody: null });
+      expect(tested.error).toMatch(/no grant for private networks/);
+
+      // a token URL a portal session chose goes to public addresses only, whatever the key is granted
+      expect((await put('tok-portal', service.key, { url: `${secret.url}/hook`, auth: oauth2(tokenUrl) })).status).toBe(201);
+      await db.query(`UPDATE receiver SET portal_hosts = ARRAY[$1] WHERE name = 'tok-portal'`, [secret.url]);
+      const portalChosen = await sendOne(service.key, { receiver: 'tok-portal' });
+      expect(portalChosen.attempts[0].outcome).toBe('auth_error');
+      expect(portalChosen.attempts[0].error).toMatch(/^token endpoint .*a portal session chose its destination/);
+      expect(received(before)).toEqual([]);
+
+      // the granted key's own token URL is asked (its 500 is still an auth_error)
+      expect((await put('tok-granted', service.key, { url: `${secret.url}/hook`, auth: oauth2(tokenUrl) })).status).toBe(201);
+      const asked = await sendOne(service.key, { receiver: 'tok-granted' });
+      expect(asked.attempts[0]).toMatchObject({ outcome: 'auth_error' });
+      expect(asked.attempts[0].error).toMatch(/answered 500/);
+      // the receiver records a request when its connection closes, which may be after the answer came back
+      expect(await waitFor(() => (secret.requests.length > before ? received(before) : undefined))).toEqual(['/token?code=500']);
     });
   });
 });

@@ -1,39 +1,12 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecoveryService } from '../../src/recoveries/recovery.service.js';
-import { connect, useTestDatabase } from '../support/database.js';
-import { call, type ServiceProcess } from '../support/process.js';
+import { connect } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
-import { killMidTaskAndResume } from '../support/tasks.js';
+import { seedFailed } from '../support/seed.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Stores `n` failed callbacks of receiver `name` straight into the database, as the
- * ingest and the dispatcher would have left them (one batch, completed), with UUIDv7
- * ids of now (a recovery's window is on the ids' time): a backlog through real
- * failures would take minutes.
- */
-async function seedFailed(db: pg.Client, name: string, n: number): Promise<{ receiverId: string; batchId: string }> {
-  const {
-    rows: [r],
-  } = await db.query(`SELECT id, api_key_id, url FROM receiver WHERE name = $1 AND deleted_at IS NULL`, [name]);
-  const {
-    rows: [b],
-  } = await db.query(`INSERT INTO batch (id, api_key_id, total, completed_at) VALUES (gen_random_uuid(), $1, $2, now()) RETURNING id`, [r.api_key_id, n]);
-  await db.query(
-    `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts, attempts, status,
-                           next_attempt_at, completed_at, receiver_id, last_error)
-     SELECT (lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || '7' || substr(md5(i::text || random()::text), 1, 19))::uuid,
-            $1, $2, $3, regexp_replace($3, '^(https?://[^/]+).*$', '\\1'), 'POST', '{}', '{}', 1000, 3, 3, 'failed',
-            now() - interval '1 minute', now() - interval '1 minute', $4, 'connect_error'
-     FROM generate_series(1, $5::int) AS i`,
-    [b.id, r.api_key_id, r.url, r.id, n],
-  );
-  await db.query('ANALYZE callback');
-  return { receiverId: r.id, batchId: b.id };
-}
 
 describe(RecoveryService.name, () => {
   let service: TestService;
@@ -254,35 +227,5 @@ describe(RecoveryService.name, () => {
     expect(after).toMatchObject({ pending: after.requeued, delivered: 0 });
     const again = await service.api(`/v1/recoveries/${recovery.id}/cancel`, { method: 'POST' });
     expect(again.status).toBe(409);
-  });
-});
-
-describe(`${RecoveryService.name} across a crash`, () => {
-  const t = useTestDatabase();
-  const processes: ServiceProcess[] = [];
-  afterAll(async () => {
-    for (const p of processes) p.kill('SIGKILL');
-  });
-
-  it('should finish a recovery whose process was killed mid-way: the leader resumes it, each callback requeued once', async () => {
-    const n = 4000;
-    let receiverId = '';
-    const { taskId, second } = await killMidTaskAndResume(
-      t.url,
-      t.db,
-      n,
-      async (url) => {
-        expect((await call(url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.73:9/crash', disabled: true } })).status).toBe(201);
-        ({ receiverId } = await seedFailed(t.db, 'crash', n));
-        const started = await call(url, '/v1/recoveries', { method: 'POST', json: { receiver: 'crash' } });
-        expect(started.body).toMatchObject({ state: 'running', matched: n });
-        return started.body.id as string;
-      },
-      processes,
-    );
-    expect((await call(second.url, `/v1/recoveries/${taskId}`)).body).toMatchObject({ state: 'done', requeued: n, pending: n, matched: n });
-    const { rows } = await t.db.query(`SELECT status, held, count(*)::int AS n FROM callback WHERE receiver_id = $1 GROUP BY 1, 2`, [receiverId]);
-    expect(rows).toEqual([{ status: 'pending', held: true, n }]);
-    await second.stop();
   });
 });

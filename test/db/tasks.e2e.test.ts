@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClaimRepository } from '../../src/dispatch/claim.repository.js';
 import { TaskRepository } from '../../src/tasks/task.repository.js';
-import { TaskRunner } from '../../src/tasks/task.runner.js';
 import { connect, useTestDatabase } from '../support/database.js';
-import { call, type ServiceProcess } from '../support/process.js';
 import { seedPending } from '../support/seed.js';
-import { killMidTaskAndResume } from '../support/tasks.js';
 import { jsonOf, startTestService, waitFor, waitForLockWaiter, type TestService } from '../support/service.js';
 
 /**
@@ -174,34 +171,5 @@ describe(`${TaskRepository.name} and a write-back moving the receiver's rows`, (
       { id: ids[1], status: 'pending', held: true },
       { id: ids[2], status: 'pending', held: true },
     ]);
-  });
-});
-
-describe(`${TaskRunner.name} across a crash`, () => {
-  const t = useTestDatabase();
-  const processes: ServiceProcess[] = [];
-  afterAll(async () => {
-    for (const p of processes) p.kill('SIGKILL');
-  });
-
-  it('should finish a disable whose process was killed mid-way: the leader resumes it', async () => {
-    const n = SEEDED;
-    let receiverId = '';
-    const { taskId, second } = await killMidTaskAndResume(
-      t.url,
-      t.db,
-      n,
-      async (url) => {
-        expect((await call(url, '/v1/receivers/crash', { method: 'PUT', json: { url: 'http://127.0.0.65:9/crash' } })).status).toBe(201);
-        ({ receiverId } = await seedPending(t.db, 'crash', n));
-        const disable = await call(url, '/v1/receivers/crash', { method: 'PUT', json: { disabled: true } });
-        expect(disable.body.task).toMatchObject({ status: 'running' });
-        return disable.body.task.id as string;
-      },
-      processes,
-    );
-    expect((await t.db.query(`SELECT done FROM task WHERE id = $1`, [taskId])).rows[0].done).toBe(n);
-    expect(Number((await t.db.query(`SELECT count(*) AS n FROM callback WHERE receiver_id = $1 AND held`, [receiverId])).rows[0].n)).toBe(n);
-    await second.stop();
   });
 });

@@ -28,3 +28,29 @@ export async function seedPending(db: pg.Client, name: string, n: number, dueIn 
   await db.query('ANALYZE callback');
   return { receiverId: r.id, batchId };
 }
+
+/**
+ * Stores `n` failed callbacks of receiver `name` straight into the database, as the
+ * ingest and the dispatcher would have left them (one batch, completed), with UUIDv7
+ * ids of now (a recovery's window is on the ids' time): a backlog through real
+ * failures would take minutes.
+ */
+export async function seedFailed(db: pg.Client, name: string, n: number): Promise<{ receiverId: string; batchId: string }> {
+  const {
+    rows: [r],
+  } = await db.query(`SELECT id, api_key_id, url FROM receiver WHERE name = $1 AND deleted_at IS NULL`, [name]);
+  const {
+    rows: [b],
+  } = await db.query(`INSERT INTO batch (id, api_key_id, total, completed_at) VALUES (gen_random_uuid(), $1, $2, now()) RETURNING id`, [r.api_key_id, n]);
+  await db.query(
+    `INSERT INTO callback (id, batch_id, api_key_id, url, host, method, headers, body, timeout_ms, max_attempts, attempts, status,
+                           next_attempt_at, completed_at, receiver_id, last_error)
+     SELECT (lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || '7' || substr(md5(i::text || random()::text), 1, 19))::uuid,
+            $1, $2, $3, regexp_replace($3, '^(https?://[^/]+).*$', '\\1'), 'POST', '{}', '{}', 1000, 3, 3, 'failed',
+            now() - interval '1 minute', now() - interval '1 minute', $4, 'connect_error'
+     FROM generate_series(1, $5::int) AS i`,
+    [b.id, r.api_key_id, r.url, r.id, n],
+  );
+  await db.query('ANALYZE callback');
+  return { receiverId: r.id, batchId: b.id };
+}

@@ -47,6 +47,11 @@ export class PhasesDto {
   @ApiPropertyOptional({ type: Number, description: 'Through EGRESS_PROXY_URL only: the CONNECT tunnel (connectMs is then the connection to the proxy)' })
   tunnelMs?: number;
   @ApiProperty({ type: Number, nullable: true }) firstByteMs: number | null;
+  @ApiPropertyOptional({
+    type: Number,
+    description: "With a receiver's OAuth2 auth, when the attempt fetched (or waited for) a token first: how long that took, before the call",
+  })
+  tokenMs?: number;
 }
 
 /** A request as its receiver's transform made it and as it went out (docs/guide.md, Transformations). */
@@ -65,6 +70,13 @@ export class AttemptDto {
   @ApiProperty({ enum: OUTCOMES }) outcome: string;
   @ApiProperty({ type: String, nullable: true }) error: string | null;
   @ApiProperty({ type: PhasesDto, description: 'Phase timings, ms from the start' }) phases: PhasesDto;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    enum: ['basic', 'bearer', 'oauth2'],
+    description: 'The receiver authentication the call was sent with (never the credential); null: none',
+  })
+  auth: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'Response headers as received' }) responseHeaders: unknown;
   @ApiProperty({ type: String, nullable: true, description: 'Start of the response body (capped)' }) responseBody: string | null;
   @ApiProperty({

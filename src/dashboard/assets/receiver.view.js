@@ -1,6 +1,6 @@
-// One receiver: settings, event subscriptions (subscriptions.panel.js), its transform
-// with "Try it" (transform.panel.js), secrets (masked,
-// with a reveal button), figures, latency over the last hour, its held and failed
+// One receiver: settings, event subscriptions (subscriptions.panel.js), authentication and
+// "Send a test" (credentials.panel.js), its transform with "Try it" (transform.panel.js),
+// secrets (masked, with a reveal button), figures, latency over the last hour, its held and failed
 // callbacks (with "Replay failed since…": recovery.panel.js), and disable / enable.
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
@@ -8,6 +8,7 @@ import { h, mount, when } from './dom.js';
 import { idLink } from './id-link.js';
 import { shortIds } from './ids.js';
 import { latencyChart } from './latency.view.js';
+import { credentialsPanel } from './credentials.panel.js';
 import { portalPanel } from './portal.panel.js';
 import { recoveryPanel } from './recovery.panel.js';
 import { subscriptionsPanel } from './subscriptions.panel.js';
@@ -57,6 +58,8 @@ export async function receiverView(main, context) {
     settings(r),
     h('h2', 'Event subscriptions'),
     subscriptionsPanel(r),
+    h('h2', 'Authentication'),
+    ...credentialsPanel(r, rerender),
     h('h2', 'Transformation'),
     transformPanel(r, {
       save: (transform) => send('PUT', path, { transform }),

@@ -79,5 +79,10 @@ function describe(answer) {
   if (answer.result === 'cancel') return 'Nothing would be sent: the handler returned null (the callback is cancelled).';
   if (answer.result === 'error') return `Error${answer.error.line ? ` at line ${answer.error.line}:${answer.error.column}` : ''}: ${answer.error.message}`;
   const { method, url, headers, body } = answer.request;
-  return [`${method} ${url}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', body ?? ''].join('\n');
+  // the receiver's credentials are added when it is sent, after the transform, and never shown
+  const added = [
+    answer.auth ? `authorization: (its ${answer.auth} auth, added when sent)` : null,
+    answer.tls ? '(sent through its own TLS settings: client certificate, CA)' : null,
+  ].filter(Boolean);
+  return [`${method} ${url}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), ...added, '', body ?? ''].join('\n');
 }

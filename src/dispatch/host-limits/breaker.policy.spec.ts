@@ -31,6 +31,7 @@ describe('breaker.policy', () => {
     ['http_error', false],
     ['tls_error', false],
     ['blocked', false],
+    ['auth_error', false],
   ])('should count %s as a breaker failure: %s', (outcome, expected) => {
     expect(isBreakerFailure(outcome)).toBe(expected);
   });
@@ -69,6 +70,8 @@ describe('breaker.policy', () => {
     [['timeout', 'success', 'timeout'], { trailingFailures: 1, answered: true }],
     [['timeout', 'http_error'], { trailingFailures: 0, answered: true }],
     [['blocked', 'blocked'], { trailingFailures: 0, answered: false }],
+    // a token endpoint that failed says nothing of the receiver's host: neither a failure nor an answer
+    [['timeout', 'auth_error', 'auth_error'], { trailingFailures: 1, answered: false }],
   ])('should fold %j into %j', (outcomes, expected) => {
     expect(results(outcomes)).toEqual(expected);
   });

@@ -76,7 +76,8 @@ export function foldInto(scope: BreakerScope, results: HostResults, outcome: Out
 
 /** Adds one finished call to a host's results. */
 export function foldOutcome(results: HostResults, outcome: Outcome): HostResults {
-  if (outcome === 'blocked') return results;
+  // our own refusal, and a token endpoint that failed before any call to the host, say nothing of the host
+  if (outcome === 'blocked' || outcome === 'auth_error') return results;
   if (isBreakerFailure(outcome)) return { ...results, trailingFailures: results.trailingFailures + 1 };
   return { trailingFailures: 0, answered: true };
 }

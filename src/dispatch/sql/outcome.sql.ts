@@ -99,7 +99,7 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
   // own conversion of array parameters was ~3% of the worker's profile (the change
   // alone moved nothing measurable in bench:peer).
   type Dated = 'nextAttemptAt' | 'completedAt' | 'startedAt';
-  const col = (k: Exclude<keyof RecordedOutcome, Dated | 'responseHeaders' | 'transformed'>) => pgArray(rows.map((r) => r[k]));
+  const col = (k: Exclude<keyof RecordedOutcome, Dated | 'responseHeaders' | 'transformed'>) => pgArray(rows.map((r) => r[k] ?? null));
   const epochMs = (k: Dated) => pgArray(rows.map((r) => r[k]?.getTime() ?? null));
   // The response headers (objects) go as one JSON array, not as an array literal of
   // JSON texts: quoting each document's quotes for the literal cost ten times
@@ -116,10 +116,11 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
         ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('error')}::text[],
         ARRAY(SELECT nullif(h.e, 'null'::jsonb) FROM jsonb_array_elements(${headers}::jsonb) WITH ORDINALITY AS h(e, i) ORDER BY h.i),
         ${col('responseBody')}::text[],
-        ARRAY(SELECT nullif(t.e, 'null'::jsonb) FROM jsonb_array_elements(${transformed}::jsonb) WITH ORDINALITY AS t(e, i) ORDER BY t.i)
+        ARRAY(SELECT nullif(t.e, 'null'::jsonb) FROM jsonb_array_elements(${transformed}::jsonb) WITH ORDINALITY AS t(e, i) ORDER BY t.i),
+        ${col('auth')}::text[], ${col('tokenMs')}::float8[]
       ) AS o(callback_id, number, status, next_attempt_ms, completed_ms, started_ms,
              duration_ms, dns_ms, connect_ms, tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error,
-             response_headers, response_body, transformed)
+             response_headers, response_body, transformed, auth, token_ms)
     ), moved AS (
       UPDATE callback c
       SET status = o.status, attempts = o.number,
@@ -138,10 +139,10 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
 const insertAttempts = (owner: string) => Prisma.sql`
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
                          tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker,
-                         receiver_id, transformed)
+                         receiver_id, transformed, auth, token_ms)
     SELECT o.callback_id, m.api_key_id, m.host, o.number, ${at(Prisma.sql`o.started_ms`)}, o.duration_ms, o.dns_ms, o.connect_ms,
            o.tls_ms, o.tunnel_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner},
-           m.receiver_id, o.transformed
+           m.receiver_id, o.transformed, o.auth, o.token_ms
     FROM o JOIN moved m ON m.id = o.callback_id
     WHERE o.outcome IS NOT NULL`;
 

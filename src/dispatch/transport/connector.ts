@@ -19,6 +19,22 @@ export interface ConnectTimings {
 export const CONNECT_TIMINGS = Symbol('connectTimings');
 export type TimedSocket = Socket & { [CONNECT_TIMINGS]?: ConnectTimings };
 
+/**
+ * A receiver's mutual TLS: the client certificate and key it presents, and the CA its
+ * server's certificate must chain to (instead of the system's). Verification stays on.
+ */
+export interface ClientTls {
+  cert?: string;
+  key?: string;
+  ca?: string;
+}
+
+/** ClientTls as tls.connect takes it (only what is set: an absent `ca` keeps the system's CAs). */
+export function tlsOptions(tls: ClientTls | undefined): ClientTls {
+  if (!tls) return {};
+  return { ...(tls.cert && { cert: tls.cert }), ...(tls.key && { key: tls.key }), ...(tls.ca && { ca: tls.ca }) };
+}
+
 export class BlockedDestinationError extends Error {
   readonly code = BLOCKED_CODE;
 }
@@ -53,10 +69,10 @@ export const unbracket = (hostname: string) => hostname.replace(/^\[(.*)\]$/, '$
  * lookup that DNS rebinding could answer differently), and it records DNS, TCP and
  * TLS durations on the new socket for the first request that uses it.
  */
-export function buildGuardedConnector(policy: NetworkPolicy, connectTimeoutMs: number): buildConnector.connector {
+export function buildGuardedConnector(policy: NetworkPolicy, connectTimeoutMs: number, tls?: ClientTls): buildConnector.connector {
   const guardedLookup = checkedLookup(policy);
 
-  const base = buildConnector({ lookup: guardedLookup, timeout: connectTimeoutMs } as buildConnector.BuildOptions);
+  const base = buildConnector({ lookup: guardedLookup, timeout: connectTimeoutMs, ...tlsOptions(tls) } as buildConnector.BuildOptions);
 
   return (options, callback) => {
     const literal = unbracket(options.hostname);

@@ -7,7 +7,8 @@ import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
 import { traceAttempt } from '../dispatch.tracing.js';
 import { tracing } from '../../tracing/tracing.setup.js';
-import { buildGuardedConnector } from './connector.js';
+import { AgentPools, type ConnectionCredentials } from './agent.pools.js';
+import { buildGuardedConnector, type ClientTls } from './connector.js';
 import { NetworkPolicy } from '../../common/network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
 import { parseEgressProxy } from './proxy.tunnel.js';
@@ -23,6 +24,8 @@ export interface OutgoingCall {
   traceparent?: string | null;
   /** May connect to the ranges ALLOW_PRIVATE_NETWORKS opens (its key's grant); otherwise to public addresses only. */
   privateNetworks?: boolean;
+  /** Its receiver's mutual TLS: sent through that receiver's own connections (AgentPools). */
+  tls?: ConnectionCredentials;
 }
 
 export interface CallResult {
@@ -33,6 +36,10 @@ export interface CallResult {
   responseBody?: string;
   retryAfter?: string;
   trace: CallTrace;
+  /** The receiver authentication it was sent with (basic, bearer, oauth2), if any. */
+  auth?: string;
+  /** Time spent getting an OAuth2 token before the call (fetched, or waited for), ms. */
+  tokenMs?: number;
 }
 
 /** Response headers kept per attempt, and the longest value kept. */
@@ -64,6 +71,10 @@ export class HttpTransport implements OnApplicationShutdown {
   private readonly agents: Agent[];
   private readonly publicAdapter: AxiosAdapter;
   private readonly privateAdapter: AxiosAdapter;
+  /** ALLOW_PRIVATE_NETWORKS opens ranges: a call granted them goes through agents whose policy opens them. */
+  private readonly opensPrivate: boolean;
+  /** Receivers' own connections (mutual TLS), by their credentials and by the ranges they may reach. */
+  private readonly pools: AgentPools;
 
   /**
    * The address check runs in the connector, on the addresses the socket connects to
@@ -72,46 +83,61 @@ export class HttpTransport implements OnApplicationShutdown {
    * portal session chose, or that its receiver's transform sent to another destination:
    * transform.step.ts) goes through the agent whose policy opens nothing, whatever
    * ALLOW_PRIVATE_NETWORKS says. The two agents keep separate connection pools, so a
-   * connection one opened is never reused by the other's calls.
+   * connection one opened is never reused by the other's calls; so do a receiver's own
+   * (mutual TLS) pools, one per credentials and policy.
    */
   constructor(
     private readonly http: HttpService,
     private readonly config: AppConfig,
   ) {
     const open = config.allowPrivateNetworks;
+    this.opensPrivate = open.length > 0;
     const publicOnly = new NetworkPolicy(
       [],
-      open.length > 0
+      this.opensPrivate
         ? "its key has no grant for private networks (an admin sets allowPrivateNetworks with PATCH /v1/keys/{id}), or a portal session chose its destination, or its receiver's transform sent it to another destination"
         : undefined,
     );
+    const withPrivate = this.opensPrivate ? new NetworkPolicy(open) : publicOnly;
     const publicAgent = this.agentFor(publicOnly);
-    const privateAgent = open.length > 0 ? this.agentFor(new NetworkPolicy(open)) : publicAgent;
+    const privateAgent = this.opensPrivate ? this.agentFor(withPrivate) : publicAgent;
     this.agents = [...new Set([publicAgent, privateAgent])];
     this.publicAdapter = undiciAdapter(publicAgent);
     this.privateAdapter = privateAgent === publicAgent ? this.publicAdapter : undiciAdapter(privateAgent);
+    // a receiver's pool is its credentials' and one of the two policies': a connection one opened never serves the other's calls
+    this.pools = new AgentPools((tls, privateNetworks) => this.agentFor(privateNetworks ? withPrivate : publicOnly, tls), config.receiverTlsPoolsMax);
   }
 
-  private agentFor(policy: NetworkPolicy): Agent {
+  private agentFor(policy: NetworkPolicy, tls?: ClientTls): Agent {
     return dispatchAgent(
       // With EGRESS_PROXY_URL every connection is a tunnel through the proxy, still to
       // an address our policy checked (proxy.connector.ts).
       this.config.egressProxyUrl
-        ? buildProxiedConnector(policy, parseEgressProxy(this.config.egressProxyUrl), CONNECT_TIMEOUT_MS)
-        : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS),
+        ? buildProxiedConnector(policy, parseEgressProxy(this.config.egressProxyUrl), CONNECT_TIMEOUT_MS, tls)
+        : buildGuardedConnector(policy, CONNECT_TIMEOUT_MS, tls),
     );
   }
 
-  private requestConfig(call: OutgoingCall): AxiosRequestConfig & TracedRequestConfig {
+  private requestConfig(call: OutgoingCall, snippetBytes = this.config.responseSnippetBytes): AxiosRequestConfig & TracedRequestConfig {
+    const privateNetworks = this.opensPrivate && call.privateNetworks === true;
     return {
       url: call.url,
       method: call.method,
       headers: call.headers,
       data: call.body ?? undefined,
       timeout: call.timeoutMs,
-      adapter: call.privateNetworks ? this.privateAdapter : this.publicAdapter,
-      snippetBytes: this.config.responseSnippetBytes,
+      adapter: call.tls ? this.pools.adapterFor(call.tls, privateNetworks) : privateNetworks ? this.privateAdapter : this.publicAdapter,
+      snippetBytes,
     };
+  }
+
+  /**
+   * One request that is not a callback (an OAuth2 token request), through the same
+   * connections, SSRF check (the ranges its `privateNetworks` allows), proxy and
+   * timeouts as a callback, untraced; keeps up to `snippetBytes` of the answer.
+   */
+  request(call: OutgoingCall, snippetBytes: number): Promise<CallResult> {
+    return this.sendCall(call, snippetBytes);
   }
 
   /** Sends one call; while tracing is on, as a client span whose traceparent the receiver gets. */
@@ -120,9 +146,9 @@ export class HttpTransport implements OnApplicationShutdown {
     return tracer ? traceAttempt(tracer, call, (c) => this.sendCall(c)) : this.sendCall(call);
   }
 
-  private async sendCall(call: OutgoingCall): Promise<CallResult> {
+  private async sendCall(call: OutgoingCall, snippetBytes?: number): Promise<CallResult> {
     try {
-      const res = await this.http.axiosRef.request<string>(this.requestConfig(call));
+      const res = await this.http.axiosRef.request<string>(this.requestConfig(call, snippetBytes));
       const headers = keepHeaders(res.headers as Record<string, unknown>);
       return {
         outcome: classifyStatus(res.status),
@@ -146,7 +172,7 @@ export class HttpTransport implements OnApplicationShutdown {
    */
   async onApplicationShutdown(): Promise<void> {
     // shutting down: calls still running were handed back
-    await Promise.all(this.agents.map((a) => a.destroy().catch(() => undefined)));
+    await Promise.all([...this.agents.map((a) => a.destroy().catch(() => undefined)), this.pools.destroy()]);
   }
 }
 

@@ -2,7 +2,7 @@ import { isIP, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { connect as tlsConnect } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { BlockedDestinationError, checkedLookup, CONNECT_TIMINGS, unbracket, type TimedSocket } from './connector.js';
+import { BlockedDestinationError, checkedLookup, CONNECT_TIMINGS, tlsOptions, unbracket, type ClientTls, type TimedSocket } from './connector.js';
 import type { NetworkPolicy } from '../../common/network.policy.js';
 import { openTunnel, type EgressProxy, type TunnelClock } from './proxy.tunnel.js';
 
@@ -19,7 +19,7 @@ import { openTunnel, type EgressProxy, type TunnelClock } from './proxy.tunnel.j
  * https proxy, to the proxy), tunnelMs (the CONNECT exchange, which includes the
  * proxy's own connect to the destination), tlsMs (the destination's handshake).
  */
-export function buildProxiedConnector(policy: NetworkPolicy, proxy: EgressProxy, connectTimeoutMs: number): buildConnector.connector {
+export function buildProxiedConnector(policy: NetworkPolicy, proxy: EgressProxy, connectTimeoutMs: number, tls?: ClientTls): buildConnector.connector {
   const lookup = checkedLookup(policy);
   return (options, callback) => {
     const hostname = unbracket(options.hostname);
@@ -62,7 +62,7 @@ export function buildProxiedConnector(policy: NetworkPolicy, proxy: EgressProxy,
         const servername = options.servername || (isIP(hostname) ? undefined : hostname);
         // `host` is what the certificate is checked against: without it Node checks an
         // IP destination (no SNI) against "localhost".
-        const secure = tlsConnect({ socket: tunnel, host: hostname, servername, ALPNProtocols: ['http/1.1'] });
+        const secure = tlsConnect({ socket: tunnel, host: hostname, servername, ALPNProtocols: ['http/1.1'], ...tlsOptions(tls) });
         socket = secure;
         secure.once('secureConnect', () => {
           const now = performance.now();

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
 import { NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 
@@ -25,6 +26,15 @@ export class PutEventTypeDto {
   @IsOptional()
   @IsBoolean()
   deprecated?: boolean | null;
+
+  @TimeoutMsSetting("Per-call timeout of this type's deliveries, ms, below the receiver's own (null: not set)")
+  timeoutMs?: number | null;
+
+  @MaxAttemptsSetting("Attempts of this type's deliveries, below the receiver's own (null: not set)")
+  maxAttempts?: number | null;
+
+  @RetryDelaysMsSetting()
+  retryDelaysMs?: number[] | null;
 }
 
 export class EventTypeDto {
@@ -33,6 +43,11 @@ export class EventTypeDto {
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'its JSON Schema; null: any payload' })
   schema: unknown;
   @ApiProperty() deprecated: boolean;
+  @ApiProperty({ type: Number, nullable: true, description: "its deliveries' timeout unless the receiver has one; null: the service's" }) timeoutMs:
+    number | null;
+  @ApiProperty({ type: Number, nullable: true, description: "its deliveries' attempts unless the receiver has its own; null: the service's" }) maxAttempts:
+    number | null;
+  @ApiProperty({ type: [Number], description: "its deliveries' retry delays unless the receiver has its own; empty: the service's" }) retryDelaysMs: number[];
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
 }

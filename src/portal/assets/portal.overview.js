@@ -63,9 +63,9 @@ function settings(r, editable, rerender) {
           .filter(Boolean)
           .map((line) => [line.slice(0, line.indexOf(':')).trim(), line.slice(line.indexOf(':') + 1).trim()]),
       );
-      // The URL goes only when changed: a URL the portal sets must be public, and one it left as the sender set it is not the portal's.
-      const changedUrl = url.value !== (r.url ?? '') ? { url: url.value } : {};
-      await portalSend('PATCH', '/portal/api/receiver', { ...changedUrl, headers: parsed });
+      // The URL goes only when changed: the portal sets public addresses only, and a
+      // receiver whose sender set a private one keeps it while its headers are edited.
+      await portalSend('PATCH', '/portal/api/receiver', { ...(url.value !== (r.url ?? '') && { url: url.value }), headers: parsed });
       await rerender();
     } catch (error) {
       message.textContent = error.message;
@@ -132,17 +132,18 @@ function testSection() {
     button.disabled = true;
     result.replaceChildren(h('p.muted', 'Sending…'));
     try {
-      const c = await portalSend('POST', '/portal/api/test');
-      const a = c.attempts[c.attempts.length - 1];
+      // the test call's attempt, answered at once; nothing is stored
+      const a = await portalSend('POST', '/portal/api/test');
+      const status = a.ok ? 'succeeded' : 'failed';
       result.replaceChildren(
         h(
           'p',
-          h('span', { class: `status ${c.status}` }, c.status),
+          h('span', { class: `status ${status}` }, status),
           ' ',
-          a ? `${a.statusCode ?? a.outcome} in ${formatMs(a.durationMs)}${a.error ? `: ${a.error}` : ''}` : 'not sent yet',
-          ' ',
-          h('a', { href: `#/delivery/${c.id}` }, 'details'),
+          `${a.statusCode ?? a.outcome ?? 'not sent'} in ${formatMs(a.durationMs)}${a.error ? `: ${a.error}` : ''}`,
+          a.auth ? ` (${a.auth} auth)` : '',
         ),
+        a.responseBody ? h('pre.snippet', a.responseBody) : '',
       );
     } catch (error) {
       result.replaceChildren(h('p.error', error.message));
@@ -150,7 +151,12 @@ function testSection() {
       button.disabled = false;
     }
   });
-  return [h('h2', 'Send a test'), h('p.muted', 'A signed example delivery (type portal.test) to your URL, one attempt.'), button, result];
+  return [
+    h('h2', 'Send a test'),
+    h('p.muted', 'A signed example call (type portal.test) to your URL now, with your credentials; it is not stored as a delivery.'),
+    button,
+    result,
+  ];
 }
 
 /** Its transform (edit): the code that reshapes each delivery before it is sent, tried here on a sample or a delivery. */

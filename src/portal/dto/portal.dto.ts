@@ -8,6 +8,7 @@ import { IsHeaderMap, IsHttpUrl } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 import { LatencyQueryDto } from '../../history/dto/latency.dto.js';
 import { ReceiverDto, ReceiverFiguresDto } from '../../receivers/dto/receiver.dto.js';
+import { ReceiverAuthDto, ReceiverTlsDto, ReceiverTlsInputDto } from '../../receiver-auth/dto/credentials.dto.js';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
 import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 import { PORTAL_CAPABILITIES, type PortalCapability } from '../portal-token.policy.js';
@@ -26,9 +27,13 @@ export class PortalSessionViewDto {
   @ApiProperty({ type: String, nullable: true }) returnUrl: string | null;
 }
 
-/** The receiver as its portal shows it: settings and figures, no secrets (GET /portal/api/secrets), no subscriptions. */
+/** The receiver as its portal shows it: settings, its credentials write-only, figures; no secrets (GET /portal/api/secrets), no subscriptions. */
 export class PortalReceiverDto extends ReceiverDto {
   @ApiProperty({ type: ReceiverFiguresDto }) figures: ReceiverFiguresDto;
+  @ApiProperty({ type: ReceiverAuthDto, nullable: true, description: 'how its calls authenticate (secrets shown as "set"); null: none' })
+  auth: ReceiverAuthDto | null;
+  @ApiProperty({ type: ReceiverTlsDto, nullable: true, description: 'its client certificate and CA (the key shown as "set"); null: none' })
+  tls: ReceiverTlsDto | null;
   @ApiProperty({ ...TRANSFORM_PROPERTY, description: 'its transform; null: none' }) transform: TransformDto | null;
 }
 
@@ -48,6 +53,25 @@ export class PortalSettingsDto {
   headers?: Record<string, string>;
 
   @ApiPropertyOptional({ description: 'true holds its callbacks; false sends them again' }) @ValidateIf(given) @IsBoolean() disabled?: boolean;
+
+  @ApiPropertyOptional({
+    description: 'How its calls authenticate, as PUT /v1/receivers/{name} takes it (basic, bearer, oauth2; secrets write-only); null removes it',
+    nullable: true,
+    type: 'object',
+    additionalProperties: true,
+  })
+  @Allow()
+  @Verbatim()
+  auth?: unknown;
+
+  @ApiPropertyOptional({
+    type: ReceiverTlsInputDto,
+    nullable: true,
+    description: 'Mutual TLS, as PUT /v1/receivers/{name} takes it (the key write-only); null removes it',
+  })
+  @Allow()
+  @Verbatim()
+  tls?: unknown;
 
   @ApiPropertyOptional(TRANSFORM_PROPERTY)
   @IsOptional()

@@ -1,9 +1,10 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
 import { Type } from 'class-transformer';
 import { Allow, IsArray, IsBoolean, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
+import { BasicAuthDto, BearerAuthDto, OAuth2AuthDto, ReceiverTlsInputDto } from '../../receiver-auth/dto/credentials.dto.js';
 import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 
 /** `whsec_` + base64 (the Standard Webhooks form); at least 24 bytes is checked by the service. */
@@ -79,4 +80,24 @@ export class PutReceiverDto {
   @ValidateNested()
   @Type(() => TransformDto)
   transform?: TransformDto | null;
+
+  @ApiPropertyOptional({
+    oneOf: [{ $ref: getSchemaPath(BasicAuthDto) }, { $ref: getSchemaPath(BearerAuthDto) }, { $ref: getSchemaPath(OAuth2AuthDto) }],
+    discriminator: { propertyName: 'type' },
+    nullable: true,
+    description:
+      'How each call authenticates: basic, bearer, or an OAuth2 token of the client credentials grant. Secrets are write-only (answers show "set"); on an update of the same type a secret left out is kept. null removes it',
+  })
+  @Allow()
+  @Verbatim()
+  auth?: unknown;
+
+  @ApiPropertyOptional({
+    type: ReceiverTlsInputDto,
+    nullable: true,
+    description: "Mutual TLS: a client certificate and its key, and/or the CA the receiver's certificate must chain to. The key is write-only. null removes it",
+  })
+  @Allow()
+  @Verbatim()
+  tls?: unknown;
 }

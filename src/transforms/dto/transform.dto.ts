@@ -72,6 +72,15 @@ export class TransformTestResultDto {
   @ApiProperty({ type: TransformErrorDto, nullable: true, description: 'why it failed (result error)' }) error: TransformErrorDto | null;
   @ApiProperty({ description: 'the run, in the sandbox' }) durationMs: number;
   @ApiProperty({ type: TransformRequestDto, description: 'the webhook the handler was given (its body as text)' }) input: TransformRequestDto;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    enum: ['basic', 'bearer', 'oauth2'],
+    description:
+      "the receiver's authentication, added when the call is sent, after the transform: its Authorization header replaces any in `request` (and is never shown); null: none",
+  })
+  auth: string | null;
+  @ApiProperty({ description: "the call goes through the receiver's own TLS settings (client certificate, CA) when sent" }) tls: boolean;
 }
 
 /** The OpenAPI of `transform` in a receiver's settings (the API's and the portal's): an object {code}, or null to remove it. */
