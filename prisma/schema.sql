@@ -32,6 +32,7 @@ CREATE TABLE attempt (
   worker text,
   tunnel_ms double precision,
   receiver_id uuid,
+  transformed jsonb,
   auth text,
   token_ms double precision
 );
@@ -205,7 +206,8 @@ CREATE TABLE receiver (
   deleted_at timestamp(3) with time zone,
   event_types text[] NOT NULL DEFAULT '{}'::text[],
   event_filter jsonb,
-  portal_hosts text[] NOT NULL DEFAULT '{}'::text[]
+  portal_hosts text[] NOT NULL DEFAULT '{}'::text[],
+  transform_code text
 );
 
 CREATE TABLE receiver_credential (

@@ -4,7 +4,8 @@
 //      a fresh folder beside dist/ (dist.build-<pid>);
 //   2. what the service reads at run time copied in: prisma/migrations to migrations/,
 //      src/dashboard/assets and src/portal/assets to dashboard/assets and portal/assets,
-//      the payload check threads' modules (src/events/checks);
+//      the payload check threads' modules (src/events/checks), the transform sandbox's
+//      thread (src/transforms/sandbox.worker.mjs);
 //      the callbacks bin made executable; a stamp (.build-stamp) last;
 //   3. dist/ renamed away and the new folder renamed to dist/, then the old one removed.
 //
@@ -42,6 +43,8 @@ const INPUTS = [
 const RUNTIME_FILES = [
   // plain ES modules the payload check threads load (src/events/payload-check.pool.ts)
   ['src/events/checks', 'events/checks'],
+  // the transform sandbox's thread, a plain ES module (src/transforms/transform.sandbox.ts)
+  ['src/transforms/sandbox.worker.mjs', 'transforms/sandbox.worker.mjs'],
   ['prisma/migrations', 'migrations'],
   ['src/dashboard/assets', 'dashboard/assets'],
   ['src/portal/assets', 'portal/assets'],

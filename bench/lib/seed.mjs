@@ -23,7 +23,8 @@ export async function benchKeyId(db) {
  * One batch of `n` callbacks due now to `urls` (round robin), of `receiverId` when
  * given (its secrets sign them, its credentials go with them), committed in one
  * transaction with the same NOTIFY the API sends. Returns the batch id and the time
- * (performance.now()) the COMMIT was sent.
+ * (performance.now()) the COMMIT was sent. `receiverId`: the callbacks name that
+ * receiver (its secret signs them, its transform runs).
  */
 export async function seedDue(db, keyId, urls, n, { timeoutMs = 15_000, receiverId = null } = {}) {
   const hosts = urls.map((u) => {

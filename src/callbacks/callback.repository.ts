@@ -61,6 +61,7 @@ export type AttemptRow = Pick<
   | 'error'
   | 'responseHeaders'
   | 'responseBody'
+  | 'transformed'
   | 'auth'
   | 'tokenMs'
 > & { startedAt: string };
@@ -174,7 +175,7 @@ export class CallbackRepository {
                         'connectMs', a.connect_ms, 'tlsMs', a.tls_ms, 'tunnelMs', a.tunnel_ms, 'firstByteMs', a.first_byte_ms,
                         'statusCode', a.status_code, 'outcome', a.outcome, 'error', a.error,
                         'responseHeaders', a.response_headers, 'responseBody', a.response_body,
-                        'auth', a.auth, 'tokenMs', a.token_ms) ORDER BY a.number)
+                        'transformed', a.transformed, 'auth', a.auth, 'tokenMs', a.token_ms) ORDER BY a.number)
                FROM attempt a WHERE a.callback_id = c.id), '[]') AS "attemptRows"
       FROM unnest(${keys.map((k) => k.id)}::uuid[], ${keys.map((k) => k.apiKeyId)}::uuid[]) WITH ORDINALITY AS r(id, api_key_id, i)
       JOIN callback c ON c.id = r.id AND c.api_key_id = r.api_key_id`);

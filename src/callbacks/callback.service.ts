@@ -129,5 +129,6 @@ export function toAttemptView(a: AttemptRow): AttemptDto {
     auth: a.auth ?? null,
     responseHeaders: a.responseHeaders,
     responseBody: a.responseBody,
+    transformed: (a.transformed as AttemptDto['transformed'] | undefined) ?? null,
   };
 }

@@ -86,7 +86,7 @@ async function testCall(api: CliApi, args: CliArgs, name: string, io: Output): P
   if (args.json) io.out(JSON.stringify(a));
   else {
     const auth = a.auth ? `, ${a.auth} auth${a.phases.tokenMs !== undefined ? ` (token ${ms(a.phases.tokenMs)})` : ''}` : '';
-    io.out(`${a.ok ? 'ok' : 'failed'}: ${a.statusCode ?? a.outcome} in ${ms(a.durationMs)}${auth} → ${a.url}${a.error ? `\n${a.error}` : ''}`);
+    io.out(`${a.ok ? 'ok' : 'failed'}: ${a.statusCode ?? a.outcome ?? 'not sent'} in ${ms(a.durationMs)}${auth} → ${a.url}${a.error ? `\n${a.error}` : ''}`);
     if (a.responseBody) io.out(a.responseBody);
   }
   return a.ok ? 0 : 1;

@@ -400,6 +400,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/receivers/{name}/transform/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Try a receiver's transform without sending */
+        post: operations["ReceiverTransformController_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/event-types/{name}": {
         parameters: {
             query?: never;
@@ -726,7 +743,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change URL, headers, credentials (write-only), disable or enable (edit) */
+        /** Change URL, headers, credentials (write-only) or transform, disable or enable (edit) */
         patch: operations["PortalApiController_updateReceiver"];
         trace?: never;
     };
@@ -860,6 +877,23 @@ export interface paths {
         put?: never;
         /** Send a signed test call to its URL now, with its credentials, and answer the attempt (replay); nothing is stored */
         post: operations["PortalApiController_sendTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/api/transform/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Try its transform, or code given, on a sample or a delivery; nothing is sent (edit) */
+        post: operations["PortalApiController_testTransform"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1198,6 +1232,14 @@ export interface components {
             /** @description With a receiver's OAuth2 auth, when the attempt fetched (or waited for) a token first: how long that took, before the call */
             tokenMs?: number;
         };
+        TransformedRequestDto: {
+            method: string;
+            url: string;
+            headers: {
+                [key: string]: string;
+            };
+            body: string | null;
+        };
         AttemptDto: {
             /** @description 1, 2, … */
             number: number;
@@ -1207,7 +1249,7 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "auth_error";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error" | "auth_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
@@ -1222,6 +1264,8 @@ export interface components {
             } | null;
             /** @description Start of the response body (capped) */
             responseBody: string | null;
+            /** @description The request its receiver's transform made, as sent (headers with the signature); null: the callback's stored request went, or nothing did */
+            transformed: components["schemas"]["TransformedRequestDto"] | null;
         };
         CallbackDetailDto: {
             /** Format: uuid */
@@ -1464,6 +1508,16 @@ export interface components {
              */
             clientAuth?: "basic" | "post";
         };
+        TransformDto: {
+            /**
+             * @description JavaScript defining `function handler(webhook)`: it gets `{method, url, headers, body, eventType, receiver, attempt}` (body parsed when JSON) and returns the webhook, changed or not, or null to send nothing. At most 64 KiB
+             * @example function handler(webhook) {
+             *       webhook.body = { text: 'Order ' + webhook.body.orderId + ' paid' };
+             *       return webhook;
+             *     }
+             */
+            code: string;
+        };
         ReceiverTlsInputDto: {
             /** @description PEM; with clientKey: sent when the receiver asks for a client certificate (mutual TLS) */
             clientCertificate?: string | null;
@@ -1519,6 +1573,8 @@ export interface components {
             disabled?: boolean;
             /** @description The receiver's existing key, `whsec_` + base64 of at least 24 bytes; else one is made */
             secret?: string;
+            /** @description JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it */
+            transform?: components["schemas"]["TransformDto"] | null;
             /** @description How each call authenticates: basic, bearer, or an OAuth2 token of the client credentials grant. Secrets are write-only (answers show "set"); on an update of the same type a secret left out is kept. null removes it */
             auth?: (components["schemas"]["BasicAuthDto"] | components["schemas"]["BearerAuthDto"] | components["schemas"]["OAuth2AuthDto"]) | null;
             /** @description Mutual TLS: a client certificate and its key, and/or the CA the receiver's certificate must chain to. The key is write-only. null removes it */
@@ -1604,6 +1660,8 @@ export interface components {
             auth: components["schemas"]["ReceiverAuthDto"] | null;
             /** @description its client certificate and CA for mutual TLS (the key shown as "set"); null: none */
             tls: components["schemas"]["ReceiverTlsDto"] | null;
+            /** @description its transform (docs/guide.md, Transformations); null: none */
+            transform: components["schemas"]["TransformDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
         };
@@ -1702,6 +1760,8 @@ export interface components {
             auth: components["schemas"]["ReceiverAuthDto"] | null;
             /** @description its client certificate and CA for mutual TLS (the key shown as "set"); null: none */
             tls: components["schemas"]["ReceiverTlsDto"] | null;
+            /** @description its transform (docs/guide.md, Transformations); null: none */
+            transform: components["schemas"]["TransformDto"] | null;
             /** @description a disable or enable still holding or releasing its callbacks (GET /v1/tasks/{id} follows it); null when none runs */
             task: components["schemas"]["TaskDto"] | null;
             figures: components["schemas"]["ReceiverFiguresDto"];
@@ -1713,6 +1773,66 @@ export interface components {
             cancelledCallbacks: number;
             /** @description the task cancelling the rest of its callbacks, when there were more than this answer could wait for; null when all are done */
             task: components["schemas"]["TaskDto"] | null;
+        };
+        TransformTestDto: {
+            /**
+             * @description The code to run; left out: the receiver's own transform
+             * @example function handler(webhook) {
+             *       webhook.body = { text: 'Order ' + webhook.body.orderId + ' paid' };
+             *       return webhook;
+             *     }
+             */
+            code?: string;
+            /**
+             * @description A sample body (any JSON value; a string is sent as it is), sent to the receiver's URL with its headers. Give this or callbackId
+             * @example {
+             *       "orderId": "o-1001",
+             *       "amount": 1500
+             *     }
+             */
+            payload?: Record<string, unknown>;
+            /**
+             * @description The event type the sample stands for (`webhook.eventType`)
+             * @example order.paid
+             */
+            eventType?: string;
+            /** @description A past delivery of this receiver (a callback id): its stored request, as its next attempt would get it */
+            callbackId?: string;
+        };
+        TransformRequestDto: {
+            method: string;
+            url: string;
+            /** @description as they would go out: with user-agent and the Standard Webhooks headers, signed now */
+            headers: {
+                [key: string]: string;
+            };
+            body: string | null;
+        };
+        TransformErrorDto: {
+            /** @example TypeError: cannot read property 'orderId' of undefined */
+            message: string;
+            /** @description line in the code (1 = first); null when no line of it is to blame */
+            line: number | null;
+            column: number | null;
+        };
+        TransformTestResultDto: {
+            /** @enum {string} */
+            result: "send" | "cancel" | "error";
+            /** @description what would be sent (result send) */
+            request: components["schemas"]["TransformRequestDto"] | null;
+            /** @description why it failed (result error) */
+            error: components["schemas"]["TransformErrorDto"] | null;
+            /** @description the run, in the sandbox */
+            durationMs: number;
+            /** @description the webhook the handler was given (its body as text) */
+            input: components["schemas"]["TransformRequestDto"];
+            /**
+             * @description the receiver's authentication, added when the call is sent, after the transform: its Authorization header replaces any in `request` (and is never shown); null: none
+             * @enum {string|null}
+             */
+            auth: "basic" | "bearer" | "oauth2" | null;
+            /** @description the call goes through the receiver's own TLS settings (client certificate, CA) when sent */
+            tls: boolean;
         };
         PutEventTypeDto: {
             description?: string | null;
@@ -2016,18 +2136,22 @@ export interface components {
         ReceiverTestDto: {
             /** @example merchant-42 */
             receiver: string;
+            /** @description Where it was sent: the URL its transform made, when it has one */
             url: string;
             /** @description The webhook-id it was sent with (made for this test; no callback holds it) */
             webhookId: string;
-            /** @description The body sent: {"type": "receiver.test", …} */
-            body: string;
+            /** @description The body sent: {"type": "receiver.test", …}, or what its transform made of it (null: none). When nothing was sent (its transform failed or returned null), the example */
+            body: string | null;
             /** Format: date-time */
             startedAt: string;
             durationMs: number;
             /** @description HTTP status; null without a response */
             statusCode: number | null;
-            /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "auth_error";
+            /**
+             * @description `transform_error`: its transform failed, nothing was sent; null: its transform returned null, so nothing was sent (a callback would be cancelled)
+             * @enum {string|null}
+             */
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error" | "auth_error" | null;
             /** @description Whether a callback would count it a success (2xx) */
             ok: boolean;
             error: string | null;
@@ -2143,6 +2267,8 @@ export interface components {
             auth: components["schemas"]["ReceiverAuthDto"] | null;
             /** @description its client certificate and CA (the key shown as "set"); null: none */
             tls: components["schemas"]["ReceiverTlsDto"] | null;
+            /** @description its transform; null: none */
+            transform: components["schemas"]["TransformDto"] | null;
         };
         PortalSettingsDto: {
             /** @example https://shop.example/hooks */
@@ -2159,6 +2285,8 @@ export interface components {
             } | null;
             /** @description Mutual TLS, as PUT /v1/receivers/{name} takes it (the key write-only); null removes it */
             tls?: components["schemas"]["ReceiverTlsInputDto"] | null;
+            /** @description JavaScript that reshapes each request before it is sent (docs/guide.md, Transformations); null removes it */
+            transform?: components["schemas"]["TransformDto"] | null;
         };
         PortalSecretsDto: {
             /** @description newest first; two while a rotation overlaps */
@@ -2183,7 +2311,7 @@ export interface components {
             /** @description HTTP status; null without a response */
             statusCode: number | null;
             /** @enum {string} */
-            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "auth_error";
+            outcome: "success" | "http_error" | "timeout" | "connect_error" | "dns_error" | "tls_error" | "network_error" | "blocked" | "transform_error" | "auth_error";
             error: string | null;
             /** @description Phase timings, ms from the start */
             phases: components["schemas"]["PhasesDto"];
@@ -2198,6 +2326,8 @@ export interface components {
             } | null;
             /** @description Start of the response body (capped) */
             responseBody: string | null;
+            /** @description The request its receiver's transform made, as sent (headers with the signature); null: the callback's stored request went, or nothing did */
+            transformed: components["schemas"]["TransformedRequestDto"] | null;
             request: components["schemas"]["SentRequestDto"];
         };
         PortalDeliveryDto: {
@@ -4434,6 +4564,94 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    ReceiverTransformController_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformTestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformTestResultDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6967,6 +7185,101 @@ export interface operations {
             };
             /** @description forbidden: the route needs an admin key */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description rate_limited; `retry-after` says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description internal_error, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_ready: the database is unavailable; or db_timeout: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS or waited for a lock past DATABASE_LOCK_TIMEOUT_MS and was cancelled; or db_conflict: the database ended the transaction of the request to resolve a deadlock or a concurrent update (after retries, where the service can retry it), nothing of it was stored; `retry-after` says when to try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    PortalApiController_testTransform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransformTestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransformTestResultDto"];
+                };
+            };
+            /** @description validation_failed (query, path or body) or malformed_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unauthorized: no key, or an unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description forbidden: the route needs an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description unsupported_media_type: the API takes JSON bodies only */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

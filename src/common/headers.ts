@@ -28,3 +28,12 @@ export function repeatedHeader(names: Iterable<string>): [string, string] | unde
   }
   return undefined;
 }
+
+/**
+ * A copy of `headers` without its Authorization header, whatever its case: the one a
+ * receiver's `auth` replaces when its call is sent (dispatch/auth/authorized.sender.ts),
+ * so a request shown or recorded as sent does not show one that did not go.
+ */
+export function withoutAuthorization(headers: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'authorization'));
+}

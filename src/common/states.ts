@@ -16,8 +16,22 @@ import { Prisma } from '../generated/prisma/client.js';
 export const CALLBACK_STATUSES = ['pending', 'in_flight', 'succeeded', 'failed', 'cancelled'] as const;
 export type CallbackStatus = (typeof CALLBACK_STATUSES)[number];
 
-/** What one attempt came to; `auth_error`: no OAuth2 token could be had for the call (its token endpoint failed), so nothing was sent. */
-export const OUTCOMES = ['success', 'http_error', 'timeout', 'connect_error', 'dns_error', 'tls_error', 'network_error', 'blocked', 'auth_error'] as const;
+/**
+ * What one attempt came to. `transform_error`: its receiver's transform failed (src/transforms), so nothing
+ * was sent; `auth_error`: no OAuth2 token could be had for the call (its token endpoint failed), so nothing was sent.
+ */
+export const OUTCOMES = [
+  'success',
+  'http_error',
+  'timeout',
+  'connect_error',
+  'dns_error',
+  'tls_error',
+  'network_error',
+  'blocked',
+  'transform_error',
+  'auth_error',
+] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 /** A destination's circuit breaker (breaker.policy.ts draws the transitions). */

@@ -175,6 +175,16 @@ export class AppConfig {
   @IsInt() @Min(0) apiAuthFailuresPerSec = 10;
   /** API_AUTH_FAILURES_BURST: wrong keys a client address may send at once (100). */
   @IsInt() @Min(1) apiAuthFailuresBurst = 100;
+  /** TRANSFORM_TIMEOUT_MS: how long one run of a receiver's transform may take; past it the attempt fails as transform_error (50 ms). It runs on a thread of its own, so the budget bounds what one receiver's code costs the others' transforms, not the sending. */
+  @IsInt() @Min(1) @Max(10_000) transformTimeoutMs = 50;
+  /** TRANSFORM_MEMORY_MB: memory of one transform's sandbox; past it a run fails with out of memory (16 MiB, the engine's minimum). */
+  @IsInt() @Min(16) @Max(1024) transformMemoryMb = 16;
+  /** TRANSFORM_MAX_OUTPUT_BYTES: most a transform may return (the webhook as JSON); the body it returns is also held to MAX_CALLBACK_BODY_BYTES (524288 bytes). */
+  @IsInt() @Min(1024) transformMaxOutputBytes = 524_288;
+  /** TRANSFORM_THREADS: threads that run transforms in each process (1). */
+  @IsInt() @Min(1) @Max(64) transformThreads = 1;
+  /** TRANSFORM_CACHE_SIZE: compiled transforms each thread keeps, least recently used out first (100). */
+  @IsInt() @Min(1) @Max(100_000) transformCacheSize = 100;
   /** TRUSTED_PROXIES: comma-separated CIDRs of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto name the client and its scheme (none: the socket's address is the client). */
   @IsArray() @IsString({ each: true }) @IsCidrList() trustedProxies: string[] = [];
 }
@@ -261,6 +271,11 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   API_AUTH_FAILURES_PER_SEC: ['apiAuthFailuresPerSec', int],
   API_AUTH_FAILURES_BURST: ['apiAuthFailuresBurst', int],
   TRUSTED_PROXIES: ['trustedProxies', list],
+  TRANSFORM_TIMEOUT_MS: ['transformTimeoutMs', int],
+  TRANSFORM_MEMORY_MB: ['transformMemoryMb', int],
+  TRANSFORM_MAX_OUTPUT_BYTES: ['transformMaxOutputBytes', int],
+  TRANSFORM_THREADS: ['transformThreads', int],
+  TRANSFORM_CACHE_SIZE: ['transformCacheSize', int],
 };
 
 /** Variables whose values an error never repeats (they are keys). */

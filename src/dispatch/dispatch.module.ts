@@ -4,6 +4,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
 import { RetentionModule } from '../retention/retention.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
+import { TransformsModule } from '../transforms/transforms.module.js';
 import { WorkerStatusModule } from '../worker-status/worker-status.module.js';
 import { ReceiverAuthModule } from '../receiver-auth/receiver-auth.module.js';
 import { ReceiverTester } from '../receivers/receiver-tester.js';
@@ -23,13 +24,14 @@ import { MaintenanceService } from './maintenance.service.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { ProducerService } from './producer.service.js';
 import { SenderService } from './sender.service.js';
+import { TransformStep } from './transform.step.js';
 import { dispatchAxios } from './transport/dispatch.axios.js';
 import { HttpTransport } from './transport/http.transport.js';
 import { WorkerService } from './worker.service.js';
 
 /** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */
 @Module({
-  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, ReceiverAuthModule, ReceiversModule],
+  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, TransformsModule, ReceiverAuthModule, ReceiversModule],
   controllers: [ReceiverTestController],
   providers: [
     { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
@@ -46,6 +48,7 @@ import { WorkerService } from './worker.service.js';
     CompleterService,
     ProducerService,
     SenderService,
+    TransformStep,
     MaintenanceService,
     WorkerService,
     { provide: ReceiverTester, useClass: ReceiverTestService },

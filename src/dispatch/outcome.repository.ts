@@ -26,11 +26,14 @@ export interface RecordedOutcome {
   tunnelMs: number | null;
   firstByteMs: number | null;
   statusCode: number | null;
-  outcome: Outcome;
+  /** null: no attempt was made (its receiver's transform cancelled it): the callback moves, no attempt row is written. */
+  outcome: Outcome | null;
   error: string | null;
   responseHeaders: Record<string, string> | null;
   responseBody: string | null;
   receiverId: string | null;
+  /** The request its receiver's transform made, as sent (src/transforms); null or absent: the stored request went. */
+  transformed?: { method: string; url: string; headers: Record<string, string>; body: string | null } | null;
   /** The receiver authentication it went with (basic, bearer, oauth2); null or left out: none. */
   auth?: string | null;
   /** Time spent getting an OAuth2 token first, ms; null or left out when none was fetched or waited for. */
@@ -108,7 +111,7 @@ export class OutcomeRepository {
 function latestByReceiver(rows: RecordedOutcome[]): Map<string, Date> {
   const latest = new Map<string, Date>();
   for (const r of rows) {
-    if (!r.receiverId) continue;
+    if (!r.receiverId || r.outcome === null) continue;
     const seen = latest.get(r.receiverId);
     if (!seen || r.startedAt > seen) latest.set(r.receiverId, r.startedAt);
   }

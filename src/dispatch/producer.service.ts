@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable, transientConflictOf } from '../database/database.errors.js';
 import { NotifyListener } from '../database/notify.listener.js';
 import { SigningSecretService } from '../signing/signing-secret.service.js';
+import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { claimLimit, nextRecheckMs } from './claim.policy.js';
 import { CredentialCache, type SendCredentials } from './auth/credential.cache.js';
@@ -13,8 +14,12 @@ import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { HostQueues } from './host-limits/host.queues.js';
 
-/** A claimed callback with its signing secrets (its receiver's, or its destination's) and its receiver's credentials, looked up once per claim. */
-export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; credentials: SendCredentials | null };
+/**
+ * A claimed callback with its signing secrets (its receiver's, or its destination's),
+ * its receiver's credentials and its receiver's transform when it has one
+ * (src/transforms), looked up once per claim.
+ */
+export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; credentials: SendCredentials | null; transform?: ReceiverTransform };
 
 /**
  * Step 1 of a callback's way through the worker: the producer claims due rows and
@@ -65,6 +70,7 @@ export class ProducerService {
     private readonly config: AppConfig,
     private readonly claims: ClaimRepository,
     private readonly signing: SigningSecretService,
+    private readonly transforms: TransformService,
     private readonly notify: NotifyListener,
     private readonly hostLimits: HostLimitsService,
     private readonly completer: CompleterService,
@@ -98,6 +104,7 @@ export class ProducerService {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
     await this.claims.nextDueAt();
     await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
+    await this.transforms.transformsFor([{ receiverId: uuidv7() }]);
     await this.credentials.credentialsFor([{ receiverId: uuidv7() }]);
   }
 
@@ -224,12 +231,17 @@ export class ProducerService {
 
   /** Queues claimed rows; false once shutdown began (the claim then stops). */
   private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
-    // Secrets and credentials are looked up once per claim, before anything starts, so each send stays synchronous to build.
-    const [secrets, credentials] = await Promise.all([this.signing.secretsFor(rows), this.credentials.credentialsFor(rows)]);
+    // Secrets, credentials and transforms are looked up once per claim, before anything starts, so each send stays synchronous to build.
+    const [secrets, credentials, transforms] = await Promise.all([
+      this.signing.secretsFor(rows),
+      this.credentials.credentialsFor(rows),
+      this.transforms.transformsFor(rows),
+    ]);
     const now = Date.now();
     for (const row of rows) {
       const own = row.receiverId === null ? null : (credentials.get(row.receiverId) ?? null);
-      this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row), credentials: own }), now);
+      const transform = row.receiverId === null ? undefined : transforms.get(row.receiverId);
+      this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row), credentials: own, transform }), now);
     }
     // Claimed while shutdown began: they wait, and shutdown hands them back.
     if (this.status.state !== 'running') return false;

@@ -10,7 +10,8 @@ import type { ReceiverHealth } from './sql/outcome.sql.js';
 export function receiverHealth(rows: readonly RecordedOutcome[], landed: ReadonlySet<string>): ReceiverHealth[] {
   const byReceiver = new Map<string, RecordedOutcome[]>();
   for (const r of rows) {
-    if (!r.receiverId || !landed.has(r.callbackId)) continue;
+    // no attempt (a transform's cancel): it says nothing of the receiver
+    if (!r.receiverId || r.outcome === null || !landed.has(r.callbackId)) continue;
     const list = byReceiver.get(r.receiverId);
     if (list) list.push(r);
     else byReceiver.set(r.receiverId, [r]);

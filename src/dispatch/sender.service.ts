@@ -7,6 +7,8 @@ import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
 import { AuthorizedSender } from './auth/authorized.sender.js';
+import { cancelledOutcome, TransformStep } from './transform.step.js';
+import type { CallResult } from './transport/http.transport.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;
@@ -15,10 +17,11 @@ const START_SLICE = 32;
  * Step 2: the sender keeps at most DISPATCH_CONCURRENCY calls in flight, taking
  * rows from the producer's queues (round-robin over hosts below their cap), each
  * completion replaced at once by the next waiting row: a rolling window. Each call
- * is built (request.builder.ts: headers, Standard Webhooks signature) and sent
- * through HttpService (transport/) with its receiver's credentials
- * (auth/authorized.sender.ts); its result goes to the host limits (breaker)
- * and, as an outcome, to the completer.
+ * is built (request.builder.ts: headers, Standard Webhooks signature; after its
+ * receiver's transform, when it has one: transform.step.ts) and sent through
+ * HttpService (transport/) with its receiver's credentials (auth/authorized.sender.ts),
+ * added last, so a transform neither sees nor sets them; its result goes to the host
+ * limits (breaker) and, as an outcome, to the completer.
  */
 @Injectable()
 export class SenderService {
@@ -34,6 +37,7 @@ export class SenderService {
     private readonly hostLimits: HostLimitsService,
     private readonly metrics: MetricsService,
     private readonly status: WorkerStatus,
+    private readonly transformStep: TransformStep,
   ) {
     producer.onQueued(() => this.fill());
   }
@@ -79,14 +83,16 @@ export class SenderService {
   }
 
   private async send(row: QueuedCallback): Promise<void> {
-    const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs), row.credentials);
+    const done = await this.attempt(row);
     // Past the shutdown deadline the row was handed back (and the call cut off): not ours to record.
     if (this.status.state === 'stopped') return;
     this.sending.delete(row);
     this.producer.done(row.host);
-    this.hostLimits.record(row, result);
-    this.metrics.attemptFinished(result);
-    this.completer.add(toRecordedOutcome(row, result, this.config));
+    if (done.result) {
+      if (done.called) this.hostLimits.record(row, done.result);
+      this.metrics.attemptFinished(done.result);
+    }
+    this.completer.add(done.outcome);
     // This worker holds every slot of the host (calls, waiting rows, outcomes not yet
     // written): slots come free only when written back (which wakes the claim). Write
     // as soon as the host's last call is done, so one write-back and one claim move a
@@ -105,5 +111,22 @@ export class SenderService {
     // Otherwise a finished call frees nothing a claim could use: host slots come
     // free with the write-back, which wakes the claim itself.
     this.producer.callFinished();
+  }
+
+  /**
+   * Makes the row's attempt: its stored request, or what its receiver's transform made
+   * of it (transform.step.ts), which may also fail (an attempt without a call) or send
+   * nothing (no attempt: the callback is cancelled). `called`: a request went out.
+   */
+  private async attempt(row: QueuedCallback): Promise<{ called: boolean; result?: CallResult; outcome: ReturnType<typeof toRecordedOutcome> }> {
+    if (!row.transform) {
+      const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs), row.credentials);
+      return { called: true, result, outcome: toRecordedOutcome(row, result, this.config) };
+    }
+    const prepared = await this.transformStep.prepare({ ...row, transform: row.transform });
+    if (prepared.kind === 'cancelled') return { called: false, outcome: cancelledOutcome(row, prepared.startedAt, prepared.durationMs) };
+    const result: CallResult = prepared.kind === 'call' ? await this.transport.send(prepared.call, row.credentials) : prepared.result;
+    const transformed = prepared.kind === 'call' ? prepared.transformed : null;
+    return { called: prepared.kind === 'call', result, outcome: { ...toRecordedOutcome(row, result, this.config), transformed } };
   }
 }

@@ -7,6 +7,7 @@ import { UuidParam } from '../common/params.js';
 import { LatencyHistoryDto } from '../history/dto/latency.dto.js';
 import { ReceiverTestDto } from '../receivers/dto/receiver-test.dto.js';
 import { RecoveryDto } from '../recoveries/dto/recovery.dto.js';
+import { TransformTestDto, TransformTestResultDto } from '../transforms/dto/transform.dto.js';
 import {
   PortalDeliveryDto,
   PortalDeliveryQueryDto,
@@ -57,7 +58,7 @@ export class PortalApiController {
 
   @Patch('receiver')
   @NeedsCapability('edit')
-  @ApiOperation({ summary: 'Change URL, headers, credentials (write-only), disable or enable (edit)' })
+  @ApiOperation({ summary: 'Change URL, headers, credentials (write-only) or transform, disable or enable (edit)' })
   @ApiOkResponse({ type: PortalReceiverDto })
   @ApiErrors(403, 409, 415)
   updateReceiver(@CurrentPortal() p: PortalCaller, @Body() dto: PortalSettingsDto): Promise<PortalReceiverDto> {
@@ -132,6 +133,16 @@ export class PortalApiController {
   @ApiErrors(403)
   sendTest(@CurrentPortal() p: PortalCaller): Promise<ReceiverTestDto> {
     return this.portal.sendTest(p);
+  }
+
+  @Post('transform/test')
+  @HttpCode(200)
+  @NeedsCapability('edit')
+  @ApiOperation({ summary: 'Try its transform, or code given, on a sample or a delivery; nothing is sent (edit)' })
+  @ApiOkResponse({ type: TransformTestResultDto })
+  @ApiErrors(403, 404, 415)
+  testTransform(@CurrentPortal() p: PortalCaller, @Body() dto: TransformTestDto): Promise<TransformTestResultDto> {
+    return this.portal.testTransform(p, dto);
   }
 
   @Get('latency')

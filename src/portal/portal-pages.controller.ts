@@ -13,7 +13,19 @@ import { portalCookie } from './portal-token.policy.js';
  * confirm buttons, latency chart and formatting. api.js comes along for its ApiError
  * (latency.view.js and actions.js import it); the portal never sends an API key.
  */
-const SHARED = ['style.css', 'dom.js', 'api.js', 'actions.js', 'latency.view.js', 'timeline.js', 'id-link.js', 'ids.js', 'tooltip.js', 'favicon.svg'];
+const SHARED = [
+  'style.css',
+  'dom.js',
+  'api.js',
+  'actions.js',
+  'latency.view.js',
+  'timeline.js',
+  'id-link.js',
+  'ids.js',
+  'tooltip.js',
+  'transform.panel.js',
+  'favicon.svg',
+];
 
 /**
  * The portal's pages: static HTML, CSS and ES modules, as the dashboard's. They hold no

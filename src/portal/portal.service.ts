@@ -12,7 +12,9 @@ import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.
 import { LatencyService } from '../history/latency.service.js';
 import type { ReceiverTestDto } from '../receivers/dto/receiver-test.dto.js';
 import { ReceiverTester } from '../receivers/receiver-tester.js';
+import { ReceiverTransformService } from '../receivers/receiver-transform.service.js';
 import { ReceiverService, toReceiverView } from '../receivers/receiver.service.js';
+import type { TransformTestDto, TransformTestResultDto } from '../transforms/dto/transform.dto.js';
 import type { RecoveryDto } from '../recoveries/dto/recovery.dto.js';
 import { RecoveryService } from '../recoveries/recovery.service.js';
 import { signWebhook } from '../signing/signature.js';
@@ -42,23 +44,26 @@ export class PortalService {
     private readonly signing: SigningSecretService,
     private readonly config: AppConfig,
     private readonly tester: ReceiverTester,
+    private readonly transforms: ReceiverTransformService,
   ) {}
 
   async receiver(p: PortalCaller): Promise<PortalReceiverDto> {
-    const { figures, auth, tls, ...rest } = await this.receivers.getReceiver(p.apiKeyId, p.receiver);
-    return { ...pickReceiver(rest), figures, auth, tls };
+    const { figures, auth, tls, transform, ...rest } = await this.receivers.getReceiver(p.apiKeyId, p.receiver);
+    return { ...pickReceiver(rest), figures, auth, tls, transform };
   }
 
   /**
    * Changes its URL, headers, disabled (a disable holds its callbacks, an enable
-   * releases them: the receiver API's tasks) or its credentials. The portal is for
-   * people outside the sender, so a URL it sets (the receiver's, or an OAuth2 token
-   * endpoint's) must be public whatever ALLOW_PRIVATE_NETWORKS opens and whatever its
-   * key is granted: an IP literal or a name resolving now to an address the public
-   * rule refuses is a 400, and the destination is recorded as the portal's
+   * releases them: the receiver API's tasks), its credentials or its transform. The
+   * portal is for people outside the sender, so a URL it sets (the receiver's, or an
+   * OAuth2 token endpoint's) must be public whatever ALLOW_PRIVATE_NETWORKS opens and
+   * whatever its key is granted: an IP literal or a name resolving now to an address
+   * the public rule refuses is a 400, and the destination is recorded as the portal's
    * (`portal_hosts`), so its callbacks and token requests connect to public addresses
    * only, whatever the name resolves to when they are sent (claim.sql.ts,
-   * credential.cache.ts, the transport).
+   * credential.cache.ts, the transport). A transform it sets may change a call's URL;
+   * the call then reaches public addresses only, and its credentials stay with the
+   * callback's own destination (transform.step.ts).
    */
   async updateSettings(p: PortalCaller, dto: PortalSettingsDto): Promise<PortalReceiverDto> {
     const changes = {
@@ -68,8 +73,9 @@ export class PortalService {
       // its own credentials, write-only as in the API (edit)
       ...(dto.auth !== undefined && { auth: dto.auth }),
       ...(dto.tls !== undefined && { tls: dto.tls }),
+      ...(dto.transform !== undefined && { transform: dto.transform }),
     };
-    if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, disabled, auth or tls');
+    if (Object.keys(changes).length === 0) throw new AppError('validation_failed', 'give url, headers, disabled, auth, tls or transform');
     const portalHosts = new Set<string>();
     for (const [field, url] of urlsSet(dto)) {
       const refused = await hostnameRefusal(PUBLIC_ONLY, url.hostname);
@@ -112,6 +118,8 @@ export class PortalService {
     const [detail, secrets] = await Promise.all([this.callbacks.getCallback(p.apiKeyId, id), this.signing.secretsOfReceiver(p.receiverId)]);
     const headers = sent.headers as Record<string, string>;
     const attempts = detail.attempts.map((a) => {
+      // what its transform made and sent is recorded with the attempt as it went
+      if (a.transformed) return { ...a, request: a.transformed };
       const timestamp = Math.floor(Date.parse(a.startedAt) / 1000);
       const signingSecrets = secretsAt(secrets, Date.parse(a.startedAt));
       // As buildRequest makes them: one header per name whatever its case.
@@ -144,6 +152,11 @@ export class PortalService {
   /** A signed example call (`{"type": "portal.test", …}`) to the receiver's URL now, with its credentials: the API's test call, answered as its attempt. */
   sendTest(p: PortalCaller): Promise<ReceiverTestDto> {
     return this.tester.testReceiver(p.apiKeyId, p.receiver, 'portal.test');
+  }
+
+  /** Its transform, or the code given, tried on a sample or one of its deliveries; nothing is sent (the API's test: ReceiverTransformService). */
+  testTransform(p: PortalCaller, dto: TransformTestDto): Promise<TransformTestResultDto> {
+    return this.transforms.testTransform(p.apiKeyId, p.receiver, dto);
   }
 
   latencyHistory(p: PortalCaller, q: Pick<LatencyQueryDto, 'from' | 'to' | 'bucket'>): Promise<LatencyHistoryDto> {

@@ -24,6 +24,8 @@ export interface ReceiverSettings {
   /** its subscriptions (event-type.policy.ts), and its filter on their payloads (null: none) */
   eventTypes?: string[];
   eventFilter?: Record<string, unknown> | null;
+  /** its transform's source (src/transforms); null removes it */
+  transformCode?: string | null;
   /** destinations a portal session set its URL or token URL to: added to `portal_hosts` (its calls there go to public addresses only) */
   portalHosts?: string[];
 }
@@ -42,7 +44,8 @@ export interface ReceiverFigures {
 const RETURNING = Prisma.sql`RETURNING id, api_key_id AS "apiKeyId", name, url, description, headers, timeout_ms AS "timeoutMs",
   max_attempts AS "maxAttempts", retry_delays_ms AS "retryDelaysMs", disabled, disabled_reason AS "disabledReason",
   disabled_at AS "disabledAt", failing_since AS "failingSince", last_failure_at AS "lastFailureAt",
-  created_at AS "createdAt", updated_at AS "updatedAt", event_types AS "eventTypes", event_filter AS "eventFilter"`;
+  created_at AS "createdAt", updated_at AS "updatedAt", event_types AS "eventTypes", event_filter AS "eventFilter",
+  transform_code AS "transformCode"`;
 
 @Injectable()
 export class ReceiverRepository {
@@ -79,12 +82,12 @@ export class ReceiverRepository {
     return this.db.transaction(async (tx) => {
       const [created] = await tx.query<ReceiverRow>(Prisma.sql`
         INSERT INTO receiver (id, api_key_id, name, url, description, headers, timeout_ms, max_attempts, retry_delays_ms,
-                              disabled, disabled_reason, disabled_at, event_types, event_filter, portal_hosts)
+                              disabled, disabled_reason, disabled_at, event_types, event_filter, transform_code, portal_hosts)
         VALUES (${row.id}::uuid, ${row.apiKeyId}::uuid, ${row.name}, ${row.url ?? null}, ${row.description ?? null},
                 ${JSON.stringify(row.headers ?? {})}::jsonb, ${row.timeoutMs ?? null}::int, ${row.maxAttempts ?? null}::int,
                 ${row.retryDelaysMs ?? null}::int[], ${row.disabled},
                 ${row.disabled ? 'disabled through the API' : null}, ${row.disabled ? new Date() : null}::timestamptz,
-                ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb,
+                ${row.eventTypes ?? []}::text[], ${row.eventFilter ? JSON.stringify(row.eventFilter) : null}::jsonb, ${row.transformCode ?? null},
                 ${row.portalHosts ?? []}::text[])
         ON CONFLICT (api_key_id, name) DO NOTHING
         ${RETURNING}`);
@@ -130,6 +133,7 @@ export class ReceiverRepository {
           ${set('retry_delays_ms', s.retryDelaysMs, '::int[]')}
           ${set('event_types', s.eventTypes, '::text[]')}
           ${set('event_filter', s.eventFilter === undefined ? undefined : s.eventFilter && JSON.stringify(s.eventFilter), '::jsonb')}
+          ${set('transform_code', s.transformCode)}
           ${s.portalHosts === undefined ? Prisma.empty : Prisma.sql`portal_hosts = portal_hosts || ARRAY(SELECT h FROM unnest(${s.portalHosts}::text[]) h WHERE h <> ALL(portal_hosts)),`}
           ${toggle ? disabledColumns(s.disabled!, s.reason ?? 'disabled through the API') : Prisma.empty}
           updated_at = now()

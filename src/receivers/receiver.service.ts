@@ -11,6 +11,8 @@ import { CredentialService } from '../receiver-auth/credential.service.js';
 import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { toTaskView } from '../tasks/task.view.js';
+import { codeProblem } from '../transforms/transform.policy.js';
+import { TransformService } from '../transforms/transform.service.js';
 import type { PutReceiverDto } from './dto/put-receiver.dto.js';
 import { RECEIVER_SORTS, type ReceiverHealthRow, type ReceiverListCursor, type ReceiverSort } from './receiver-list.sql.js';
 import { ReceiverRepository, type ReceiverRow } from './receiver.repository.js';
@@ -123,6 +125,7 @@ export class ReceiverService {
     private readonly signing: SigningSecretService,
     private readonly tasks: TaskRepository,
     private readonly runner: TaskRunner,
+    private readonly transforms: TransformService,
     private readonly credentials: CredentialService,
   ) {}
 
@@ -134,7 +137,7 @@ export class ReceiverService {
   async putReceiver(apiKeyId: string, name: string, dto: PutReceiverDto, options: { portalHosts?: string[] } = {}) {
     this.checkName(name);
     // null clears a setting (the batch's or the service's applies again); for disabled and secret it means "leave as is".
-    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, auth, tls, ...rest } = dto;
+    const { secret: givenSecret, disabled: givenDisabled, headers, retryDelaysMs, eventTypes, filter, transform, auth, tls, ...rest } = dto;
     // its credentials are written in the receiver's own transaction (receiver-auth/credential.service.ts)
     const withCredentials = (tx: SqlRunner, receiverId: string) => this.credentials.applyChange(tx, receiverId, { auth, tls });
     const secret = givenSecret ?? undefined;
@@ -145,6 +148,7 @@ export class ReceiverService {
       ...(retryDelaysMs !== undefined && { retryDelaysMs: retryDelaysMs ?? [] }),
       ...(eventTypes !== undefined && { eventTypes: checkSubscriptions(eventTypes ?? []) }),
       ...(filter !== undefined && { eventFilter: checkFilter(filter) }),
+      ...(transform !== undefined && { transformCode: transform && (await this.checkTransform(transform.code)) }),
       ...(options.portalHosts?.length ? { portalHosts: options.portalHosts } : {}),
     };
     checkSecret(secret);
@@ -244,8 +248,19 @@ export class ReceiverService {
       filter: row.eventFilter as Filter | null,
       secrets,
       ...credentials,
+      transform: row.transformCode === null ? null : { code: row.transformCode },
       task: task ? toTaskView(task) : null,
     };
+  }
+
+  /** The code of a transform, once it compiles and defines a handler (in the sandbox); else a 400 naming the line. */
+  private async checkTransform(code: unknown): Promise<string> {
+    const problem = codeProblem(code);
+    if (problem) throw new AppError('validation_failed', problem);
+    const error = await this.transforms.check(code as string);
+    if (!error) return code as string;
+    const where = error.line === null ? '' : ` (line ${error.line}:${error.column})`;
+    throw new AppError('validation_failed', `transform.code does not compile: ${error.message}${where}`, { line: error.line, column: error.column });
   }
 
   private checkName(name: unknown): asserts name is string {

@@ -246,8 +246,9 @@ describe('callbacks CLI', () => {
       const tested = await cli(['receivers', 'test', 'cli-auth']);
       expect(tested.code).toBe(0);
       expect(tested.stdout).toMatch(/^ok: 200 in .*, basic auth → http:\/\/127\.0\.0\.1:\d+\/auth$/m);
-      const sent = receiver.requests.find((r) => r.url === '/auth');
-      expect(sent?.headers.authorization).toBe(`Basic ${Buffer.from('cli-user:cli-password-0123').toString('base64')}`);
+      // the receiver records a request when its connection closes, which may be after the answer came back
+      const sent = await waitFor(() => receiver.requests.find((r) => r.url === '/auth'));
+      expect(sent.headers.authorization).toBe(`Basic ${Buffer.from('cli-user:cli-password-0123').toString('base64')}`);
     } finally {
       certs.remove();
     }

@@ -528,4 +528,36 @@ describe(DashboardController.name, () => {
     expect(await page.locator('#events tbody tr[data-event] td:first-child a').first().textContent()).toMatch(/^…[0-9a-f]{6,}$/);
     expect(errors).toEqual([]);
   });
+
+  it("should edit a receiver's transform on its page, try it on a sample (what would be sent, or the error and its line), and save it", async () => {
+    const { page, errors } = browser;
+    expect((await service.api('/v1/receivers/shaped', { method: 'PUT', json: { url: `${receiver.url}/shaped` } })).status).toBe(201);
+    await openLoggedIn('#/receiver/shaped');
+    await page.waitForSelector('#transform-code');
+    expect(await page.textContent('#transform-status')).toContain('No transform');
+    const code = "function handler(webhook) {\n  webhook.body = { text: 'paid ' + webhook.body.data.amount };\n  return webhook;\n}";
+    await page.fill('#transform-code', code);
+    await page.click('[data-action=try-transform]');
+    await page.waitForSelector('#transform-result[data-result=send]');
+    const shown = await page.textContent('#transform-result');
+    expect(shown).toContain(`POST ${receiver.url}/shaped`);
+    expect(shown).toContain('{"text":"paid 1500"}');
+    expect(shown).toMatch(/webhook-signature: v1,/);
+
+    await page.fill('#transform-code', 'function handler(webhook) {\n  return webhook.body.nothing.here;\n}');
+    await page.click('[data-action=try-transform]');
+    await page.waitForSelector('#transform-result[data-result=error]');
+    expect(await page.textContent('#transform-result')).toMatch(/^Error at line 2:\d+: TypeError: /);
+    expect((await service.apiJson('/v1/receivers/shaped')).transform).toBeNull(); // tried, not saved
+
+    await page.fill('#transform-code', code);
+    await page.click('[data-action=save-transform]');
+    await page.waitForSelector('p.flash:text("Transform saved.")');
+    expect((await service.apiJson('/v1/receivers/shaped')).transform).toEqual({ code });
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-transform.png`, fullPage: true });
+    await page.click('[data-action=remove-transform]');
+    await page.waitForSelector('p.flash:text("Transform removed.")');
+    expect((await service.apiJson('/v1/receivers/shaped')).transform).toBeNull();
+    expect(errors).toEqual([]);
+  });
 });

@@ -154,6 +154,31 @@ describe(PortalPagesController.name, () => {
     expect(errors).toEqual([]);
   });
 
+  it('should let a receiver with edit try and save its own transform, and show none without edit', async () => {
+    const { page, errors } = browser;
+    await page.goto((await mint('shop', ['read'])).url);
+    await page.waitForSelector('#secrets');
+    expect(await page.$('#transform-code')).toBeNull();
+
+    await page.goto((await mint('shop', ['edit'])).url);
+    await page.waitForSelector('#transform-code');
+    await page.fill('#transform-code', "function handler(webhook) {\n  webhook.headers['x-portal'] = 'set';\n  return webhook;\n}");
+    await page.click('[data-action=try-transform]');
+    await page.waitForSelector('#transform-result[data-result=send]');
+    expect(await page.textContent('#transform-result')).toContain('x-portal: set');
+    await page.fill('#transform-payload', '{"order": 5}');
+    await page.fill('#transform-code', 'function handler(webhook) {\n  return webhook.body.order < 10 ? null : webhook;\n}');
+    await page.click('[data-action=try-transform]');
+    await page.waitForSelector('#transform-result[data-result=cancel]');
+    await page.click('[data-action=save-transform]');
+    await page.waitForSelector('p.flash:text("Transform saved.")');
+    expect((await service.apiJson('/v1/receivers/shop')).transform.code).toContain('webhook.body.order < 10');
+    await page.click('[data-action=remove-transform]');
+    await page.waitForSelector('p.flash:text("Transform removed.")');
+    expect((await service.apiJson('/v1/receivers/shop')).transform).toBeNull();
+    expect(errors).toEqual([]);
+  });
+
   it("should make a portal link from the dashboard's receiver page, copy it, and open the portal with the capabilities ticked", async () => {
     const { page, context, errors } = browser;
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });

@@ -81,6 +81,23 @@ describe('production layout: dist/ with production dependencies only', () => {
     await waitFor(async () => ((await (await fetch(`${service!.url}/v1/batches/${id}`, { headers })).json()) as { status: string }).status === 'completed');
     expect(receiver.requests.filter((r) => r.url === '/deployed')).toHaveLength(1);
 
+    // A receiver's transform runs in the sandbox's thread, whose module dist/ carries (dist/transforms/sandbox.worker.mjs).
+    const code = 'function handler(webhook) {\n  webhook.url += "/shaped";\n  webhook.body = { shaped: webhook.body.n * 2 };\n  return webhook;\n}';
+    const put = await fetch(`${service.url}/v1/receivers/shaper`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({ url: `${receiver.url}/transform`, transform: { code } }),
+    });
+    expect(put.status).toBe(201);
+    const shaped = await fetch(`${service.url}/v1/batches`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ callbacks: [{ receiver: 'shaper', body: { n: 21 } }] }),
+    });
+    expect(shaped.status).toBe(202);
+    const delivered = await waitFor(() => receiver.requests.find((r) => r.url === '/transform/shaped'));
+    expect(JSON.parse(delivered.body)).toEqual({ shaped: 42 });
+
     // The CLI of the same layout, against the same service.
     const { stdout } = await run(process.execPath, [join(dir, 'dist/cli/main.js'), 'status', id], {
       cwd: dir,

@@ -54,6 +54,14 @@ export class PhasesDto {
   tokenMs?: number;
 }
 
+/** A request as its receiver's transform made it and as it went out (docs/guide.md, Transformations). */
+export class TransformedRequestDto {
+  @ApiProperty() method: string;
+  @ApiProperty() url: string;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) headers: Record<string, string>;
+  @ApiProperty({ type: String, nullable: true }) body: string | null;
+}
+
 export class AttemptDto {
   @ApiProperty({ description: '1, 2, …' }) number: number;
   @ApiProperty({ format: 'date-time' }) startedAt: string;
@@ -71,6 +79,12 @@ export class AttemptDto {
   auth: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true, description: 'Response headers as received' }) responseHeaders: unknown;
   @ApiProperty({ type: String, nullable: true, description: 'Start of the response body (capped)' }) responseBody: string | null;
+  @ApiProperty({
+    type: TransformedRequestDto,
+    nullable: true,
+    description: "The request its receiver's transform made, as sent (headers with the signature); null: the callback's stored request went, or nothing did",
+  })
+  transformed: TransformedRequestDto | null;
 }
 
 /** GET /v1/callbacks/:id: the callback with all its attempts. */

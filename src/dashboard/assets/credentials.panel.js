@@ -131,7 +131,7 @@ function testCall(path) {
         h(
           'p',
           h('span', { class: `status ${a.ok ? 'succeeded' : 'failed'}` }, a.ok ? 'succeeded' : 'failed'),
-          ` ${a.statusCode ?? a.outcome} in ${formatMs(a.durationMs)}${a.auth ? `, ${a.auth} auth` : ''} (${phases})`,
+          ` ${a.statusCode ?? a.outcome ?? 'not sent'} in ${formatMs(a.durationMs)}${a.auth ? `, ${a.auth} auth` : ''} (${phases})`,
           a.error ? h('span.error', ` ${a.error}`) : null,
         ),
         a.responseBody ? h('pre.payload', a.responseBody) : null,

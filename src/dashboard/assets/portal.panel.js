@@ -16,7 +16,7 @@ const TTLS = [
 const CAPABILITIES = [
   ['replay', 'replay deliveries and send a test'],
   ['rotate', 'rotate its secret'],
-  ['edit', 'change its URL, headers, disable and enable'],
+  ['edit', 'change its URL, headers and transform, disable and enable'],
 ];
 
 /** @param {string} receiver its name */

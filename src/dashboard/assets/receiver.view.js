@@ -1,5 +1,6 @@
 // One receiver: settings, event subscriptions (subscriptions.panel.js), authentication and
-// "Send a test" (credentials.panel.js), secrets (masked, with a reveal button), figures, latency over the last hour, its held and failed
+// "Send a test" (credentials.panel.js), its transform with "Try it" (transform.panel.js),
+// secrets (masked, with a reveal button), figures, latency over the last hour, its held and failed
 // callbacks (with "Replay failed since…": recovery.panel.js), and disable / enable.
 import { get, send } from './api.js';
 import { actionButton, flashMessage } from './actions.js';
@@ -11,6 +12,7 @@ import { credentialsPanel } from './credentials.panel.js';
 import { portalPanel } from './portal.panel.js';
 import { recoveryPanel } from './recovery.panel.js';
 import { subscriptionsPanel } from './subscriptions.panel.js';
+import { transformPanel } from './transform.panel.js';
 import { formatMs } from './timeline.js';
 
 export async function receiverView(main, context) {
@@ -58,6 +60,12 @@ export async function receiverView(main, context) {
     subscriptionsPanel(r),
     h('h2', 'Authentication'),
     ...credentialsPanel(r, rerender),
+    h('h2', 'Transformation'),
+    transformPanel(r, {
+      save: (transform) => send('PUT', path, { transform }),
+      test: (body) => send('POST', `${path}/transform/test`, body),
+      after: rerender,
+    }),
     h('h2', 'Signing secrets'),
     secrets(r.secrets),
     h('h2', 'Receiver portal'),

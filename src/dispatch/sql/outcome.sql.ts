@@ -22,13 +22,14 @@ import type { RecordedOutcome } from '../outcome.repository.js';
  * row already holds (its key, host and receiver) is taken from it, not sent again,
  * and times go as epoch milliseconds: each column sent costs the worker its text
  * encoding and Postgres its parsing, per row. Locks the callback rows it updates.
- * Returns the callback ids that landed. The text is the same for any number of rows
+ * Returns the callback ids that landed (with an attempt, or without one when their
+ * transform cancelled them). The text is the same for any number of rows
  * (none included), so it is prepared once per connection. A retry of a row held
  * meanwhile (its receiver disabled while the call ran) is due HELD_SHIFT later
  * (receivers/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
-  return Prisma.sql`${writeBack(owner, rows)} ${insertAttempts(owner)} RETURNING callback_id AS id`;
+  return Prisma.sql`${writeBack(owner, rows)}, attempts AS (${insertAttempts(owner)}) SELECT id FROM moved`;
 }
 
 /**
@@ -98,12 +99,14 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
   // own conversion of array parameters was ~3% of the worker's profile (the change
   // alone moved nothing measurable in bench:peer).
   type Dated = 'nextAttemptAt' | 'completedAt' | 'startedAt';
-  const col = (k: Exclude<keyof RecordedOutcome, Dated | 'responseHeaders'>) => pgArray(rows.map((r) => r[k] ?? null));
+  const col = (k: Exclude<keyof RecordedOutcome, Dated | 'responseHeaders' | 'transformed'>) => pgArray(rows.map((r) => r[k] ?? null));
   const epochMs = (k: Dated) => pgArray(rows.map((r) => r[k]?.getTime() ?? null));
   // The response headers (objects) go as one JSON array, not as an array literal of
   // JSON texts: quoting each document's quotes for the literal cost ten times
   // JSON.stringify's own work and allocated per quote. JSON null is SQL NULL.
   const headers = JSON.stringify(rows.map((r) => r.responseHeaders ?? null));
+  // The requests transforms made (src/transforms), the same way; all null (`[null,…]`) when no row was transformed.
+  const transformed = JSON.stringify(rows.map((r) => r.transformed ?? null));
   return Prisma.sql`
     WITH ${extra.locked ?? Prisma.empty} o AS (
       SELECT * FROM unnest(
@@ -112,10 +115,12 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
         ${col('connectMs')}::float8[], ${col('tlsMs')}::float8[], ${col('tunnelMs')}::float8[], ${col('firstByteMs')}::float8[],
         ${col('statusCode')}::int[], ${col('outcome')}::text[], ${col('error')}::text[],
         ARRAY(SELECT nullif(h.e, 'null'::jsonb) FROM jsonb_array_elements(${headers}::jsonb) WITH ORDINALITY AS h(e, i) ORDER BY h.i),
-        ${col('responseBody')}::text[], ${col('auth')}::text[], ${col('tokenMs')}::float8[]
+        ${col('responseBody')}::text[],
+        ARRAY(SELECT nullif(t.e, 'null'::jsonb) FROM jsonb_array_elements(${transformed}::jsonb) WITH ORDINALITY AS t(e, i) ORDER BY t.i),
+        ${col('auth')}::text[], ${col('tokenMs')}::float8[]
       ) AS o(callback_id, number, status, next_attempt_ms, completed_ms, started_ms,
              duration_ms, dns_ms, connect_ms, tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error,
-             response_headers, response_body, auth, token_ms)
+             response_headers, response_body, transformed, auth, token_ms)
     ), moved AS (
       UPDATE callback c
       SET status = o.status, attempts = o.number,
@@ -130,15 +135,16 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
     )`;
 }
 
-/** The attempts of the rows `moved` landed (writeBack). */
+/** The attempts of the rows `moved` landed (writeBack); a row without an outcome made none (its transform cancelled it). */
 const insertAttempts = (owner: string) => Prisma.sql`
     INSERT INTO attempt (callback_id, api_key_id, host, number, started_at, duration_ms, dns_ms, connect_ms,
                          tls_ms, tunnel_ms, first_byte_ms, status_code, outcome, error, response_headers, response_body, worker,
-                         receiver_id, auth, token_ms)
+                         receiver_id, transformed, auth, token_ms)
     SELECT o.callback_id, m.api_key_id, m.host, o.number, ${at(Prisma.sql`o.started_ms`)}, o.duration_ms, o.dns_ms, o.connect_ms,
            o.tls_ms, o.tunnel_ms, o.first_byte_ms, o.status_code, o.outcome, o.error, o.response_headers, o.response_body, ${owner},
-           m.receiver_id, o.auth, o.token_ms
-    FROM o JOIN moved m ON m.id = o.callback_id`;
+           m.receiver_id, o.transformed, o.auth, o.token_ms
+    FROM o JOIN moved m ON m.id = o.callback_id
+    WHERE o.outcome IS NOT NULL`;
 
 /**
  * Hands leased rows back untouched (shutdown, or rows that waited too long in

@@ -80,7 +80,8 @@ export class HttpTransport implements OnApplicationShutdown {
    * The address check runs in the connector, on the addresses the socket connects to
    * (connector.ts), so which ranges a call may reach is chosen by the agent it goes
    * through: a call whose key is not granted private networks (or whose destination a
-   * portal session chose) goes through the agent whose policy opens nothing, whatever
+   * portal session chose, or that its receiver's transform sent to another destination:
+   * transform.step.ts) goes through the agent whose policy opens nothing, whatever
    * ALLOW_PRIVATE_NETWORKS says. The two agents keep separate connection pools, so a
    * connection one opened is never reused by the other's calls; so do a receiver's own
    * (mutual TLS) pools, one per credentials and policy.
@@ -94,7 +95,7 @@ export class HttpTransport implements OnApplicationShutdown {
     const publicOnly = new NetworkPolicy(
       [],
       this.opensPrivate
-        ? 'its key has no grant for private networks (an admin sets allowPrivateNetworks with PATCH /v1/keys/{id}), or a portal session chose its destination'
+        ? "its key has no grant for private networks (an admin sets allowPrivateNetworks with PATCH /v1/keys/{id}), or a portal session chose its destination, or its receiver's transform sent it to another destination"
         : undefined,
     );
     const withPrivate = this.opensPrivate ? new NetworkPolicy(open) : publicOnly;

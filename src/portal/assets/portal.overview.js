@@ -1,10 +1,12 @@
-// The portal's overview: settings (edit), signing secrets (reveal; rotate), "Send a
-// test" (replay), and the latency chart with the success rate of the last hour.
+// The portal's overview: settings (edit), its transform with "Try it" (edit), signing
+// secrets (reveal; rotate), "Send a test" (replay), and the latency chart with the
+// success rate of the last hour.
 import { actionButton, flashMessage } from './actions.js';
 import { h, when } from './dom.js';
 import { latencyChart } from './latency.view.js';
 import { portalGet, portalSend } from './portal.api.js';
 import { formatMs } from './timeline.js';
+import { transformPanel } from './transform.panel.js';
 
 export async function overviewSections({ session, current, rerender }) {
   const to = new Date();
@@ -23,6 +25,7 @@ export async function overviewSections({ session, current, rerender }) {
     r.disabled && r.disabledReason ? h('p#disabled-reason.error', `Disabled ${when(r.disabledAt)}: ${r.disabledReason}`) : null,
     h('h2', 'Settings'),
     settings(r, can('edit'), rerender),
+    can('edit') ? transformSection(r, rerender) : null,
     h('h2', 'Signing secrets'),
     h('p.muted', 'Each delivery is signed (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature) with these; verify with the current one.'),
     secrets(can('rotate'), rerender),
@@ -137,7 +140,7 @@ function testSection() {
           'p',
           h('span', { class: `status ${status}` }, status),
           ' ',
-          `${a.statusCode ?? a.outcome} in ${formatMs(a.durationMs)}${a.error ? `: ${a.error}` : ''}`,
+          `${a.statusCode ?? a.outcome ?? 'not sent'} in ${formatMs(a.durationMs)}${a.error ? `: ${a.error}` : ''}`,
           a.auth ? ` (${a.auth} auth)` : '',
         ),
         a.responseBody ? h('pre.snippet', a.responseBody) : '',
@@ -153,5 +156,18 @@ function testSection() {
     h('p.muted', 'A signed example call (type portal.test) to your URL now, with your credentials; it is not stored as a delivery.'),
     button,
     result,
+  ];
+}
+
+/** Its transform (edit): the code that reshapes each delivery before it is sent, tried here on a sample or a delivery. */
+function transformSection(r, rerender) {
+  return [
+    h('h2', 'Transformation'),
+    h('p.muted', 'JavaScript that reshapes each delivery before it is sent to you (or drops it, returning null).'),
+    transformPanel(r, {
+      save: (transform) => portalSend('PATCH', '/portal/api/receiver', { transform }),
+      test: (body) => portalSend('POST', '/portal/api/transform/test', body),
+      after: rerender,
+    }),
   ];
 }

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { Allow, IsBoolean, IsISO8601, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import { Allow, IsBoolean, IsISO8601, IsObject, IsOptional, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { AttemptDto, CallbackDetailDto } from '../../callbacks/dto/callback.dto.js';
 import { cursorParam, dateParam, pageLimit, statusParam } from '../../common/params.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
@@ -10,6 +10,7 @@ import { LatencyQueryDto } from '../../history/dto/latency.dto.js';
 import { ReceiverDto, ReceiverFiguresDto } from '../../receivers/dto/receiver.dto.js';
 import { ReceiverAuthDto, ReceiverTlsDto, ReceiverTlsInputDto } from '../../receiver-auth/dto/credentials.dto.js';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
+import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 import { PORTAL_CAPABILITIES, type PortalCapability } from '../portal-token.policy.js';
 
 /** A PATCH field that was sent (null included): validated, so null is refused rather than read as left out. */
@@ -33,6 +34,7 @@ export class PortalReceiverDto extends ReceiverDto {
   auth: ReceiverAuthDto | null;
   @ApiProperty({ type: ReceiverTlsDto, nullable: true, description: 'its client certificate and CA (the key shown as "set"); null: none' })
   tls: ReceiverTlsDto | null;
+  @ApiProperty({ ...TRANSFORM_PROPERTY, description: 'its transform; null: none' }) transform: TransformDto | null;
 }
 
 export class PortalSecretsDto {
@@ -70,6 +72,13 @@ export class PortalSettingsDto {
   @Allow()
   @Verbatim()
   tls?: unknown;
+
+  @ApiPropertyOptional(TRANSFORM_PROPERTY)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TransformDto)
+  transform?: TransformDto | null;
 }
 
 /** ?status=&since=&until=&eventType=&cursor=&limit= of GET /portal/api/deliveries. */

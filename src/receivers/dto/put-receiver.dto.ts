@@ -1,9 +1,11 @@
 import { ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
-import { Allow, IsArray, IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { Type } from 'class-transformer';
+import { Allow, IsArray, IsBoolean, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 import { BasicAuthDto, BearerAuthDto, OAuth2AuthDto, ReceiverTlsInputDto } from '../../receiver-auth/dto/credentials.dto.js';
+import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 
 /** `whsec_` + base64 (the Standard Webhooks form); at least 24 bytes is checked by the service. */
 export const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
@@ -71,6 +73,13 @@ export class PutReceiverDto {
   @MaxLength(200)
   @IsString()
   secret?: string;
+
+  @ApiPropertyOptional(TRANSFORM_PROPERTY)
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TransformDto)
+  transform?: TransformDto | null;
 
   @ApiPropertyOptional({
     oneOf: [{ $ref: getSchemaPath(BasicAuthDto) }, { $ref: getSchemaPath(BearerAuthDto) }, { $ref: getSchemaPath(OAuth2AuthDto) }],

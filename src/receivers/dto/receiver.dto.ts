@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { SecretDto } from '../../signing/dto/secrets.dto.js';
 import { TaskDto } from '../../tasks/dto/task.dto.js';
 import { ReceiverAuthDto, ReceiverTlsDto } from '../../receiver-auth/dto/credentials.dto.js';
+import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 
 /** A receiver's settings, as the list shows them. */
 export class ReceiverDto {
@@ -30,6 +31,7 @@ export class ReceiverWithSecretsDto extends ReceiverDto {
   auth: ReceiverAuthDto | null;
   @ApiProperty({ type: ReceiverTlsDto, nullable: true, description: 'its client certificate and CA for mutual TLS (the key shown as "set"); null: none' })
   tls: ReceiverTlsDto | null;
+  @ApiProperty({ ...TRANSFORM_PROPERTY, description: 'its transform (docs/guide.md, Transformations); null: none' }) transform: TransformDto | null;
   @ApiProperty({
     type: TaskDto,
     nullable: true,
