@@ -9,9 +9,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 //   db    test/db/: statements, plans, workers, leases, tasks, faults; run on every
 //         server of the matrix
 //   api   test/api/: the HTTP API, CLI, client, portal and dashboard as users meet them
-//   db:timing, api:timing  *.timing.test.ts of those folders: assertions about time
-//         (recorded durations, pick-up bounds, a timeout's cut), run one file at a time
-//         after the others
+//   db:timing, api:timing, unit:timing  *.timing.test.ts of those folders and
+//         src/**/*.timing.spec.ts: assertions about time (recorded durations, pick-up
+//         bounds, a timeout's cut), run one file at a time after the others
 //   slow  test/slow/: load, soak, chaos and throughput-ratio tests (npm run test:slow)
 // Every file gets its own database (test/support/database.ts), so files run in parallel.
 // *.pgbouncer.test.ts start PgBouncers of their own (Debian's package): only with
@@ -19,6 +19,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const pgbouncer = process.env.TEST_PGBOUNCER === '1' ? [] : ['test/**/*.pgbouncer.test.ts'];
 const DATABASE = { globalSetup: ['test/support/global-setup.ts'], exclude: [...configDefaults.exclude, ...pgbouncer] };
 const TIMING = '**/*.timing.test.ts';
+const TIMING_SPEC = 'src/**/*.timing.spec.ts';
 const ALONE = (groupOrder: number) => ({ fileParallelism: false, sequence: { groupOrder } });
 
 export default defineConfig({
@@ -37,7 +38,8 @@ export default defineConfig({
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: 'test-results/vitest.json' },
     projects: [
-      { extends: true, test: { name: 'unit', include: ['src/**/*.spec.ts', 'test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'unit', include: ['src/**/*.spec.ts', 'test/unit/**/*.test.ts'], exclude: [...configDefaults.exclude, TIMING_SPEC] } },
+      { extends: true, test: { name: 'unit:timing', include: [TIMING_SPEC], ...ALONE(3) } },
       { extends: true, test: { name: 'db', include: ['test/db/**/*.test.ts'], ...DATABASE, exclude: [...DATABASE.exclude, TIMING] } },
       { extends: true, test: { name: 'api', include: ['test/api/**/*.test.ts'], ...DATABASE, exclude: [...DATABASE.exclude, TIMING] } },
       // Files whose assertions are about time run one at a time, after the rest: nothing
