@@ -52,14 +52,16 @@ describe('npm run demo', () => {
     const a = calls(first);
     const b = calls(second);
     expect(a.map((c) => c.sleep).sort()).toEqual([0, 1, 2, 2, 3, 4, 5, 7]);
+    // Each call's recorded time is its own (the sleeps are whole seconds apart), however
+    // busy the machine the other test files make it.
     for (const c of a) {
       expect(c.code).toBe(200);
-      expect(Math.abs(c.total - c.sleep)).toBeLessThan(0.2);
+      expect(Math.abs(c.total - c.sleep)).toBeLessThan(0.5);
     }
     expect(b).toHaveLength(8);
     for (const c of b) {
       expect(c.code, `sleep ${c.sleep}`).toBe(c.sleep >= 5 ? 0 : 200);
-      expect(Math.abs(c.total - Math.min(c.sleep, 5))).toBeLessThan(0.2);
+      expect(Math.abs(c.total - Math.min(c.sleep, 5))).toBeLessThan(0.5);
     }
     expect(stdout).toMatch(/serially: 24 s\. {2}all at once: 7\.\d s, the slowest call\./);
     expect(stdout).toMatch(/with a 5 s timeout: 5\.\d s; the calls sleeping 5 and 7 s ended as code=0 at 5 s/);
