@@ -1,4 +1,4 @@
-import { STATUS, UNFINISHED } from '../common/states.js';
+import { STATUS, UNFINISHED_RANGE } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { epochMs, iso, isOperatorReceiver, storedEvents, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
 
@@ -137,7 +137,7 @@ export const settledRecoveries = (d: OperatorEventDefaults) =>
       due AS MATERIALIZED (
         SELECT r.id FROM recovery r JOIN task t ON t.id = r.id
         WHERE r.notified_at IS NULL AND t.status IN ('finished', 'cancelled')
-          AND (SELECT true FROM callback c WHERE c.recovery_id = r.id AND c.status IN ${UNFINISHED} ORDER BY c.status LIMIT 1) IS NULL
+          AND (SELECT true FROM callback c WHERE c.recovery_id = r.id AND c.status ${UNFINISHED_RANGE} ORDER BY c.status LIMIT 1) IS NULL
         ORDER BY r.id LIMIT ${RECOVERIES_PER_SWEEP}
         FOR UPDATE OF r SKIP LOCKED
       ), stamped AS (
