@@ -365,7 +365,14 @@ describe('hostile requests', () => {
       const statuses: number[] = [];
       for (let i = 0; statuses.at(-1) !== 429 && i < 40; i++) statuses.push(await wrong(i));
       expect(statuses.at(-1)).toBe(429);
-      expect([await wrong(100), await wrong(101)]).toEqual([429, 429]);
+      const limitedAt = performance.now();
+      const next = [await wrong(100), await wrong(101)];
+      // The bucket refills at 1 a second: a guess gets past (a 401) only for each whole second since it emptied.
+      const refilled = Math.floor((performance.now() - limitedAt) / 1000);
+      expect(
+        next.filter((status) => status !== 429),
+        `${next} in ${refilled} s`,
+      ).toEqual(next.filter((status) => status === 401).slice(0, refilled));
       // The admin key verified in this process before: it is not a guess, and is served.
       expect((await send(base, '/v1/batches', { headers: key() })).status).toBe(200);
     });
