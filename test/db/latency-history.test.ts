@@ -323,7 +323,11 @@ describe(`${LatencyController.name} end to end`, () => {
       expect(history.items).toHaveLength(1);
       expect(history.items[0]).toMatchObject({ count: 5, ok: 4, failed: 1 });
       expect(history.items[0].max).toBeGreaterThanOrEqual(150);
-      expect(history.items[0].max).toBeLessThan(400);
+      // the slowest attempt's recorded time, whatever a busy machine added to it
+      const attempts = await Promise.all(
+        res.callbacks.map(async (c: { id: string }) => (await service.apiJson(`/v1/callbacks/${c.id}`)).attempts[0].durationMs),
+      );
+      expect(history.items[0].max).toBeCloseTo(Math.max(...attempts), 0);
     } finally {
       await service.dispose();
       await receiver.close();
