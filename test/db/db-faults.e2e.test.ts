@@ -172,7 +172,8 @@ describe('deadlocks and concurrent updates', () => {
     expect(res.status, await res.clone().text()).toBe(202);
     const { id, callbacks } = (await res.json()) as { id: string; callbacks: Array<{ id: string }> };
     expect(callbacks).toHaveLength(2);
-    await waitFor(async () => (await deadlocks()) > before, 5_000); // a real deadlock, counted by the server
+    // a real deadlock, counted by the server: a backend left idle (a pooler's) reports its counts within 10 s
+    await waitFor(async () => (await deadlocks()) > before, 15_000);
     const stored = await locker.query(
       "SELECT b.id, (SELECT count(*)::int FROM callback c WHERE c.batch_id = b.id) AS n FROM batch b WHERE b.label = 'deadlocked'",
     );
