@@ -46,7 +46,8 @@ export default defineConfig({
       // else of the run shares the cores with their measured calls.
       { extends: true, test: { name: 'db:timing', include: ['test/db/**/*.timing.test.ts'], ...DATABASE, ...ALONE(1) } },
       { extends: true, test: { name: 'api:timing', include: ['test/api/**/*.timing.test.ts'], ...DATABASE, ...ALONE(2) } },
-      { extends: true, test: { name: 'slow', include: ['test/slow/**/*.test.ts'], ...DATABASE } },
+      // One file at a time: its load, chaos and throughput ratios are measured with nothing else running.
+      { extends: true, test: { name: 'slow', include: ['test/slow/**/*.test.ts'], ...DATABASE, fileParallelism: false } },
     ],
   },
 });
