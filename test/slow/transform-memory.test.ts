@@ -65,7 +65,7 @@ describe('transform sandbox memory', () => {
     expect(counts).toMatchObject({ failed: kinds.length, succeeded: 0 });
   }
 
-  it(`should stay within its bound after ${RUNS} hostile runs, and keep sending`, async () => {
+  it(`should stay within its bound after ${RUNS} hostile runs, and keep sending`, { timeout: 600_000 }, async () => {
     for (let i = 0; i < RECEIVERS; i++) {
       expect(
         (
