@@ -121,7 +121,8 @@ describe(`${HostLimitsService.name} per key, after the cool-down`, () => {
          ('http://recent.example:80', $1, 'open', 3, now(), now() - interval '1 second', now())`,
       [key],
     );
-    expect(await service.app.get(HostLimitsRepository).deleteIdleKeyBreakers(3_600_000)).toBe(2);
+    // The running leader deletes them on its own timer too (the same statement): the two are deleted once, by either.
+    expect(await service.app.get(HostLimitsRepository).deleteIdleKeyBreakers(3_600_000)).toBeLessThanOrEqual(2);
     const left = (await db.query(`SELECT host FROM host_key_breaker ORDER BY host`)).rows.map((r) => r.host);
     expect(left).toEqual(['http://paused.example:80', 'http://recent.example:80']);
     await db.query(`DELETE FROM host_key_breaker`);
