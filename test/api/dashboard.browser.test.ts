@@ -15,7 +15,7 @@ describe(DashboardController.name, () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    [service, receiver, browser] = await Promise.all([startTestService(), Receiver.start(), openBrowser()]);
+    [service, receiver, browser] = await Promise.all([startTestService({ transformTimeoutMs: 1000 }), Receiver.start(), openBrowser()]);
   });
   afterAll(async () => {
     await browser?.close();

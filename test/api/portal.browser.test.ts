@@ -44,7 +44,7 @@ describe(PortalPagesController.name, () => {
 
   beforeAll(async () => {
     [allowed, refused, receiver, browser] = await Promise.all([embeddingSite(), embeddingSite(), Receiver.start(), openBrowser()]);
-    service = await startTestService({ portalFrameAncestors: [allowed.origin] });
+    service = await startTestService({ portalFrameAncestors: [allowed.origin], transformTimeoutMs: 1000 });
     // each delivery fails its first attempt (one attempt allowed), and succeeds when sent again
     expect(
       (await service.api('/v1/receivers/shop', { method: 'PUT', json: { url: `${receiver.url}/shop?failTimes=1&failCode=500`, maxAttempts: 1 } })).status,

@@ -37,7 +37,8 @@ describe(`${TransformStep.name} with receiver authentication`, () => {
   let secret: string;
 
   beforeAll(async () => {
-    [service, receiver, elsewhere] = await Promise.all([startTestService(), Receiver.start(), Receiver.start()]);
+    // A budget no busy machine runs over: what is checked is where credentials go, not the time bound (transforms.timing.test.ts).
+    [service, receiver, elsewhere] = await Promise.all([startTestService({ transformTimeoutMs: 1000 }), Receiver.start(), Receiver.start()]);
     const made = await putReceiver('shaped-basic', {
       url: `${receiver.url}/hooks`,
       headers: { 'x-shop': '7' },
