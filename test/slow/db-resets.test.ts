@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, useTestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { call, spawnService, type ServiceProcess } from '../support/process.js';
+import { call, type ServiceProcess, workerBehindProxy as startWorkerBehindProxy } from '../support/process.js';
 import { Receiver } from '../support/receiver.js';
 import { waitFor } from '../support/service.js';
 
@@ -28,20 +28,8 @@ describe('workers whose Postgres connections are reset under load', () => {
     await receiver?.close();
   });
 
-  async function workerBehindProxy(host: string): Promise<{ worker: ServiceProcess; proxy: FaultProxy }> {
-    const target = new URL(t.directUrl);
-    const proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port) }, host);
-    proxies.push(proxy);
-    const worker = await spawnService({
-      DATABASE_URL: proxy.urlFor(t.directUrl),
-      DISPATCH_POLL_MS: String(POLL_MS),
-      DISPATCH_LEASE_MARGIN_MS: '1000',
-      LEADER_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
-      LOG_LEVEL: 'log',
-    });
-    processes.push(worker);
-    return { worker, proxy };
-  }
+  const workerBehindProxy = (host: string) =>
+    startWorkerBehindProxy(t.directUrl, host, { pollMs: POLL_MS, lockTimeoutMs: LOCK_TIMEOUT_MS }, { proxies, processes });
 
   it(
     'should lose no callback and send none more often than its attempts say when connections are reset during claims and write-backs',

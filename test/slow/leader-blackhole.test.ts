@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { checkedFetch } from '../support/openapi-validator.js';
-import { spawnService, type ServiceProcess } from '../support/process.js';
+import { type ServiceProcess, workerBehindProxy as startWorkerBehindProxy } from '../support/process.js';
 import { waitFor } from '../support/service.js';
 
 /** Log lines of a spawned service with `event`, with their times. */
@@ -36,20 +36,8 @@ describe('workers cut off from Postgres', () => {
     for (const p of proxies) await p.close();
   });
 
-  async function workerBehindProxy(host: string): Promise<{ worker: ServiceProcess; proxy: FaultProxy }> {
-    const target = new URL(t.directUrl);
-    const proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port) }, host);
-    proxies.push(proxy);
-    const worker = await spawnService({
-      DATABASE_URL: proxy.urlFor(t.directUrl),
-      DISPATCH_POLL_MS: String(POLL_MS),
-      DISPATCH_LEASE_MARGIN_MS: '1000',
-      LEADER_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
-      LOG_LEVEL: 'log',
-    });
-    processes.push(worker);
-    return { worker, proxy };
-  }
+  const workerBehindProxy = (host: string) =>
+    startWorkerBehindProxy(t.directUrl, host, { pollMs: POLL_MS, lockTimeoutMs: LOCK_TIMEOUT_MS }, { proxies, processes });
 
   it(
     'should hand maintenance to another worker within the documented bound when the leader is blackholed three times the lock timeout, the old leader stopping first; readiness 503 meanwhile',

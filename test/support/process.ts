@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { directUrlOf } from './database.js';
+import { FaultProxy } from './fault-proxy.js';
 import { checkedFetch } from './openapi-validator.js';
 import { TEST_KEY, TEST_SECRETS_KEY } from './service.js';
 
@@ -98,4 +99,30 @@ export async function call(url: string, pathname: string, init: { method?: strin
   });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests assert on the shape at run time
   return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
+}
+
+/**
+ * A worker process whose Postgres connections go through a fault proxy of its own on
+ * `host` (test/support/fault-proxy.ts), polling every `pollMs`, with a 1 s lease margin
+ * and `lockTimeoutMs` as LEADER_LOCK_TIMEOUT_MS. The proxy and the process are pushed
+ * to `started`, for the caller's afterAll to end.
+ */
+export async function workerBehindProxy(
+  directUrl: string,
+  host: string,
+  { pollMs, lockTimeoutMs }: { pollMs: number; lockTimeoutMs: number },
+  started: { proxies: FaultProxy[]; processes: ServiceProcess[] },
+): Promise<{ worker: ServiceProcess; proxy: FaultProxy }> {
+  const target = new URL(directUrl);
+  const proxy = await FaultProxy.start({ host: target.hostname, port: Number(target.port) }, host);
+  started.proxies.push(proxy);
+  const worker = await spawnService({
+    DATABASE_URL: proxy.urlFor(directUrl),
+    DISPATCH_POLL_MS: String(pollMs),
+    DISPATCH_LEASE_MARGIN_MS: '1000',
+    LEADER_LOCK_TIMEOUT_MS: String(lockTimeoutMs),
+    LOG_LEVEL: 'log',
+  });
+  started.processes.push(worker);
+  return { worker, proxy };
 }
