@@ -12,7 +12,7 @@ import { HELD_SHIFT } from '../receivers/receiver-hold.sql.js';
  * most a chunk's size (CHUNK_SIZES) of callback rows read and locked, their work done, and the task's row
  * moved on, committed together. A crash loses nothing: the next chunk starts where
  * the last committed one ended. Each answers `ran` (false: the task had ended, or
- * another runner held it), `finished` and `changed` (callbacks changed).
+ * another runner held it), `finished`, `changed` (callbacks changed) and `ms` (answer).
  *
  * Lock order, everywhere: the receiver's row, then the task's. A receiver task's
  * chunk reads the receiver `FOR SHARE` first (`rv`; the task's scan refers to it, so
@@ -71,9 +71,17 @@ const advance = (changed: Prisma.Sql, cursor: Prisma.Sql, finished: Prisma.Sql) 
     RETURNING task.status
   )`;
 
+/**
+ * What a chunk answers: `ran`, `finished`, `changed`, and `ms`, how long the statement
+ * had run on the server when its answer was made (its locks are held that long, plus
+ * the commit). The time the client saw would add the wait for a connection (a
+ * pooler's queue) and the client's own stalls, which hold no lock: measured there, a
+ * busy pooler made ChunkSizer pick the smallest chunks and keep them.
+ */
 export const answer = (changed: Prisma.Sql) => Prisma.sql`
   SELECT EXISTS (SELECT 1 FROM t) AS ran, coalesce((SELECT status = ${TASK_STATUS.finished} FROM adv), false) AS finished,
-         (${changed})::int AS changed`;
+         (${changed})::int AS changed,
+         (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000)::float8 AS ms`;
 
 /**
  * A chunk of a receiver's disable or enable: its callbacks after the task's cursor in

@@ -26,19 +26,23 @@ export function confirmAction(question, confirmLabel = 'Confirm') {
   });
 }
 
-/** What the last action answered, shown once by the page it re-rendered (flashMessage). */
+/**
+ * What the last action answered, and the page (its address) it was done on: every
+ * render of that page shows it at its top (flashMessage) until the user goes to
+ * another page. Not once only: a page that refreshes itself (a running batch) may
+ * draw between the action and the render the action asked for.
+ */
 let flash = null;
 
-/** Shows `text` at the top of the page the next render draws (flashMessage). */
+/** Shows `text` at the top of this page from its next render on (flashMessage). */
 export function flashNext(text) {
-  flash = text;
+  flash = { text, page: location.hash };
 }
 
-/** The answer of the action that just re-rendered this page, once; else nothing. */
+/** The answer of the last action done on this page; else nothing. */
 export function flashMessage() {
-  const text = flash;
-  flash = null;
-  return text ? h('p.flash', { role: 'status' }, text) : null;
+  if (flash && flash.page !== location.hash) flash = null;
+  return flash ? h('p.flash', { role: 'status' }, flash.text) : null;
 }
 
 /**
@@ -61,7 +65,7 @@ export function actionButton(label, { question, run, after, name }) {
           message.textContent = text;
           message.className = 'action-result muted';
           if (after) {
-            flash = text;
+            flashNext(text);
             await after();
           }
         } catch (error) {
