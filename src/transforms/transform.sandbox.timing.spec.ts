@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/support/wait.js';
 import { loadConfig } from '../config/app.config.js';
 import { errorView, linesOf, readOutput, sandboxInput, type SandboxError, type WebhookRequest } from './transform.policy.js';
 import { TransformSandbox } from './transform.sandbox.js';
@@ -107,7 +108,7 @@ describe(TransformSandbox.name, () => {
     const input = sandboxInput(request, context);
     await sandbox.run({ key: 'heavy-a', code: heavy, ...input }); // a cut: the spare is made
     await sandbox.run({ key: 'warm', code: 'function handler(w) { return w; }', ...input });
-    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the spare is ready
+    await waitFor(() => sandbox.spareReady, 10_000, 10);
     const cut = sandbox.run({ key: 'heavy-b', code: heavy, ...input });
     const queued = Date.now();
     const behind = await sandbox.run({ key: 'behind', code: 'function handler(w) { return w; }', ...input });
@@ -139,7 +140,7 @@ describe(TransformSandbox.name, () => {
   it("should run another transform's job within about a budget while one transform has a backlog of budget-long runs", async () => {
     const input = sandboxInput(request, context);
     const backlog = Array.from({ length: 20 }, () => sandbox.run({ key: 'backlog', code: 'function handler(w) { for (;;); }', ...input }));
-    await new Promise((resolve) => setTimeout(resolve, 150)); // its runs are under way
+    await waitFor(() => sandbox.running > 0, 5_000, 5); // its runs are under way
     const started = Date.now();
     const quick = await sandbox.run({ key: 'quick', code: 'function handler(w) { return w; }', ...input });
     expect(quick.error).toBeUndefined();

@@ -120,6 +120,8 @@ export class TransformSandbox implements OnApplicationShutdown {
    * for a thread's start.
    */
   private spare?: Promise<SandboxThread>;
+  /** The spare once ready (spareReady). */
+  private spareThread?: SandboxThread;
   /** Waiting jobs by transform key, in round-robin order (Map order; a key re-added goes last). */
   private readonly queues = new Map<string, Pending[]>();
   private queued = 0;
@@ -154,7 +156,17 @@ export class TransformSandbox implements OnApplicationShutdown {
 
   /** Jobs waiting and running (tests, metrics). */
   get backlog(): number {
-    return this.queued + this.threads.reduce((n, t) => n + (t?.batch.length ?? 0), 0);
+    return this.queued + this.running;
+  }
+
+  /** Jobs handed to a thread and not answered yet. */
+  get running(): number {
+    return this.threads.reduce((n, t) => n + (t?.batch.length ?? 0), 0);
+  }
+
+  /** Whether a spare thread is started and ready to take the place of one the watchdog ends. */
+  get spareReady(): boolean {
+    return this.spareThread !== undefined;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -235,6 +247,7 @@ export class TransformSandbox implements OnApplicationShutdown {
     const started = (this.starting[i] ??= (async () => {
       const spare = this.spare;
       this.spare = undefined;
+      this.spareThread = undefined;
       let thread = spare && (await spare.catch(() => undefined));
       if (!thread || thread.exitedEarly) thread = await this.newThread();
       // a spare was needed: another cut is likely (the same hostile transform), so the next one is made ready now
@@ -261,8 +274,13 @@ export class TransformSandbox implements OnApplicationShutdown {
   /** Starts the spare; a failure to start shows when it is taken (a new thread is made then). */
   private makeSpare(): void {
     if (this.stopped) return;
-    this.spare = this.newThread();
-    this.spare.catch((e: Error) => this.logger.warn(`spare transform thread did not start: ${e.message}`));
+    const spare = (this.spare = this.newThread());
+    spare.then(
+      (thread) => {
+        if (this.spare === spare) this.spareThread = thread;
+      },
+      (e: Error) => this.logger.warn(`spare transform thread did not start: ${e.message}`),
+    );
   }
 
   /** A thread, started and ready (its engine loaded): as a thread of the pool, or as the spare. */

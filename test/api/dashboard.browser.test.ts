@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardController } from '../../src/dashboard/dashboard.controller.js';
 import { colourOf } from '../../src/dashboard/assets/timeline.js';
-import { openBrowser, SCREENSHOTS } from '../support/browser.js';
+import { openBrowser, SCREENSHOTS, waitShowing } from '../support/browser.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, waitFor, type TestService } from '../support/service.js';
 
@@ -538,7 +538,7 @@ describe(DashboardController.name, () => {
     const code = "function handler(webhook) {\n  webhook.body = { text: 'paid ' + webhook.body.data.amount };\n  return webhook;\n}";
     await page.fill('#transform-code', code);
     await page.click('[data-action=try-transform]');
-    await page.waitForSelector('#transform-result[data-result=send]');
+    await waitShowing(page, '#transform-result[data-result=send]', '#transform');
     const shown = await page.textContent('#transform-result');
     expect(shown).toContain(`POST ${receiver.url}/shaped`);
     expect(shown).toContain('{"text":"paid 1500"}');
@@ -546,7 +546,7 @@ describe(DashboardController.name, () => {
 
     await page.fill('#transform-code', 'function handler(webhook) {\n  return webhook.body.nothing.here;\n}');
     await page.click('[data-action=try-transform]');
-    await page.waitForSelector('#transform-result[data-result=error]');
+    await waitShowing(page, '#transform-result[data-result=error]', '#transform');
     expect(await page.textContent('#transform-result')).toMatch(/^Error at line 2:\d+: TypeError: /);
     expect((await service.apiJson('/v1/receivers/shaped')).transform).toBeNull(); // tried, not saved
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PortalPagesController } from '../../src/portal/portal-pages.controller.js';
-import { openBrowser, SCREENSHOTS } from '../support/browser.js';
+import { openBrowser, SCREENSHOTS, waitShowing } from '../support/browser.js';
 import { Receiver } from '../support/receiver.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
 
@@ -164,12 +164,12 @@ describe(PortalPagesController.name, () => {
     await page.waitForSelector('#transform-code');
     await page.fill('#transform-code', "function handler(webhook) {\n  webhook.headers['x-portal'] = 'set';\n  return webhook;\n}");
     await page.click('[data-action=try-transform]');
-    await page.waitForSelector('#transform-result[data-result=send]');
+    await waitShowing(page, '#transform-result[data-result=send]', '#transform');
     expect(await page.textContent('#transform-result')).toContain('x-portal: set');
     await page.fill('#transform-payload', '{"order": 5}');
     await page.fill('#transform-code', 'function handler(webhook) {\n  return webhook.body.order < 10 ? null : webhook;\n}');
     await page.click('[data-action=try-transform]');
-    await page.waitForSelector('#transform-result[data-result=cancel]');
+    await waitShowing(page, '#transform-result[data-result=cancel]', '#transform');
     await page.click('[data-action=save-transform]');
     await page.waitForSelector('p.flash:text("Transform saved.")');
     expect((await service.apiJson('/v1/receivers/shop')).transform.code).toContain('webhook.body.order < 10');

@@ -68,3 +68,15 @@ export async function openBrowser(): Promise<{ context: BrowserContext; page: Pa
     },
   };
 }
+
+/**
+ * Waits for `selector`, as page.waitForSelector does; when it does not show, the
+ * error says what `shown` (the panel the answer goes to) holds instead: an error
+ * answered, or still the answer before.
+ */
+export async function waitShowing(page: Page, selector: string, shown: string): Promise<void> {
+  await page.waitForSelector(selector).catch(async (error: Error) => {
+    const text = await page.textContent(shown).catch(() => null);
+    throw new Error(`${error.message.split('\n')[0]}\n${shown} shows: ${text}`);
+  });
+}

@@ -4,6 +4,9 @@ import { createApiClient, type ApiClient } from '../../src/client/api.client.js'
 import { loadConfig, type AppConfig } from '../../src/config/app.config.js';
 import { createTestDatabase, directUrlOf } from './database.js';
 import { checkedFetch } from './openapi-validator.js';
+import { waitFor } from './wait.js';
+
+export { waitFor };
 
 export interface TestService extends RunningService {
   /** The admin key created at start. */
@@ -88,17 +91,6 @@ export async function startServices(databaseUrl: string, settings: Array<Partial
 /** Stops each of `services`, the last started first. */
 export async function stopAll(services: TestService[]): Promise<void> {
   for (const s of [...services].reverse()) await s.stop();
-}
-
-/** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 /**
