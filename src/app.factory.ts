@@ -146,7 +146,9 @@ async function startOn(
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
   // Last of the request hooks: a refusal is logged, traced and counted first.
   registerAuthHooks(app.getHttpAdapter().getInstance(), app.get(KeyAuthService), app.get(PortalAuthService));
-  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
+  // Built on the first request for it, not at start: scanning every route's decorators
+  // takes ~150 ms of CPU that a worker, or an API nobody reads the docs of, never needs.
+  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });
 
   // Ready means ready: migrations are applied (above) and the first key exists before
   // the port answers at all, so whoever waits for /health/ready (an orchestrator, a
