@@ -28,9 +28,9 @@ const io: Output = { out: (t) => console.log(t.replace(/\n$/, '')), err: (t) => 
  * call of 5 s with the 5 s timeout, and which one's timer fired first decided the
  * outcome (a CI run saw the 5 s call answer 200).
  */
-async function isUp(url: string): Promise<boolean> {
+async function isUp(url: string, timeoutMs: number): Promise<boolean> {
   try {
-    return (await fetch(`${url}/health/live`, { signal: AbortSignal.timeout(1000) })).ok;
+    return (await fetch(`${url}/health/live`, { signal: AbortSignal.timeout(timeoutMs) })).ok;
   } catch {
     return false;
   }
@@ -57,7 +57,7 @@ async function startService(url: string): Promise<ChildProcess> {
     stderr += c;
   });
   const until = Date.now() + START_TIMEOUT_MS;
-  while (!(await isUp(url))) {
+  while (!(await isUp(url, 1000))) {
     if (child.exitCode !== null || Date.now() > until) {
       child.kill('SIGTERM');
       throw new Error(`the demo service did not start (are ports ${DEMO_PORT} and ${DEMO_PORT + 50500} free?):\n${stderr}`);
@@ -94,7 +94,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   try {
-    if (!(await isUp(url))) {
+    // A service named by --url may be busy: it gets 10 s to answer. Without --url a
+    // second is enough to tell that nothing runs on the demo's port.
+    if (!(await isUp(url, values.url ? 10_000 : 1000))) {
       if (values.url) throw new Error(`nothing answers at ${url}`);
       io.out(`starting the service on ${url} (embedded Postgres under ${DEMO_DATA_DIR})…`);
       service = await startService(url);
