@@ -6,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService } from '../../src/app.factory.js';
+import { loadConfig } from '../../src/config/app.config.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
-import { waitFor } from '../support/service.js';
+import { TEST_KEY, TEST_SECRETS_KEY, waitFor } from '../support/service.js';
 
 const BIN = (JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> }).bin.callbacks;
 
@@ -53,6 +55,24 @@ function localKey(env: Record<string, string>, name: string): Promise<{ code: nu
 }
 
 /**
+ * The service in this process, as spawnService starts one in a child (the same
+ * variables): for the starts that are not about the process, which skip its ~2.5 s of
+ * module loading. Its lock names this process's pid, not a child's.
+ */
+function startHere(env: Record<string, string>) {
+  return startService(
+    loadConfig({
+      PORT: '0',
+      ALLOW_PRIVATE_NETWORKS: '127.0.0.0/8',
+      BOOTSTRAP_API_KEY: TEST_KEY,
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      LOG_LEVEL: 'error',
+      ...env,
+    }),
+  );
+}
+
+/**
  * The embedded Postgres of a DATA_DIR belongs to one process: a second start on it is
  * refused, naming the first; a start that fails stops the Postgres it started; and
  * an admin key can be made without a key, straight into its database.
@@ -61,6 +81,7 @@ describe('DATA_DIR and its embedded Postgres', () => {
   let dir: string;
   let env: Record<string, string>;
   let first: ServiceProcess | undefined;
+  let here: Awaited<ReturnType<typeof startHere>> | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'data-dir-test-'));
@@ -68,13 +89,16 @@ describe('DATA_DIR and its embedded Postgres', () => {
   });
   afterAll(async () => {
     await first?.stop();
+    await here?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('should refuse a second start on the same DATA_DIR, naming the first by pid and address', async () => {
     first = await spawnService(env, 60_000);
     const pid = first.proc.pid;
-    await expect(spawnService(env, 60_000)).rejects.toThrow(
+    // The second start is this process's own (the same startService, refused at the same lock), not
+    // another spawn: a refused start exits non-zero as any failed one does (main.ts), checked below.
+    await expect(startHere(env)).rejects.toThrow(
       new RegExp(`another process uses DATA_DIR ${dir} and its embedded Postgres: pid ${pid} \\(all, ${first.url.replace(/\./g, '\\.')}, since `),
     );
     // The first one kept its database.
@@ -95,8 +119,9 @@ describe('DATA_DIR and its embedded Postgres', () => {
     // It started the embedded Postgres for the moment, and stopped it again.
     expect(await answers(Number(env.EMBEDDED_PG_PORT))).toBe(false);
     expect(existsSync(join(dir, 'service.lock'))).toBe(false);
-    first = await spawnService(env, 60_000);
-    expect((await fetch(`${first.url}/v1/keys`, { headers: { authorization: `Bearer ${stopped.stdout.trim()}` } })).status).toBe(200);
+    first = undefined;
+    here = await startHere(env);
+    expect((await fetch(`${here.url}/v1/keys`, { headers: { authorization: `Bearer ${stopped.stdout.trim()}` } })).status).toBe(200);
   });
 
   it('should stop the embedded Postgres it started when the start fails after it', async () => {
@@ -107,11 +132,14 @@ describe('DATA_DIR and its embedded Postgres', () => {
       `UPDATE "_prisma_migrations" SET checksum = repeat('0', 64) WHERE migration_name = (SELECT min(migration_name) FROM "_prisma_migrations")`,
     );
     await client.end();
-    await first!.stop();
-    first = undefined;
+    await here!.close();
+    here = undefined;
     expect(await answers(Number(env.EMBEDDED_PG_PORT))).toBe(false);
 
-    await expect(spawnService(env, 60_000)).rejects.toThrow(/migration \S+ was edited after it was applied/);
+    // A failed start (this one, a DATA_DIR refused, a port taken) ends the process non-zero (main.ts).
+    await expect(spawnService(env, 60_000)).rejects.toThrow(
+      /service exited \([1-9]\d*\) before listening:[\s\S]*migration \S+ was edited after it was applied/,
+    );
     await waitFor(async () => !(await answers(Number(env.EMBEDDED_PG_PORT))), 10_000, 100);
     expect(existsSync(join(dir, 'pg', 'postmaster.pid'))).toBe(false);
     expect(existsSync(join(dir, 'service.lock'))).toBe(false);

@@ -21,23 +21,27 @@ describe('npm run demo', () => {
 
   it('should show the batch taking its slowest call, then the 5 s timeout cutting the 5 s and 7 s calls to code=0', async () => {
     const started = Date.now();
-    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn(process.execPath, ['dist/cli/demo.js', '--url', service.url, '--key', TEST_KEY], {
         env: { PATH: process.env.PATH, CALLBACKS_URL: 'http://127.0.0.1:9', CALLBACKS_API_KEY: 'cbk_not_a_key_of_anything_000' },
-        stdio: ['ignore', 'pipe', 'ignore'],
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
+      let err = '';
       child.stdout.on('data', (c) => {
         out += c;
+      });
+      child.stderr.on('data', (c) => {
+        err += c;
       });
       const timer = setTimeout(() => child.kill('SIGKILL'), 40_000);
       child.on('error', reject);
       child.on('close', (exit) => {
         clearTimeout(timer);
-        resolve({ code: exit, stdout: out });
+        resolve({ code: exit, stdout: out, stderr: err });
       });
     });
-    expect(code).toBe(0);
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThan(12_000);
     expect(elapsed).toBeLessThan(20_000);

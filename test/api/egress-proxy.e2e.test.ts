@@ -10,7 +10,7 @@ import { buildProxiedConnector } from '../../src/dispatch/transport/proxy.connec
 import { createTestDatabase } from '../support/database.js';
 import { TestCertificates } from '../support/certificates.js';
 import { spawnService, type ServiceProcess } from '../support/process.js';
-import { waitFor } from '../support/service.js';
+import { startTestService, waitFor } from '../support/service.js';
 import { checkedFetch } from '../support/openapi-validator.js';
 
 const PROXY_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), '../support/forward-proxy.mjs');
@@ -68,17 +68,19 @@ describe(buildProxiedConnector.name, () => {
   let tlsProxy: Awaited<ReturnType<typeof startProxy>>;
   let plain: ReturnType<typeof recordingServer>;
   let secure: ReturnType<typeof recordingServer>;
-  let viaHttp: ServiceProcess;
+  /** In this process: its calls (http destinations and token endpoint) need no certificate trusted. */
+  let viaHttp: { url: string };
+  /** Its own process: it trusts the proxy's and the destination's certificates through NODE_EXTRA_CA_CERTS, which Node reads at start. */
   let viaHttps: ServiceProcess;
   const cleanups: Array<() => Promise<unknown>> = [];
 
-  const api = (svc: ServiceProcess, p: string, json?: unknown) =>
+  const api = (svc: { url: string }, p: string, json?: unknown) =>
     checkedFetch(svc.url, `${svc.url}${p}`, {
       method: json === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: json === undefined ? undefined : JSON.stringify(json),
     });
-  async function sendOne(svc: ServiceProcess, url: string): Promise<Attempt> {
+  async function sendOne(svc: { url: string }, url: string): Promise<Attempt> {
     const res = await api(svc, '/v1/batches', { callbacks: [{ url, maxAttempts: 1 }] });
     expect(res.status).toBe(202);
     const { callbacks } = (await res.json()) as { callbacks: Array<{ id: string }> };
@@ -115,12 +117,23 @@ describe(buildProxiedConnector.name, () => {
     [httpProxy, tlsProxy] = await Promise.all([startProxy('127.0.0.3'), startProxy('127.0.0.3', proxyCert)]);
     cleanups.push(httpProxy.stop, tlsProxy.stop);
     // A database each: both services run workers, which would claim each other's callbacks.
-    const [dbHttp, dbHttps] = await Promise.all([createTestDatabase(), createTestDatabase()]);
-    cleanups.push(dbHttp.drop, dbHttps.drop);
-    const env = { BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'error', ALLOW_PRIVATE_NETWORKS: '127.0.0.1/32', NODE_EXTRA_CA_CERTS: path.join(dir, 'trusted.pem') };
-    viaHttp = await spawnService({ ...env, DATABASE_URL: dbHttp.url, EGRESS_PROXY_URL: `http://user:s3cret@127.0.0.3:${httpProxy.port}` });
-    cleanups.push(viaHttp.stop);
-    viaHttps = await spawnService({ ...env, DATABASE_URL: dbHttps.url, EGRESS_PROXY_URL: `https://127.0.0.3:${tlsProxy.port}` });
+    const dbHttps = await createTestDatabase();
+    cleanups.push(dbHttps.drop);
+    const inProcess = await startTestService({
+      bootstrapApiKey: KEY,
+      allowPrivateNetworks: ['127.0.0.1/32'],
+      egressProxyUrl: `http://user:s3cret@127.0.0.3:${httpProxy.port}`,
+    });
+    viaHttp = inProcess;
+    cleanups.push(inProcess.dispose);
+    viaHttps = await spawnService({
+      DATABASE_URL: dbHttps.url,
+      BOOTSTRAP_API_KEY: KEY,
+      LOG_LEVEL: 'error',
+      ALLOW_PRIVATE_NETWORKS: '127.0.0.1/32',
+      NODE_EXTRA_CA_CERTS: path.join(dir, 'trusted.pem'),
+      EGRESS_PROXY_URL: `https://127.0.0.3:${tlsProxy.port}`,
+    });
     cleanups.push(viaHttps.stop);
   });
   afterAll(async () => {

@@ -184,9 +184,10 @@ describe(PortalPagesController.name, () => {
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
     await page.goto(`${service.url}/dashboard`);
     await page.evaluate((key) => (globalThis as any).sessionStorage.setItem('callbacks.apiKey', key), service.key);
+    // as the dashboard's own test does: a load with the key already in sessionStorage (leaving the
+    // page first, so the address that differs only by its hash loads it again rather than changing the hash)
+    await page.goto('about:blank');
     await page.goto(`${service.url}/dashboard#/receiver/shop`);
-    // as the dashboard's own test does: a load with the key already in sessionStorage
-    await page.reload();
     await page.waitForSelector('[data-action=portal-link]');
     await page.check('input[data-capability=edit]');
     await page.selectOption('#portal-ttl', '86400');

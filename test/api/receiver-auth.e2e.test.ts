@@ -29,6 +29,10 @@ describe(AuthorizedSender.name, () => {
   const certs = new TestCertificates();
   let ca: CertificateFiles;
   let otherCa: CertificateFiles;
+  /** Client certificates, made once (an RSA key each is most of a certificate's cost): a and b by `ca`, c by `otherCa`. */
+  let clientA: CertificateFiles;
+  let clientB: CertificateFiles;
+  let clientC: CertificateFiles;
   let tlsServer: Awaited<ReturnType<typeof mutualTlsServer>>;
 
   beforeAll(async () => {
@@ -37,6 +41,9 @@ describe(AuthorizedSender.name, () => {
     ca = certs.authority('test-ca');
     otherCa = certs.authority('other-ca');
     tlsServer = await mutualTlsServer('127.0.0.82', certs.signed(ca, 'server', { subjectAltName: 'IP:127.0.0.82' }), ca);
+    clientA = certs.signed(ca, 'client-a', { clientAuth: true });
+    clientB = certs.signed(ca, 'client-b', { clientAuth: true });
+    clientC = certs.signed(otherCa, 'client-c', { clientAuth: true });
   });
   afterAll(async () => {
     await service?.dispose();
@@ -104,16 +111,20 @@ describe(AuthorizedSender.name, () => {
     // null removes it; the next call goes without
     res = await put('keep-1', { auth: null });
     expect((await jsonOf(res)).auth).toBeNull();
-    const plain = await waitFor(async () => {
-      const c = await deliver('keep-1');
-      return receiver.byId(c.id)[0].headers.authorization === undefined ? c : undefined; // the worker's copy lasts up to 5 s
-    }, 15_000);
+    // the worker's copy lasts up to 5 s: a callback each half second meanwhile, not one after another
+    const plain = await waitFor(
+      async () => {
+        const c = await deliver('keep-1');
+        return receiver.byId(c.id)[0].headers.authorization === undefined ? c : undefined;
+      },
+      15_000,
+      500,
+    );
     expect(plain.attempts[0].auth).toBeNull();
   });
 
   it('should refuse credentials that cannot work, naming the field and never the value', async () => {
-    const client = certs.signed(ca, 'client-a', { clientAuth: true });
-    const other = certs.signed(ca, 'client-b', { clientAuth: true });
+    const [client, other] = [clientA, clientB];
     const cases: Array<[unknown, unknown, RegExp]> = [
       [{ type: 'digest', username: 'u', password: 'p' }, undefined, /auth.type must be one of basic, bearer, oauth2/],
       [{ type: 'basic', username: 'a:b', password: 'secret-value-1' }, undefined, /auth.username must not contain ":"/],
@@ -136,9 +147,7 @@ describe(AuthorizedSender.name, () => {
   });
 
   it("should deliver with the receiver's client certificate, and be refused without it or when the server does not chain to its CA", async () => {
-    const a = certs.signed(ca, 'client-a', { clientAuth: true });
-    const b = certs.signed(ca, 'client-b', { clientAuth: true });
-    const stranger = certs.signed(otherCa, 'client-c', { clientAuth: true });
+    const [a, b, stranger] = [clientA, clientB, clientC];
     const url = `${tlsServer.url}/mtls`;
     const made = await jsonOf(await put('mtls-a', { url, tls: { clientCertificate: a.cert, clientKey: a.key, ca: ca.cert } }));
     expect(made.tls).toMatchObject({ clientCertificate: { subject: 'CN=client-a', issuer: 'CN=test-ca' }, clientKey: 'set', ca: [{ subject: 'CN=test-ca' }] });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { traceAttempt } from '../../src/dispatch/dispatch.tracing.js';
 import { connect, createTestDatabase } from '../support/database.js';
-import { spawnService, type ServiceProcess } from '../support/process.js';
+import { spawnService } from '../support/process.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, waitFor } from '../support/service.js';
 import { checkedFetch } from '../support/openapi-validator.js';
@@ -73,7 +73,7 @@ describe(traceAttempt.name, () => {
     cleanups.push(collector.close, () => receiver.close());
   });
 
-  const api = (svc: ServiceProcess, p: string, init: { json?: unknown; headers?: Record<string, string> } = {}) =>
+  const api = (svc: { url: string }, p: string, init: { json?: unknown; headers?: Record<string, string> } = {}) =>
     checkedFetch(svc.url, `${svc.url}${p}`, {
       method: init.json === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...init.headers },
@@ -155,21 +155,27 @@ describe(traceAttempt.name, () => {
     for (const a of attempts) expect(linked).toContainEqual(expect.objectContaining({ traceId, spanId: a.spanId }));
   });
 
+  // In this process (one spawned service fewer): tracing is module state, so this service
+  // is stopped before the next test, which needs tracing off. The SDK reads OTEL_BSP_* from
+  // the environment as it starts: set for the start only.
   it('should export http/protobuf to the traces endpoint when that protocol is chosen', async () => {
-    const db = await createTestDatabase();
-    cleanups.push(db.drop);
     const before = collector.seen.protobufPosts;
-    const svc = await spawnService({
-      DATABASE_URL: db.url,
-      BOOTSTRAP_API_KEY: KEY,
-      LOG_LEVEL: 'error',
-      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-      OTEL_BSP_SCHEDULE_DELAY: '50',
+    const bspDelay = process.env.OTEL_BSP_SCHEDULE_DELAY;
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+    const svc = await startTestService({
+      bootstrapApiKey: KEY,
+      otelExporterOtlpTracesEndpoint: `${collector.url}/v1/traces`,
+      otelExporterOtlpProtocol: 'http/protobuf',
+    }).finally(() => {
+      if (bspDelay === undefined) delete process.env.OTEL_BSP_SCHEDULE_DELAY;
+      else process.env.OTEL_BSP_SCHEDULE_DELAY = bspDelay;
     });
-    cleanups.push(svc.stop);
-    expect((await api(svc, '/v1/batches')).status).toBe(200);
-    await waitFor(() => collector.seen.protobufPosts > before, 10_000);
+    try {
+      expect((await api(svc, '/v1/batches')).status).toBe(200);
+      await waitFor(() => collector.seen.protobufPosts > before, 10_000);
+    } finally {
+      await svc.dispose();
+    }
   });
 
   it('should send no traceparent and store no trace context while tracing is off', async () => {

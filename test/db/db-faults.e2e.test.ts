@@ -6,9 +6,15 @@ import { jsonOf, startTestService, waitFor, type TestService } from '../support/
 
 describe('statement and lock timeouts on every session', () => {
   const t = useTestDatabase();
+  /** The API-role service of the two lock-timeout tests: one for both, started by the first of them that runs, stopped after the file's tests. */
+  let lockTimed: Promise<TestService> | undefined;
+  const lockTimedService = () => (lockTimed ??= startTestService({ role: 'api', databaseLockTimeoutMs: 300 }, t.url));
+  afterAll(async () => {
+    await (await lockTimed?.catch(() => undefined))?.stop();
+  });
 
   it('should answer 503 db_timeout, saying which, when a statement waits for a lock past DATABASE_LOCK_TIMEOUT_MS, and change nothing', async () => {
-    const service = await startTestService({ role: 'api', databaseLockTimeoutMs: 300 }, t.url);
+    const service = await lockTimedService();
     const locker = await connect(t.url);
     try {
       expect((await service.api('/v1/receivers/locked', { method: 'PUT', json: { url: 'http://127.0.0.77:9/x' } })).status).toBe(201);
@@ -25,21 +31,22 @@ describe('statement and lock timeouts on every session', () => {
       const { rows } = await locker.query(`SELECT current_setting('lock_timeout') AS l, current_setting('statement_timeout') AS s`);
       expect(rows[0]).toEqual({ l: '0', s: '0' }); // the server's own defaults: the service set its own sessions only
     } finally {
+      await locker.query('ROLLBACK').catch(() => undefined); // a failure above leaves the next test no lock held
       await locker.end();
-      await service.stop();
     }
   });
   it('should answer 503 db_timeout on the routes the Prisma client serves too (its errors carry the Postgres code only in meta), and store nothing', async () => {
     // Behind a transaction pooler Prisma's single statements run with the database's
     // (or role's) own timeouts, which docs/operations.md says to set there: set as told,
-    // on server sessions opened from now on.
+    // on server sessions opened from now on (RECONNECT: the pooler's sessions open again
+    // once released, the service's too).
     const pooler = await connectPoolerConsole();
     const database = new URL(t.directUrl).pathname.slice(1);
     if (pooler) {
       await t.db.query(`ALTER DATABASE ${database} SET lock_timeout = '300ms'`);
       await pooler.query(`RECONNECT ${database}`);
     }
-    const service = await startTestService({ role: 'api', databaseLockTimeoutMs: 300 }, t.url);
+    const service = await lockTimedService();
     const locker = await connect(t.url);
     try {
       expect((await service.api('/v1/event-types/order.paid', { method: 'PUT', json: {} })).status).toBe(201);
@@ -68,7 +75,6 @@ describe('statement and lock timeouts on every session', () => {
     } finally {
       await locker.query('ROLLBACK').catch(() => undefined);
       await locker.end();
-      await service.stop();
       if (pooler) {
         await t.db.query(`ALTER DATABASE ${database} RESET lock_timeout`);
         await pooler.query(`RECONNECT ${database}`);

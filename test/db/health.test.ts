@@ -12,10 +12,24 @@ describe(HealthController.name, () => {
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   });
+  /**
+   * One service per role for the file, started by the first test that needs it: a worker
+   * (the second of its tests stops its loop, so it runs last on it) and an API-role one
+   * (the test that deletes a migration puts it back). Each boot costs seconds of CPU (the service and its database).
+   */
+  const shared = (settings: Parameters<typeof startTestService>[0]) => {
+    let started: ReturnType<typeof startTestService> | undefined;
+    return () =>
+      (started ??= startTestService(settings).then((service) => {
+        cleanups.push(service.dispose);
+        return service;
+      }));
+  };
+  const workerService = shared({ dispatchPollMs: 100 });
+  const apiService = shared({ role: 'api' });
 
   it('should be live and ready with every check passing on a working service', async () => {
-    const service = await startTestService({ dispatchPollMs: 100 });
-    cleanups.push(service.dispose);
+    const service = await workerService();
     expect((await service.apiJson('/health/live', { key: null })).status).toBe('ok');
     const res = await service.api('/health/ready', { key: null });
     expect(res.status).toBe(200);
@@ -23,8 +37,7 @@ describe(HealthController.name, () => {
   });
 
   it('should answer 503 naming the worker when the worker loop stops', async () => {
-    const service = await startTestService({ dispatchPollMs: 100 });
-    cleanups.push(service.dispose);
+    const service = await workerService();
     expect((await service.api('/health/ready', { key: null })).status).toBe(200);
     // The loop stops as on SIGTERM; the API keeps answering.
     await service.app.get(WorkerService).onModuleDestroy();
@@ -43,26 +56,29 @@ describe(HealthController.name, () => {
   });
 
   it('should answer 503 naming a migration the database has not applied', async () => {
-    const service = await startTestService({ role: 'api' });
-    cleanups.push(service.dispose);
+    const service = await apiService();
     const db = await connect(service.databaseUrl);
+    const deleted: Array<Record<string, unknown>> = [];
     try {
       const { rows } = await db.query(
-        `DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING migration_name`,
+        `DELETE FROM "_prisma_migrations" WHERE migration_name = (SELECT max(migration_name) FROM "_prisma_migrations") RETURNING *`,
       );
+      deleted.push(...rows);
       const res = await service.api('/health/ready', { key: null });
       expect(res.status).toBe(503);
       const body = (await res.json()) as Ready;
       expect(body.details?.migrations).toEqual({ ok: false, detail: `not applied: ${rows[0].migration_name}` });
       expect(body.details?.database).toEqual({ ok: true });
     } finally {
+      // applied again, as it was: the file's API-role service serves the next test
+      for (const row of deleted) await db.query(`INSERT INTO "_prisma_migrations" SELECT * FROM json_populate_record(NULL::"_prisma_migrations", $1)`, [row]);
       await db.end();
     }
   });
 
   it('should not check the worker in the API role', async () => {
-    const service = await startTestService({ role: 'api' });
-    cleanups.push(service.dispose);
+    const service = await apiService();
+    expect((await service.api('/health/ready', { key: null })).status).toBe(200);
     expect(((await service.apiJson('/health/ready', { key: null })) as Ready).checks).toEqual({ database: { ok: true }, migrations: { ok: true } });
   });
 
@@ -74,7 +90,8 @@ describe(HealthController.name, () => {
     cleanups.push(database.drop, () => proxy.close());
     const service = await startTestService({ dispatchPollMs: 100 }, proxy.urlFor(database.directUrl));
     cleanups.push(service.stop);
-    expect((await service.api('/health/ready', { key: null })).status).toBe(200);
+    // ready first (its worker's first claim can come a moment after the start on a loaded machine)
+    await waitFor(async () => (await service.api('/health/ready', { key: null })).status === 200, 10_000, 100);
 
     proxy.set({ kind: 'reset' });
     const started = Date.now();

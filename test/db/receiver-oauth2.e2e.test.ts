@@ -9,6 +9,12 @@ import { waitFor } from '../support/service.js';
 
 /** Long enough that a token is not out of date by the time a loaded machine's resource server checks it. */
 const TOKEN_TTL_S = 10;
+/**
+ * The lifetime of a token a test wants out of date soon (its own receiver's, fetched
+ * by a warm-up whose calls count nothing), so that test waits for its expiry, not for
+ * TOKEN_TTL_S.
+ */
+const SHORT_TTL_S = 2;
 const BASIC_CLIENT: OAuth2Client = { clientId: 'callbacks-basic', clientSecret: 'client-secret-basic-0123456789' };
 const POST_CLIENT: OAuth2Client = { clientId: 'callbacks-post', clientSecret: 'client-secret-post-9876543210', method: 'client_secret_post' };
 
@@ -22,7 +28,9 @@ type Callback = {
 /**
  * OAuth2 receivers (issue 55) against a real authorization server (oidc-provider: client
  * credentials, introspection, revocation) and a resource server that checks each call's
- * token with it, through three worker processes sharing one database.
+ * token with it, through three processes that dispatch (one of them also serving the
+ * API) sharing one database. Their heartbeat is the default one: new work and retries
+ * wake them (NOTIFY, due timers), not the heartbeat.
  */
 describe(`${TokenCache.name} across workers`, () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -37,11 +45,12 @@ describe(`${TokenCache.name} across workers`, () => {
     db = await connect(database.url);
     as = await AuthorizationServer.start({ host: '127.0.0.91', clients: [BASIC_CLIENT, POST_CLIENT], tokenTtlSeconds: TOKEN_TTL_S });
     rs = await ResourceServer.start('127.0.0.92', as);
-    const env = { DATABASE_URL: database.url, DISPATCH_POLL_MS: '100', RETRY_JITTER_PERMILLE: '0', LOG_LEVEL: 'debug' };
-    api = await spawnService({ ...env, ROLE: 'api' });
-    for (let i = 0; i < 3; i++) workers.push(await spawnService({ ...env, ROLE: 'worker', DISPATCH_CONCURRENCY: '4' }));
-    const receiver = (client: OAuth2Client) => ({
-      url: `${rs.url}/hooks/${client.clientId}`,
+    const env = { DATABASE_URL: database.url, RETRY_JITTER_PERMILLE: '0', LOG_LEVEL: 'debug', DISPATCH_CONCURRENCY: '4' };
+    // the first serves the API and dispatches too (ROLE all): three dispatching processes, one spawned fewer
+    api = await spawnService({ ...env, ROLE: 'all' });
+    for (let i = 0; i < 2; i++) workers.push(await spawnService({ ...env, ROLE: 'worker' }));
+    const receiver = (client: OAuth2Client, path: string = client.clientId) => ({
+      url: `${rs.url}/hooks/${path}`,
       auth: {
         type: 'oauth2',
         tokenUrl: as.tokenUrl,
@@ -53,6 +62,9 @@ describe(`${TokenCache.name} across workers`, () => {
     });
     expect((await call(api.url, '/v1/receivers/oauth-basic', { method: 'PUT', json: receiver(BASIC_CLIENT) })).status).toBe(201);
     expect((await call(api.url, '/v1/receivers/oauth-post', { method: 'PUT', json: receiver(POST_CLIENT) })).status).toBe(201);
+    // the receivers of the expiry (then revocation) and outage tests: tokens of their own, made to expire soon by a warm-up
+    expect((await call(api.url, '/v1/receivers/oauth-expiry', { method: 'PUT', json: receiver(BASIC_CLIENT, 'expiry') })).status).toBe(201);
+    expect((await call(api.url, '/v1/receivers/oauth-down', { method: 'PUT', json: receiver(BASIC_CLIENT, 'down') })).status).toBe(201);
   });
   afterAll(async () => {
     for (const p of [api, ...workers]) {
@@ -71,18 +83,49 @@ describe(`${TokenCache.name} across workers`, () => {
     const callbacks = Array.from({ length: n }, (_, i) => ({ receiver, body: { i }, maxAttempts: 30, retryDelaysMs: [100], timeoutMs: 10_000 }));
     const { status, body } = await call(api.url, '/v1/batches', { method: 'POST', json: { callbacks } });
     expect(status).toBe(202);
-    await waitFor(async () => (await call(api.url, `/v1/batches/${body.id}`)).body.status === 'completed', 60_000, 50);
+    await waitFor(async () => (await call(api.url, `/v1/batches/${body.id}`)).body.status === 'completed', 60_000, 100);
     return Promise.all(body.callbacks.map(async (c: { id: string }) => (await call(api.url, `/v1/callbacks/${c.id}`)).body as Callback));
   }
 
-  const tokensSeen = () => [...new Set(rs.requests.map((r) => r.token).filter((t): t is string => t !== null))];
+  const tokensSeen = (path?: string) => [
+    ...new Set(
+      rs.requests
+        .filter((r) => path === undefined || r.url === path)
+        .map((r) => r.token)
+        .filter((t): t is string => t !== null),
+    ),
+  ];
   const storedToken = async (receiver: string) =>
     (
-      await db.query<{ refresh_at: Date; expires_at: Date }>(
-        `SELECT t.refresh_at, t.expires_at FROM receiver_token t JOIN receiver r ON r.id = t.receiver_id WHERE r.name = $1`,
+      await db.query<{ refresh_at: Date; expires_at: Date; fetching_by: string | null }>(
+        `SELECT t.refresh_at, t.expires_at, t.fetching_by FROM receiver_token t JOIN receiver r ON r.id = t.receiver_id WHERE r.name = $1`,
         [receiver],
       )
     ).rows[0];
+  /**
+   * Gives `receiver` a shared token that lives SHORT_TTL_S (fetched for `n` callbacks, in
+   * the memory of the workers that sent them) and waits until it is out of date, no
+   * worker fetching another; tokens issued after that live TOKEN_TTL_S again.
+   */
+  async function expireSoon(receiver: string, n: number, before?: () => Promise<void>): Promise<void> {
+    as.tokenTtlSeconds = SHORT_TTL_S;
+    try {
+      const warm = await send(receiver, n);
+      expect(warm.map((c) => c.status)).toEqual(Array(n).fill('succeeded'));
+      await before?.();
+      // read each time: a refresh a late warm-up call started stores a later expiry
+      await waitFor(
+        async () => {
+          const t = await storedToken(receiver);
+          return t.fetching_by === null && Date.now() > t.expires_at.getTime() + 100;
+        },
+        (SHORT_TTL_S + 10) * 1000,
+        50,
+      );
+    } finally {
+      as.tokenTtlSeconds = TOKEN_TTL_S;
+    }
+  }
 
   it('should fetch one token for 20 callbacks through 3 workers, and send every call with it', async () => {
     const delivered = await send('oauth-basic', 20);
@@ -103,25 +146,25 @@ describe(`${TokenCache.name} across workers`, () => {
   });
 
   it('should fetch one new token once the shared one expired, with no callback failed', async () => {
-    const { expires_at } = await storedToken('oauth-basic');
-    await waitFor(() => Date.now() > expires_at.getTime() + 100, (TOKEN_TTL_S + 2) * 1000, 50);
+    await expireSoon('oauth-expiry', 8);
     const before = as.issued;
-    const delivered = await send('oauth-basic', 20);
+    const delivered = await send('oauth-expiry', 20);
     expect(delivered.map((c) => c.status)).toEqual(Array(20).fill('succeeded'));
     expect(delivered.every((c) => c.attempts.length === 1)).toBe(true);
     expect(as.issued - before).toBe(1);
   });
 
+  // Right after the expiry test, on its receiver: the token revoked is the one just fetched, fresh as the 401 path needs.
   it('should drop a revoked token on the 401 and send again at once with a new one, once, with no callback failed', async () => {
-    const current = tokensSeen().at(-1)!;
+    const current = tokensSeen('/hooks/expiry').at(-1)!;
     const before = { issued: as.issued, requests: rs.requests.length };
     await as.revoke(current, BASIC_CLIENT);
-    const delivered = await send('oauth-basic', 20);
+    const delivered = await send('oauth-expiry', 20);
     expect(delivered.map((c) => c.status)).toEqual(Array(20).fill('succeeded'));
     // each callback one attempt: its 401 and the call again with the new token are that attempt
     expect(delivered.every((c) => c.attempts.length === 1 && c.attempts[0].outcome === 'success')).toBe(true);
     expect(as.issued - before.issued).toBe(1);
-    const after = rs.requests.slice(before.requests);
+    const after = rs.requests.slice(before.requests).filter((r) => r.url === '/hooks/expiry');
     const refused = after.filter((r) => r.status === 401);
     expect(refused.length).toBeGreaterThanOrEqual(1);
     expect(refused.every((r) => r.token === current)).toBe(true);
@@ -130,11 +173,9 @@ describe(`${TokenCache.name} across workers`, () => {
   });
 
   it('should retry, not lose, callbacks while the token endpoint is down, naming it in lastError, and deliver them once it is back', async () => {
-    const { expires_at } = await storedToken('oauth-basic');
-    await as.down();
-    await waitFor(() => Date.now() > expires_at.getTime() + 100, (TOKEN_TTL_S + 2) * 1000, 50);
+    await expireSoon('oauth-down', 4, () => as.down());
     const callbacks = Array.from({ length: 6 }, (_, i) => ({
-      receiver: 'oauth-basic',
+      receiver: 'oauth-down',
       body: { down: i },
       maxAttempts: 50,
       retryDelaysMs: [150],

@@ -135,7 +135,7 @@ describe(RetentionService.name, () => {
     }
   });
 
-  it('should keep a window of seconds with a fractional RETENTION_HOURS: sent callbacks go, an unfinished one stays', async () => {
+  it("should keep a window of seconds with a fractional RETENTION_HOURS, purging on the worker's own schedule: sent callbacks go, an unfinished one stays", async () => {
     // 0.0005 h = 1.8 s; the purge runs every second (a tenth of the window, at least 1 s); finished
     // rows sit in partitions of 10 s (the narrowest), each dropped once wholly past the window
     // attempts' partitions wait for the longest call (HTTP_MAX_TIMEOUT_MS and the lease margin): 3 s here
@@ -144,6 +144,14 @@ describe(RetentionService.name, () => {
     try {
       expect(worker.app.get(AppConfig).retentionPurgeIntervalMs).toBe(1_000);
       const wdb = await connect(worker.databaseUrl);
+      // an empty batch completed two hours ago: gone on the schedule too, with no purge() called
+      const key = (await wdb.query('SELECT id FROM api_key LIMIT 1')).rows[0].id;
+      const {
+        rows: [old],
+      } = await wdb.query(
+        `INSERT INTO batch (id, api_key_id, total, completed_at) VALUES (gen_random_uuid(), $1, 0, now() - interval '2 hours') RETURNING id`,
+        [key],
+      );
       const sent = await worker.apiJson('/v1/batches', { method: 'POST', json: { callbacks: [{ url: `${receiver.url}/a` }, { url: `${receiver.url}/b` }] } });
       const later = await worker.apiJson('/v1/batches', {
         method: 'POST',
@@ -158,25 +166,13 @@ describe(RetentionService.name, () => {
       expect(Date.now() - finishedAt).toBeLessThan(15_000);
       await waitFor(async () => (await worker.api(`/v1/batches/${sent.id}`)).status === 404, 5_000); // the same pass, after the drops
       expect(await count(later.id)).toBe(1);
+      await waitFor(async () => (await wdb.query('SELECT count(*)::int AS n FROM batch WHERE id = $1', [old.id])).rows[0].n === 0, 3_000);
       // their attempts' partitions a little later (the longest call, 3 s here, after the window)
       await waitFor(async () => (await wdb.query('SELECT count(*)::int AS n FROM attempt')).rows[0].n === 0, 15_000);
       await wdb.end();
     } finally {
       await worker.dispose();
       await receiver.close();
-    }
-  });
-
-  it('should purge on its own schedule on a worker', async () => {
-    const worker = await startTestService({ retentionHours: 1, retentionPurgeIntervalMs: 200 });
-    try {
-      const wdb = await connect(worker.databaseUrl);
-      const key = (await wdb.query('SELECT id FROM api_key LIMIT 1')).rows[0].id;
-      await wdb.query(`INSERT INTO batch (id, api_key_id, total, completed_at) VALUES (gen_random_uuid(), $1, 0, now() - interval '2 hours')`, [key]);
-      await waitFor(async () => (await wdb.query('SELECT count(*)::int AS n FROM batch')).rows[0].n === 0, 3000);
-      await wdb.end();
-    } finally {
-      await worker.dispose();
     }
   });
 });

@@ -17,6 +17,8 @@ export interface OAuth2Client {
 export class AuthorizationServer {
   /** Tokens issued (answered POSTs to /token). */
   issued = 0;
+  /** The lifetime (expires_in) of the tokens it issues from now on: a test may shorten it for a token it wants out of date soon. */
+  tokenTtlSeconds = 0;
   url = '';
   private server?: http.Server;
   private port = 0;
@@ -43,9 +45,11 @@ export class AuthorizationServer {
       ],
       features: { clientCredentials: { enabled: true }, introspection: { enabled: true }, revocation: { enabled: true }, devInteractions: { enabled: false } },
       scopes: ['callbacks'],
-      ttl: { ClientCredentials: options.tokenTtlSeconds },
+      // read at each issue: `tokenTtlSeconds` may change between tokens
+      ttl: { ClientCredentials: () => as.tokenTtlSeconds },
     });
-    const as = new AuthorizationServer(options.host, provider);
+    const as: AuthorizationServer = new AuthorizationServer(options.host, provider);
+    as.tokenTtlSeconds = options.tokenTtlSeconds;
     await as.up();
     return as;
   }
