@@ -249,7 +249,9 @@ export class TransformSandbox implements OnApplicationShutdown {
       this.spare = undefined;
       this.spareThread = undefined;
       let thread = spare && (await spare.catch(() => undefined));
-      if (!thread || thread.exitedEarly) thread = await this.newThread();
+      // A thread that fails to start (a busy or short machine) is started once more
+      // before the transforms waiting for it fail.
+      if (!thread || thread.exitedEarly) thread = await this.newThread().catch(() => this.newThread());
       // a spare was needed: another cut is likely (the same hostile transform), so the next one is made ready now
       if (spare) this.makeSpare();
       const taken = thread;
@@ -263,10 +265,11 @@ export class TransformSandbox implements OnApplicationShutdown {
         this.starting[i] = undefined;
         this.pump();
       })
-      .catch((e: Error) => {
+      .catch((e: unknown) => {
         this.starting[i] = undefined;
-        this.logger.error(`transform thread did not start: ${e.message}`);
-        this.failAll(`the sandbox did not start: ${e.message}`);
+        const why = e instanceof Error ? e.message : String(e);
+        this.logger.error(`transform thread did not start: ${why}`);
+        this.failAll(`the sandbox did not start: ${why}`);
       });
     return started;
   }
@@ -287,7 +290,7 @@ export class TransformSandbox implements OnApplicationShutdown {
   private async newThread(): Promise<SandboxThread> {
     this.wasmModule ??= loadWasmModule();
     const thread = new SandboxThread(await this.wasmModule, this.config);
-    thread.worker.on('error', (e) => this.logger.warn(`transform thread failed: ${e.message}`));
+    thread.worker.on('error', (e: unknown) => this.logger.warn(`transform thread failed: ${e instanceof Error ? e.message : String(e)}`));
     thread.worker.once('exit', () => (thread.exitedEarly = true));
     try {
       await thread.ready;
