@@ -267,9 +267,8 @@ export class TransformSandbox implements OnApplicationShutdown {
       })
       .catch((e: unknown) => {
         this.starting[i] = undefined;
-        const why = e instanceof Error ? e.message : String(e);
-        this.logger.error(`transform thread did not start: ${why}`);
-        this.failAll(`the sandbox did not start: ${why}`);
+        this.logger.error(`transform thread did not start: ${messageOf(e)}`);
+        this.failAll(`the sandbox did not start: ${messageOf(e)}`);
       });
     return started;
   }
@@ -290,7 +289,7 @@ export class TransformSandbox implements OnApplicationShutdown {
   private async newThread(): Promise<SandboxThread> {
     this.wasmModule ??= loadWasmModule();
     const thread = new SandboxThread(await this.wasmModule, this.config);
-    thread.worker.on('error', (e: unknown) => this.logger.warn(`transform thread failed: ${e instanceof Error ? e.message : String(e)}`));
+    thread.worker.on('error', (e: unknown) => this.logger.warn(`transform thread failed: ${messageOf(e)}`));
     thread.worker.once('exit', () => (thread.exitedEarly = true));
     try {
       await thread.ready;
@@ -386,6 +385,11 @@ export class TransformSandbox implements OnApplicationShutdown {
 }
 
 /** The engine's WebAssembly, compiled once per process and handed to each thread. */
+/** What a thread's failure says: a thread may throw, or end with, a value that is not an Error. */
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
 async function loadWasmModule(): Promise<CompiledWasm> {
   const require = createRequire(import.meta.url);
   return WebAssembly.compile(await readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')));

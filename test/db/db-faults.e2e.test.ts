@@ -2,16 +2,14 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, connectPoolerConsole, inTransactionRetryingDeadlocks, useTestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
+import { jsonOf, sharedService, startTestService, waitFor, type TestService } from '../support/service.js';
 
 describe('statement and lock timeouts on every session', () => {
   const t = useTestDatabase();
   /** The API-role service of the two lock-timeout tests: one for both, started by the first of them that runs, stopped after the file's tests. */
-  let lockTimed: Promise<TestService> | undefined;
-  const lockTimedService = () => (lockTimed ??= startTestService({ role: 'api', databaseLockTimeoutMs: 300 }, t.url));
-  afterAll(async () => {
-    await (await lockTimed?.catch(() => undefined))?.stop();
-  });
+  const lockTimed = sharedService({ role: 'api', databaseLockTimeoutMs: 300 }, () => t.url);
+  const lockTimedService = lockTimed.get;
+  afterAll(lockTimed.dispose);
 
   it('should answer 503 db_timeout, saying which, when a statement waits for a lock past DATABASE_LOCK_TIMEOUT_MS, and change nothing', async () => {
     const service = await lockTimedService();

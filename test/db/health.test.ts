@@ -3,7 +3,7 @@ import { WorkerService } from '../../src/dispatch/worker.service.js';
 import { HealthController } from '../../src/health/health.controller.js';
 import { connect, createTestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { startTestService, waitFor } from '../support/service.js';
+import { sharedService, startTestService, waitFor } from '../support/service.js';
 
 type Ready = { status?: string; code?: string; checks?: Record<string, { ok: boolean }>; details?: Record<string, { ok: boolean; detail?: string }> };
 
@@ -12,21 +12,14 @@ describe(HealthController.name, () => {
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   });
-  /**
-   * One service per role for the file, started by the first test that needs it: a worker
-   * (the second of its tests stops its loop, so it runs last on it) and an API-role one
-   * (the test that deletes a migration puts it back). Each boot costs seconds of CPU (the service and its database).
-   */
-  const shared = (settings: Parameters<typeof startTestService>[0]) => {
-    let started: ReturnType<typeof startTestService> | undefined;
-    return () =>
-      (started ??= startTestService(settings).then((service) => {
-        cleanups.push(service.dispose);
-        return service;
-      }));
-  };
-  const workerService = shared({ dispatchPollMs: 100 });
-  const apiService = shared({ role: 'api' });
+  // One service per role for the file, started by the first test that needs it: a worker
+  // (the second of its tests stops its loop, so it runs last on it) and an API-role one
+  // (the test that deletes a migration puts it back).
+  const worker = sharedService({ dispatchPollMs: 100 });
+  const api = sharedService({ role: 'api' });
+  const workerService = worker.get;
+  const apiService = api.get;
+  cleanups.push(worker.dispose, api.dispose);
 
   it('should be live and ready with every check passing on a working service', async () => {
     const service = await workerService();

@@ -76,6 +76,25 @@ export async function startTestService(overrides: Partial<AppConfig> = {}, datab
 }
 
 /**
+ * One service for the tests of a file that share its settings: started by the first test
+ * that asks for it (`get`), the same one for the later ones; `dispose` (for afterAll)
+ * ends it if it started. A boot costs seconds of CPU (the service and its database).
+ * `databaseUrl` is read when it starts: a file's database made in its beforeAll.
+ */
+export function sharedService(
+  overrides: Partial<AppConfig> = {},
+  databaseUrl?: () => string,
+): { get: () => Promise<TestService>; dispose: () => Promise<void> } {
+  let started: Promise<TestService> | undefined;
+  return {
+    get: () => (started ??= startTestService(overrides, databaseUrl?.())),
+    dispose: async () => {
+      await (await started?.catch(() => undefined))?.dispose();
+    },
+  };
+}
+
+/**
  * Services in this process on one database (`databaseUrl`, made by the caller), one per
  * entry of `settings`, started one after another (the first makes the bootstrap key, the
  * others find it): each has its own pools, lease owner and leader session, so they share
