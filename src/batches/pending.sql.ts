@@ -8,7 +8,7 @@ import { Prisma } from '../generated/prisma/client.js';
  * priority, next_attempt_at) WHERE status = 'pending'`, in that index's order, run with
  * COUNT_PLANNER. With the queue's statistics always stale ("nothing is pending"), the
  * planner otherwise walked `callback_due_idx` through every key's pending rows,
- * filtering by key (84 ms on test/db/plans.timing.test.ts's queue, which checks this).
+ * filtering by key (84 ms on test/db/plans.test.ts's queue, which checks this).
  *
  * And the payload bytes the key has pending: the `body_bytes` of its open batches (an
  * event's batch counts its payload once, stored once for all its deliveries), one range

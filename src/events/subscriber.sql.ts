@@ -31,7 +31,7 @@ const MAX_SUBSCRIBERS = 1_000_000;
  * pattern; the ids go as one array to receiver_pkey (`id = ANY(ARRAY(…))`: one index
  * probe per subscriber, never a scan of the key's other receivers), which also makes
  * a receiver matched by two patterns (`order.paid` and `order.*`) come once
- * (test/db/event-subscribers.plans.timing.test.ts). Reads, locks nothing (the insert of the
+ * (test/db/event-subscribers.plans.test.ts). Reads, locks nothing (the insert of the
  * deliveries reads the receivers again FOR SHARE).
  */
 export function subscribersOf(apiKeyId: string, patterns: string[], names?: string[]): Prisma.Sql {

@@ -26,7 +26,7 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  * them alone (ClaimRepository: a connection of their own whose session carries them,
  * or `SET LOCAL` in their own transaction behind a transaction pooler), and why
  * each, measured on a stock Postgres 15 with JIT on
- * (test/db/plans.timing.test.ts: 100,000 due rows over 3 keys and 50 hosts, 100,000 finished
+ * (test/db/plans.test.ts: 100,000 due rows over 3 keys and 50 hosts, 100,000 finished
  * rows, statistics from when nothing was pending):
  *
  * - `enable_bitmapscan = off`, `enable_sort = off`: the queue's statistics are

@@ -59,7 +59,7 @@ export const reapExpiredLeases = (now: Prisma.Sql, limit: number, d: OperatorEve
  * with the queue's statistics stale ("nothing is pending", as ANALYZE saw a table of
  * finished rows), Postgres 15 planned min() as an aggregate over every pending row
  * (40 ms for 100,000) rather than its one-probe rewrite; the LIMIT inside the index
- * walk leaves it no plan but the walk (test/db/plans.timing.test.ts). No row: `at` is absent.
+ * walk leaves it no plan but the walk (test/db/plans.test.ts). No row: `at` is absent.
  */
 export const nextDueAt = () => Prisma.sql`
   SELECT next_attempt_at AS at FROM ${QUEUE} WHERE status = ${STATUS.pending} ORDER BY next_attempt_at LIMIT 1`;
