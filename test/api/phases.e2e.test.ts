@@ -62,10 +62,14 @@ describe(`${HttpTransport.name} phase timings`, () => {
   });
 
   it('should put the time to first byte at the receiver sleep', async () => {
-    const a = await sendOne(service.api, `${receiver.url}/slow?sleep=200`);
-    expect(a.phases.firstByteMs).toBeGreaterThanOrEqual(200);
-    expect(a.phases.firstByteMs).toBeLessThan(260);
-    expect(a.durationMs - a.phases.firstByteMs!).toBeLessThan(20);
+    const a = await sendOne(service.api, `${receiver.url}/slow?sleep=300`);
+    // At the sleep, and not a second sleep's worth past it: the slack is for a loaded
+    // machine's event loops (the receiver's and the service's; 274 ms for a 200 ms sleep once
+    // with other files beside it).
+    expect(a.phases.firstByteMs).toBeGreaterThanOrEqual(300);
+    expect(a.phases.firstByteMs).toBeLessThan(500);
+    // the answer's headers and its body come in one write: the rest of the call is the body's read
+    expect(a.durationMs - a.phases.firstByteMs!).toBeLessThan(100);
   });
 });
 

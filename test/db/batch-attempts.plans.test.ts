@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config/app.config.js';
 import { dispatchSettings } from '../../src/database/dispatch-database.js';
 import type { LocalSettings } from '../../src/database/pg.statements.js';
 import { Prisma } from '../../src/generated/prisma/client.js';
-import { checkPlan, dropEmptyAttemptBefore, explainStatement, historyPartitions, planDatabase, planNodes, type PlanNode } from '../support/plans.js';
+import { checkPlan, dropEmptyAttemptBefore, explainStatement, historyPartitions, nodeRowsRead, planDatabase, planNodes } from '../support/plans.js';
 
 /**
  * A batch's attempts read on a history of days (batch-attempts.sql.ts): GET
@@ -114,9 +114,6 @@ describe('batch attempts plans', () => {
     return new Set(rows.map((r) => r.name));
   }
 
-  /** Rows a plan node read (returned and filtered out), over all its loops. */
-  const rowsRead = (n: PlanNode) => ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1);
-
   /** checkPlan (no JIT, the rows read), and: no partition older than the batch read, at most `attemptsAtMost` attempt rows. */
   async function check(name: string, statement: Prisma.Sql, settings: LocalSettings, which: 'big' | 'small', attemptsAtMost: number): Promise<void> {
     const old = await partitionsBefore(new Date(batch[which].createdAt.getTime() - CLOCK_MARGIN_MS));
@@ -128,7 +125,7 @@ describe('batch attempts plans', () => {
       const nodes = planNodes(run.Plan);
       const older = nodes.filter((n) => n['Relation Name'] && old.has(n['Relation Name']) && (n['Actual Loops'] ?? 0) > 0).map((n) => n['Relation Name']);
       expect(older, `${where}: partitions older than the batch read`).toEqual([]);
-      const read = nodes.filter((n) => n['Relation Name']?.startsWith('attempt')).reduce((sum, n) => sum + rowsRead(n), 0);
+      const read = nodes.filter((n) => n['Relation Name']?.startsWith('attempt')).reduce((sum, n) => sum + nodeRowsRead(n), 0);
       expect(read, `${where}: attempt rows read`).toBeLessThanOrEqual(attemptsAtMost);
     }
   }

@@ -109,11 +109,13 @@ export function rowsRead(run: Explained): number {
   return Math.round(
     planNodes(run.Plan)
       .filter((n) => n['Relation Name'] !== undefined)
-      .reduce(
-        (sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * (n['Actual Loops'] ?? 1),
-        0,
-      ),
+      .reduce((sum, n) => sum + nodeRowsRead(n), 0),
   );
+}
+
+/** The rows one scan node returned or filtered out, over all its loops. */
+export function nodeRowsRead(n: PlanNode): number {
+  return ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * (n['Actual Loops'] ?? 1);
 }
 
 /** A bound value as the text Postgres parses it (what pg would send). */
