@@ -52,7 +52,7 @@ import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
  * claim was compiled afresh, ~1 s each (Optimization 602 ms, Emission 416 ms), 8
  * callbacks/s at the default host cap, while the worker's sessions carried these
  * switches. Every statement of the worker now runs with `jit = off`
- * (dispatchSettings), and these two are set only for the claims.
+ * (dispatchSettings), and these switches are set only for the claims.
  */
 export const CLAIM_PLANNER = { enable_bitmapscan: 'off', enable_sort: 'off', enable_incremental_sort: 'off' } as const;
 
