@@ -384,12 +384,12 @@ export class TransformSandbox implements OnApplicationShutdown {
   }
 }
 
-/** The engine's WebAssembly, compiled once per process and handed to each thread. */
 /** What a thread's failure says: a thread may throw, or end with, a value that is not an Error. */
 function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** The engine's WebAssembly, compiled once per process and handed to each thread. */
 async function loadWasmModule(): Promise<CompiledWasm> {
   const require = createRequire(import.meta.url);
   return WebAssembly.compile(await readFile(require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')));

@@ -3,7 +3,7 @@ import { WorkerService } from '../../src/dispatch/worker.service.js';
 import { HealthController } from '../../src/health/health.controller.js';
 import { connect, createTestDatabase } from '../support/database.js';
 import { FaultProxy } from '../support/fault-proxy.js';
-import { sharedService, startTestService, waitFor } from '../support/service.js';
+import { sharedService, startTestService, waitFor, type TestService } from '../support/service.js';
 
 type Ready = { status?: string; code?: string; checks?: Record<string, { ok: boolean }>; details?: Record<string, { ok: boolean; detail?: string }> };
 
@@ -21,21 +21,27 @@ describe(HealthController.name, () => {
   const apiService = api.get;
   cleanups.push(worker.dispose, api.dispose);
 
-  it('should be live and ready with every check passing on a working service', async () => {
-    const service = await workerService();
-    expect((await service.apiJson('/health/live', { key: null })).status).toBe('ok');
-    // Ready once the worker has made its first round trip to the database, which a
-    // loaded machine (or a JIT-compiling server) may not have done as the port opens.
-    const res = await waitFor(async () => {
+  /**
+   * The 200 of /health/ready: a worker is ready once it has made its first round trip to
+   * the database, which a loaded machine (or a JIT-compiling server) may not have done as
+   * the port opens.
+   */
+  const readyAnswer = (service: TestService) =>
+    waitFor(async () => {
       const r = await service.api('/health/ready', { key: null });
       return r.status === 200 ? r : undefined;
     }, 10_000);
+
+  it('should be live and ready with every check passing on a working service', async () => {
+    const service = await workerService();
+    expect((await service.apiJson('/health/live', { key: null })).status).toBe('ok');
+    const res = await readyAnswer(service);
     expect(await res.json()).toEqual({ status: 'ok', checks: { database: { ok: true }, migrations: { ok: true }, worker: { ok: true } } });
   });
 
   it('should answer 503 naming the worker when the worker loop stops', async () => {
     const service = await workerService();
-    await waitFor(async () => (await service.api('/health/ready', { key: null })).status === 200 || undefined, 10_000);
+    await readyAnswer(service);
     // The loop stops as on SIGTERM; the API keeps answering.
     await service.app.get(WorkerService).onModuleDestroy();
     const body = await waitFor(
