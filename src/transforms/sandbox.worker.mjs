@@ -88,22 +88,36 @@ try {
 }
 
 const compiledModule = wasmModule;
-/** key → { module, memory, runtime, context, fn, deadline } */
+/** key → { module, memory, state, runtime, context, fn, deadline } */
 const cache = new Map();
 
 async function instantiate() {
   const memory = new WebAssembly.Memory({ initial: INITIAL_BYTES / PAGE, maximum: Math.max(INITIAL_BYTES, memoryBytes) / PAGE });
+  // malloc grows this memory when it has no room left; `full` says the last grow was refused
+  // (the memory is at its maximum), which is when an allocation fails.
+  const grow = memory.grow.bind(memory);
+  const state = { full: false };
+  memory.grow = (pages) => {
+    try {
+      const before = grow(pages);
+      state.full = false;
+      return before;
+    } catch (e) {
+      state.full = true;
+      throw e;
+    }
+  };
   const module = await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: compiledModule, wasmMemory: memory }));
-  return { module, memory };
+  return { module, memory, state };
 }
 
 /** Compiles `code` in a fresh instance; answers the entry or throws { error } with what QuickJS said. */
 async function compile(key, code) {
-  const { module, memory } = await instantiate();
+  const { module, memory, state } = await instantiate();
   const runtime = module.newRuntime();
   runtime.setMemoryLimit(memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
-  const entry = { module, memory, runtime, context: runtime.newContext(), fn: undefined, deadline: 0 };
+  const entry = { module, memory, state, runtime, context: runtime.newContext(), fn: undefined, deadline: 0 };
   runtime.setInterruptHandler(() => Date.now() > entry.deadline);
   entry.deadline = Date.now() + Number(running[1]);
   try {
@@ -125,8 +139,10 @@ function describe(entry, handle, phase) {
   } finally {
     handle.dispose();
   }
-  const message = typeof e === 'object' && e !== null ? String(e.message ?? e) : String(e);
-  const name = typeof e === 'object' && e !== null ? String(e.name ?? 'Error') : 'Error';
+  // QuickJS throws null for an allocation that failed when it cannot allocate the error
+  // itself either: a null thrown while the memory is full is running out of memory.
+  const message = e === null && entry.state.full ? 'out of memory' : typeof e === 'object' && e !== null ? String(e.message ?? e) : String(e);
+  const name = typeof e === 'object' && e !== null ? String(e.name ?? 'Error') : e === null && entry.state.full ? 'InternalError' : 'Error';
   const kind = message === 'interrupted' ? 'timeout' : message === 'out of memory' ? 'memory' : phase;
   return { kind, name, message, stack: typeof e === 'object' && e !== null && typeof e.stack === 'string' ? e.stack : '' };
 }
@@ -178,6 +194,7 @@ async function run(job) {
     const { context, fn } = entry;
     watch(job, job.budgetMs);
     entry.deadline = Date.now() + job.budgetMs;
+    entry.state.full = false;
     const args = [context.newString(job.envelope), job.body === null ? context.null : context.newString(job.body), job.json ? context.true : context.false];
     let r;
     try {

@@ -132,6 +132,19 @@ describe(TransformSandbox.name, () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it('should say a handler threw null when it did, and out of memory only when the memory was full', async () => {
+    expect(await run('function handler(w) { throw null; }')).toMatchObject({ kind: 'error', error: { message: 'Error: null' } });
+    // One call fills the memory, catches the failed allocation and returns (the instance is
+    // kept); the next, on the same instance, throws null.
+    const code =
+      'let n = 0; function handler(w) { if (n++ > 0) throw null; try { w.headers.x = "z".repeat(12e6); } catch (e) { w.headers.x = e.message; } return w; }';
+    const input = sandboxInput(request, context);
+    const first = await sandbox.run({ key: 'full-then-null', code, ...input });
+    expect(readOutput(first.text, request, limits)).toMatchObject({ kind: 'send', request: { headers: { x: 'out of memory' } } });
+    const second = await sandbox.run({ key: 'full-then-null', code, ...input });
+    expect(second.error).toMatchObject({ kind: 'run', message: 'null' });
+  });
+
   it('should refuse an answer larger than TRANSFORM_MAX_OUTPUT_BYTES', async () => {
     const result = await run('function handler(w) { w.body = "y".repeat(600000); return w; }');
     expect(result).toMatchObject({ kind: 'error', error: { message: 'RangeError: handler returned more than 524288 characters' } });
