@@ -159,7 +159,7 @@ export class AppConfig {
   @IsInt() @Min(1) @Max(1_000_000) eventMaxDeliveries = 10_000;
   /** EVENT_CHECK_BUDGET_MS: time one check of an event payload may take (compiling a type's schema, validating a payload, evaluating the subscribers' filters), in a thread of its own; past it the request is a 400 and stores nothing (1000 ms). */
   @IsInt() @Min(10) @Max(60_000) eventCheckBudgetMs = 1000;
-  /** EVENT_CHECK_THREADS: worker threads per API process that run those checks, off the event loop; more checks wait in order (2). */
+  /** EVENT_CHECK_THREADS: most worker threads per API process that run those checks, off the event loop, made as checks need them; more checks wait in order (2). */
   @IsInt() @Min(1) @Max(64) eventCheckThreads = 2;
   /** MAX_CALLBACK_BODY_BYTES: body size of one callback (262144 bytes). */
   @IsInt() @Min(1) maxCallbackBodyBytes = 262_144;

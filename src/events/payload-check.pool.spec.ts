@@ -29,6 +29,21 @@ describe(PayloadCheckPool.name, () => {
     pool = undefined;
   });
 
+  it('should make no thread before the first check, one for checks one at a time, and more only while checks wait', async () => {
+    const p = make(5000, 2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(p.threadCount).toBe(0);
+    const schema = JSON.stringify({ type: 'object' });
+    for (let i = 0; i < 3; i++) await p.problemOf(schema, '{}', 't');
+    expect(p.threadCount).toBe(1);
+    await Promise.all([
+      p.problemOf(UNIQUE, JSON.stringify(Array.from({ length: 2_000 }, (_, i) => ({ a: i }))), 't'),
+      p.problemOf(schema, '{}', 't'),
+      p.problemOf(schema, '{}', 't'),
+    ]);
+    expect(p.threadCount).toBe(2);
+  });
+
   it('should compile, validate and filter in its threads, and answer a schema that does not compile as a 400', async () => {
     const p = make(5000);
     const schema = JSON.stringify({ type: 'object', properties: { amount: { type: 'number' } } });
