@@ -140,7 +140,7 @@ describe(TransformSandbox.name, () => {
       'let n = 0; function handler(w) { if (n++ > 0) throw null; try { w.headers.x = "z".repeat(12e6); } catch (e) { w.headers.x = e.message; } return w; }';
     const input = sandboxInput(request, context);
     const first = await sandbox.run({ key: 'full-then-null', code, ...input });
-    expect(readOutput(first.text, request, limits)).toMatchObject({ kind: 'send', request: { headers: { x: 'out of memory' } } });
+    expect(readOutput(first.text!, request, limits)).toMatchObject({ kind: 'send', request: { headers: { x: 'out of memory' } } });
     const second = await sandbox.run({ key: 'full-then-null', code, ...input });
     expect(second.error).toMatchObject({ kind: 'run', message: 'null' });
   });

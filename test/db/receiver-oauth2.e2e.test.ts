@@ -39,13 +39,16 @@ describe(`${TokenCache.name} across workers`, () => {
   let rs: ResourceServer;
   let api: ServiceProcess;
   const workers: ServiceProcess[] = [];
+  /** An API-only process started late: it has held no token in memory. */
+  let late: ServiceProcess | undefined;
+  let env: Record<string, string>;
 
   beforeAll(async () => {
     database = await createTestDatabase();
     db = await connect(database.url);
     as = await AuthorizationServer.start({ host: '127.0.0.91', clients: [BASIC_CLIENT, POST_CLIENT], tokenTtlSeconds: TOKEN_TTL_S });
     rs = await ResourceServer.start('127.0.0.92', as);
-    const env = { DATABASE_URL: database.url, RETRY_JITTER_PERMILLE: '0', LOG_LEVEL: 'debug', DISPATCH_CONCURRENCY: '4' };
+    env = { DATABASE_URL: database.url, RETRY_JITTER_PERMILLE: '0', LOG_LEVEL: 'debug', DISPATCH_CONCURRENCY: '4' };
     // the first serves the API and dispatches too (ROLE all): three dispatching processes, one spawned fewer
     api = await spawnService({ ...env, ROLE: 'all' });
     for (let i = 0; i < 2; i++) workers.push(await spawnService({ ...env, ROLE: 'worker' }));
@@ -65,9 +68,11 @@ describe(`${TokenCache.name} across workers`, () => {
     // the receivers of the expiry (then revocation) and outage tests: tokens of their own, made to expire soon by a warm-up
     expect((await call(api.url, '/v1/receivers/oauth-expiry', { method: 'PUT', json: receiver(BASIC_CLIENT, 'expiry') })).status).toBe(201);
     expect((await call(api.url, '/v1/receivers/oauth-down', { method: 'PUT', json: receiver(BASIC_CLIENT, 'down') })).status).toBe(201);
+    // the receiver of the late process's test: a token of its own, fetched by the dispatching processes
+    expect((await call(api.url, '/v1/receivers/oauth-late', { method: 'PUT', json: receiver(BASIC_CLIENT, 'late') })).status).toBe(201);
   });
   afterAll(async () => {
-    for (const p of [api, ...workers]) {
+    for (const p of [api, ...workers, late]) {
       if (!p) continue;
       p.kill('SIGKILL');
       await p.exited;
@@ -172,6 +177,31 @@ describe(`${TokenCache.name} across workers`, () => {
     for (const r of refused) expect(after.some((o) => o.webhookId === r.webhookId && o.status === 200 && o.token !== current)).toBe(true);
   });
 
+  it('should drop a revoked token another process stored on the 401, and send again with a new one', async () => {
+    // a process that never holds the token in memory: it serves the API only, and sends only the receiver's test call below
+    late = await spawnService({ ...env, ROLE: 'api' });
+    as.tokenTtlSeconds = 60; // not due for a refresh before the test call, however slow the machine
+    try {
+      const warm = await send('oauth-late', 2);
+      expect(warm.map((c) => c.status)).toEqual(['succeeded', 'succeeded']);
+    } finally {
+      as.tokenTtlSeconds = TOKEN_TTL_S;
+    }
+    const stored = tokensSeen('/hooks/late').at(-1)!;
+    await as.revoke(stored, BASIC_CLIENT);
+    const before = { issued: as.issued, requests: rs.requests.length };
+    const { status, body } = await call(late.url, '/v1/receivers/oauth-late/test', { method: 'POST' });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ ok: true, statusCode: 200, outcome: 'success' });
+    expect(as.issued - before.issued).toBe(1);
+    // the late process found the revoked token in the shared row: refused, then a new one
+    const sent = rs.requests.slice(before.requests).filter((r) => r.url === '/hooks/late');
+    expect(sent.map((r) => [r.status, r.token === stored])).toEqual([
+      [401, true],
+      [200, false],
+    ]);
+  });
+
   it('should retry, not lose, callbacks while the token endpoint is down, naming it in lastError, and deliver them once it is back', async () => {
     await expireSoon('oauth-down', 4, () => as.down());
     const callbacks = Array.from({ length: 6 }, (_, i) => ({
@@ -213,7 +243,7 @@ describe(`${TokenCache.name} across workers`, () => {
       clientId: BASIC_CLIENT.clientId,
       clientSecret: 'set',
     });
-    const logs = [api, ...workers].map((p) => p.output()).join('\n');
+    const logs = [api, ...workers, late!].map((p) => p.output()).join('\n');
     expect(logs.length).toBeGreaterThan(1000); // debug lines were written
     // every row of every table as text (what a dump holds), and pg_dump's own output where the machine has one for this server
     const dump = await dumpText(db, database.directUrl);

@@ -13,8 +13,9 @@ export function setAuthorization(headers: Record<string, string>, value: string)
 /**
  * Sends a call with its receiver's credentials: through the receiver's own
  * connections when it has mutual TLS, with its basic or bearer Authorization, or
- * with an OAuth2 token (TokenCache). A receiver answering 401 to a cached token gets
- * the call again at once with a new one, once. A token that cannot be had is the
+ * with an OAuth2 token (TokenCache). A receiver answering 401 to a token the call did
+ * not have fetched for it (one in memory, or one another process stored) gets the call
+ * again at once with a new one, once. A token that cannot be had is the
  * attempt's outcome (`auth_error`, its error naming the token endpoint), retried as
  * any failed attempt is. The result says which authentication went out (`auth`) and
  * how long getting a token took (`tokenMs`); never the credential.
@@ -49,7 +50,10 @@ export class AuthorizedSender {
     }
     setAuthorization(call.headers, `Bearer ${token.accessToken}`);
     let result = await this.transport.send(call);
-    if (result.statusCode === 401 && cached) {
+    // A token fetched for this call (by it, or by a call of this process at the same time)
+    // is as new as tokens get: refused, it goes as it is. One from memory or from the
+    // shared row may be stale (revoked, say).
+    if (result.statusCode === 401 && (cached || !this.tokens.fetchedHere(token))) {
       // the receiver no longer takes the token every worker shares: a new one, and the call again, once
       this.tokens.drop(c, token.tokenId);
       const t1 = performance.now();

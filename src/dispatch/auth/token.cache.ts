@@ -47,6 +47,8 @@ export class TokenCache {
   private readonly owner = `${hostname()}:${process.pid}:${uuidv7()}`;
   /** Tokens this process fetched from token endpoints (the tests and the benchmark count them). */
   fetched = 0;
+  /** The tokens this process fetched itself, not read from the shared row (AuthorizedSender's 401 rule). */
+  private readonly fetchedTokens = new WeakSet<SharedToken>();
 
   constructor(
     private readonly repo: TokenRepository,
@@ -64,6 +66,11 @@ export class TokenCache {
     }
     if (now >= t.refreshAt && !this.acquiring.has(c.key)) this.acquire(c, timeoutMs).catch(() => undefined); // the calls go on with `t`; a failure shows on the next call that needs a token
     return t;
+  }
+
+  /** Whether this process fetched `token` from the token endpoint itself (not read it from the shared row). */
+  fetchedHere(token: SharedToken): boolean {
+    return this.fetchedTokens.has(token);
   }
 
   /** Forgets the token `tokenId` (a receiver answered 401 to it). */
@@ -135,7 +142,9 @@ export class TokenCache {
         refreshAt: refreshAt(started, answer.lifetimeMs),
         expiresAt: started + answer.lifetimeMs,
       };
-      return this.keep(c, await this.repo.storeToken(c.receiverId, c.version, this.owner, token));
+      const stored = await this.repo.storeToken(c.receiverId, c.version, this.owner, token);
+      this.fetchedTokens.add(stored);
+      return this.keep(c, stored);
     } catch (error) {
       await this.repo.releaseLease(c.receiverId, c.version, this.owner).catch(() => undefined); // a lease left behind runs out by itself
       throw error;
