@@ -243,7 +243,7 @@ describe(`${TokenCache.name} across workers`, () => {
       clientId: BASIC_CLIENT.clientId,
       clientSecret: 'set',
     });
-    const logs = [api, ...workers, late!].map((p) => p.output()).join('\n');
+    const logs = [api, ...workers, ...(late ? [late] : [])].map((p) => p.output()).join('\n');
     expect(logs.length).toBeGreaterThan(1000); // debug lines were written
     // every row of every table as text (what a dump holds), and pg_dump's own output where the machine has one for this server
     const dump = await dumpText(db, database.directUrl);
