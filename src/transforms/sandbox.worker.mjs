@@ -141,8 +141,9 @@ function describe(entry, handle, phase) {
   }
   // QuickJS throws null for an allocation that failed when it cannot allocate the error
   // itself either: a null thrown while the memory is full is running out of memory.
-  const message = e === null && entry.state.full ? 'out of memory' : typeof e === 'object' && e !== null ? String(e.message ?? e) : String(e);
-  const name = typeof e === 'object' && e !== null ? String(e.name ?? 'Error') : e === null && entry.state.full ? 'InternalError' : 'Error';
+  if (e === null && entry.state.full) e = { name: 'InternalError', message: 'out of memory' };
+  const message = typeof e === 'object' && e !== null ? String(e.message ?? e) : String(e);
+  const name = typeof e === 'object' && e !== null ? String(e.name ?? 'Error') : 'Error';
   const kind = message === 'interrupted' ? 'timeout' : message === 'out of memory' ? 'memory' : phase;
   return { kind, name, message, stack: typeof e === 'object' && e !== null && typeof e.stack === 'string' ? e.stack : '' };
 }
