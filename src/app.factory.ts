@@ -1,3 +1,5 @@
+import { registerReadAfterWrite } from './database/read-after-write.hooks.js';
+import { ReadReplica } from './database/read-replica.js';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -146,6 +148,7 @@ async function startOn(
   registerRequestMetrics(app.getHttpAdapter().getInstance(), app.get(MetricsService));
   // Last of the request hooks: a refusal is logged, traced and counted first.
   registerAuthHooks(app.getHttpAdapter().getInstance(), app.get(KeyAuthService), app.get(PortalAuthService));
+  registerReadAfterWrite(app.getHttpAdapter().getInstance(), app.get(ReadReplica));
   // Built on the first request for it, not at start: scanning every route's decorators
   // takes ~150 ms of CPU that a worker, or an API nobody reads the docs of, never needs.
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs/openapi.json' });

@@ -4,6 +4,7 @@ import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
 import { pgArray } from '../database/pg-array.js';
+import type { Reader } from '../database/read-replica.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../receivers/receiver-hold.sql.js';
@@ -156,11 +157,16 @@ export class BatchRepository {
     weight: (item) => item.rows.length,
   });
 
+  /** The primary, where a read goes unless given a replica's reader (ReadReplica). */
+  private readonly primary: Reader;
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
     private readonly due: DueNotifier,
-  ) {}
+  ) {
+    this.primary = { prisma, db };
+  }
 
   /**
    * Stores a batch and all its callbacks atomically; resolves once committed (a
@@ -202,18 +208,19 @@ export class BatchRepository {
     return this.prisma.batch.findFirst({ where: { id, apiKeyId } });
   }
 
-  listBatches(apiKeyId: string, limit: number, before?: string): Promise<BatchRow[]> {
-    return this.prisma.batch.findMany({
+  /** The key's batches, newest first; on `reader` (a read replica, ReadReplica) or the primary. */
+  listBatches(apiKeyId: string, limit: number, before?: string, reader = this.primary): Promise<BatchRow[]> {
+    return reader.prisma.batch.findMany({
       where: { apiKeyId, ...(before ? { id: { lt: before } } : {}) },
       orderBy: { id: 'desc' },
       take: limit,
     });
   }
 
-  /** Callback counts by status; served by `callback_batch_id_status_idx`. */
-  async countByStatus(batchIds: string[]): Promise<Array<{ batchId: string; status: CallbackStatus; n: number }>> {
+  /** Callback counts by status; served by `callback_batch_id_status_idx`; on `reader` or the primary. */
+  async countByStatus(batchIds: string[], reader = this.primary): Promise<Array<{ batchId: string; status: CallbackStatus; n: number }>> {
     if (batchIds.length === 0) return [];
-    return this.db.query(Prisma.sql`
+    return reader.db.query(Prisma.sql`
       SELECT batch_id AS "batchId", status, count(*)::int AS n FROM callback
       WHERE batch_id = ANY(${batchIds}::uuid[]) GROUP BY batch_id, status`);
   }

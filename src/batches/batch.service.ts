@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
+import { ReadReplica, type Reader } from '../database/read-replica.js';
 import { layerHeaders } from '../common/headers.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, jsonDepth, MAX_HEADERS } from '../common/validators.js';
@@ -39,6 +40,7 @@ export class BatchService {
     private readonly receivers: ReceiverService,
     private readonly signing: SigningSecretService,
     private readonly quota: PendingQuota,
+    private readonly reads: ReadReplica,
   ) {}
 
   /** Validates limits, stores the batch and its callbacks atomically, and wakes the workers. */
@@ -196,16 +198,19 @@ export class BatchService {
     };
   }
 
-  async listBatches(apiKeyId: string, limit: number, cursor?: string): Promise<BatchPageDto> {
-    const { rows, nextCursor } = pageOf(await this.batches.listBatches(apiKeyId, limit + 1, cursor), limit, (r) => r.id);
-    const counts = await this.countsOf(rows.map((r) => r.id));
-    return { items: rows.map((b) => toBatchView(b, counts.get(b.id)!)), nextCursor };
+  /** A page of the key's batches with their counts, both read on the replica when it serves the key (ReadReplica). */
+  listBatches(apiKeyId: string, limit: number, cursor?: string): Promise<BatchPageDto> {
+    return this.reads.read(apiKeyId, async (reader) => {
+      const { rows, nextCursor } = pageOf(await this.batches.listBatches(apiKeyId, limit + 1, cursor, reader), limit, (r) => r.id);
+      const counts = await this.countsOf(rows.map((r) => r.id), reader);
+      return { items: rows.map((b) => toBatchView(b, counts.get(b.id)!)), nextCursor };
+    });
   }
 
-  private async countsOf(batchIds: string[]): Promise<Map<string, Counts>> {
+  private async countsOf(batchIds: string[], reader?: Reader): Promise<Map<string, Counts>> {
     const map = new Map<string, Counts>();
     for (const id of batchIds) map.set(id, zeroCounts());
-    for (const r of await this.batches.countByStatus(batchIds)) map.get(r.batchId)![r.status] = r.n;
+    for (const r of await this.batches.countByStatus(batchIds, reader)) map.get(r.batchId)![r.status] = r.n;
     return map;
   }
 }

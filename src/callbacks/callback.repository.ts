@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
+import type { Reader } from '../database/read-replica.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { BREAKER, STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
@@ -132,12 +133,17 @@ export class CallbackRepository {
     maxWeight: READ_MAX_ROWS,
   });
 
+  /** The primary, where a read goes unless given a replica's reader (ReadReplica). */
+  private readonly primary: Reader;
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
     private readonly due: DueNotifier,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.primary = { prisma, db };
+  }
 
   /**
    * One callback of this key with all its attempts. Concurrent reads share one
@@ -192,8 +198,9 @@ export class CallbackRepository {
    * held (as the CHECK callback_lease_in_flight_check makes every in-flight row),
    * else it scanned the whole table (177 ms with a million finished rows).
    */
-  listCallbacks(apiKeyId: string, f: CallbackFilter): Promise<CallbackStatusRow[]> {
-    return this.prisma.callback.findMany({
+  /** A page of the key's callbacks by id; on `reader` (a read replica, ReadReplica) or the primary. */
+  listCallbacks(apiKeyId: string, f: CallbackFilter, reader = this.primary): Promise<CallbackStatusRow[]> {
+    return reader.prisma.callback.findMany({
       where: {
         apiKeyId,
         ...(f.batchId && { batchId: f.batchId }),

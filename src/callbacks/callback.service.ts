@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
+import { ReadReplica } from '../database/read-replica.js';
 import type { BatchRetryDto } from '../batches/dto/batch.dto.js';
 import { uuidv7 } from '../common/uuid.js';
 import { TaskRepository } from '../tasks/task.repository.js';
@@ -19,6 +20,7 @@ export class CallbackService {
     private readonly callbacks: CallbackRepository,
     private readonly tasks: TaskRepository,
     private readonly runner: TaskRunner,
+    private readonly reads: ReadReplica,
   ) {}
 
   async getCallback(apiKeyId: string, id: string): Promise<CallbackDetailDto> {
@@ -31,8 +33,10 @@ export class CallbackService {
     return state ? { ...view, waiting: waitingReason(state) } : view;
   }
 
+  /** A page of the key's callbacks, on the replica when it serves the key (ReadReplica). */
   async listCallbacks(apiKeyId: string, filter: CallbackFilter): Promise<CallbackPageDto> {
-    const { rows, nextCursor } = pageOf(await this.callbacks.listCallbacks(apiKeyId, { ...filter, limit: filter.limit + 1 }), filter.limit, (r) => r.id);
+    const read = await this.reads.read(apiKeyId, (reader) => this.callbacks.listCallbacks(apiKeyId, { ...filter, limit: filter.limit + 1 }, reader));
+    const { rows, nextCursor } = pageOf(read, filter.limit, (r) => r.id);
     return { items: rows.map(toCallbackView), nextCursor };
   }
 

@@ -2177,6 +2177,17 @@ export interface components {
             /** @description Why a check failed */
             detail?: string;
         };
+        ReplicaDto: {
+            /**
+             * @description `up`: lists and history are read there; otherwise from the primary
+             * @enum {string}
+             */
+            state: "up" | "lagging" | "down";
+            /** @description How far behind the primary it was at the last check, in ms */
+            lagMs?: number;
+            /** @description Why it is skipped */
+            detail?: string;
+        };
         ReadyDto: {
             /** @enum {string} */
             status: "ok";
@@ -2184,6 +2195,8 @@ export interface components {
             checks: {
                 [key: string]: components["schemas"]["CheckDto"];
             };
+            /** @description Only with DATABASE_READ_URL */
+            replica?: components["schemas"]["ReplicaDto"];
         };
         CreatePortalSessionDto: {
             /**

@@ -21,6 +21,10 @@ export class AppConfig {
   @IsOptional() @IsString() databaseUrl?: string;
   /** DATABASE_DIRECT_URL: a direct (session) connection to the same database, when DATABASE_URL is a transaction pooler such as PgBouncer: LISTEN, the maintenance lock and migrations use it (unset: DATABASE_URL is direct). */
   @IsOptional() @IsString() databaseDirectUrl?: string;
+  /** DATABASE_READ_URL: a streaming replica of the same database for the API's reads that may be a moment old (lists, latency history, hosts, the portal's views); unset: every read goes to DATABASE_URL. */
+  @IsOptional() @IsString() databaseReadUrl?: string;
+  /** DATABASE_READ_MAX_LAG_MS: a replica further behind the primary than this is skipped until it catches up (2000). */
+  @IsInt() @Min(100) @Max(600_000) databaseReadMaxLagMs = 2000;
   /** DATA_DIR: where the embedded Postgres keeps its files (./.data). */
   @IsString() dataDir = './.data';
   /** EMBEDDED_PG_PORT: port of the embedded Postgres (54329). */
@@ -206,6 +210,8 @@ const ENV: Record<string, [keyof AppConfig, Parser]> = {
   HOST: ['host', str],
   DATABASE_URL: ['databaseUrl', str],
   DATABASE_DIRECT_URL: ['databaseDirectUrl', str],
+  DATABASE_READ_URL: ['databaseReadUrl', str],
+  DATABASE_READ_MAX_LAG_MS: ['databaseReadMaxLagMs', int],
   DATA_DIR: ['dataDir', str],
   EMBEDDED_PG_PORT: ['embeddedPgPort', int],
   ROLE: ['role', str],

@@ -102,3 +102,16 @@ export function transientConflictOf(error: unknown): 'deadlock' | 'serialization
   }
   return undefined;
 }
+
+/** Driver errors often start with a blank line; the first line with text says what happened. */
+export function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (
+    message
+      .split('\n')
+      .map((l) => l.trim())
+      .find(Boolean) ??
+    (error as { code?: string })?.code ??
+    'unreachable'
+  );
+}

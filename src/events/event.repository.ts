@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';
+import type { Reader } from '../database/read-replica.js';
 import { idFloorOfStoredSince } from '../common/uuid.js';
 import { Prisma, type Event } from '../generated/prisma/client.js';
 import { insertEventStatement, type NewDeliveries, type NewEvent } from './delivery.sql.js';
@@ -23,11 +24,16 @@ export interface DeliveryRow {
 
 @Injectable()
 export class EventRepository {
+  /** The primary, where a read goes unless given a replica's reader (ReadReplica). */
+  private readonly primary: Reader;
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
     private readonly due: DueNotifier,
-  ) {}
+  ) {
+    this.primary = { prisma, db };
+  }
 
   findSubscribers(apiKeyId: string, patterns: string[], names?: string[]): Promise<SubscriberRow[]> {
     return this.db.query<SubscriberRow>(subscribersOf(apiKeyId, patterns, names));
@@ -50,8 +56,8 @@ export class EventRepository {
   }
 
   /** A page, newest first, after `before` (the last id of the previous page): event_api_key_id_type_id_idx or event_api_key_id_id_idx. */
-  listEvents(apiKeyId: string, q: { type?: string; since?: Date; before?: string; limit: number }): Promise<EventSummaryRow[]> {
-    return this.prisma.event.findMany({
+  listEvents(apiKeyId: string, q: { type?: string; since?: Date; before?: string; limit: number }, reader = this.primary): Promise<EventSummaryRow[]> {
+    return reader.prisma.event.findMany({
       // payloads may be 256 KiB each: a page leaves them out
       select: { id: true, eventId: true, type: true, deliveries: true, batchId: true, createdAt: true },
       where: {

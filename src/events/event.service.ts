@@ -7,6 +7,7 @@ import { priorityRank } from '../common/states.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, MAX_HEADERS, unstorableTextAt, unstorableTextProblem } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
+import { ReadReplica } from '../database/read-replica.js';
 import { CALLBACK_RECEIVER_FKEY, isForeignKeyViolation } from '../database/database.errors.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import type { AcceptedEventDto, EventDetailDto, EventPageDto, EventSummaryDto, PublishEventDto } from './dto/event.dto.js';
@@ -42,6 +43,7 @@ export class EventService {
     private readonly receivers: ReceiverService,
     private readonly quota: PendingQuota,
     private readonly config: AppConfig,
+    private readonly reads: ReadReplica,
   ) {}
 
   /**
@@ -250,12 +252,15 @@ export class EventService {
     return { type: dto.type, problem, deliveries: receivers.filter((r) => r.delivers).length, receivers };
   }
 
+  /** A page of the key's events, newest first, on the replica when it serves the key (ReadReplica). */
   async listEvents(apiKeyId: string, q: { type?: string; since?: Date; cursor?: string; limit: number }): Promise<EventPageDto> {
     if (q.type !== undefined) {
       const problem = typeNameProblem(q.type);
       if (problem) throw new AppError('validation_failed', `type: ${problem}`);
     }
-    const read = await this.events.listEvents(apiKeyId, { type: q.type, since: q.since, before: q.cursor, limit: q.limit + 1 });
+    const read = await this.reads.read(apiKeyId, (reader) =>
+      this.events.listEvents(apiKeyId, { type: q.type, since: q.since, before: q.cursor, limit: q.limit + 1 }, reader),
+    );
     const { rows, nextCursor } = pageOf(read, q.limit, (r) => r.id);
     return { items: rows.map(toEventSummary), nextCursor };
   }

@@ -22,7 +22,7 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Database reachable, migrations applied, worker loop alive: 200, else 503 with the failing checks. */
+  /** Database reachable, migrations applied, worker loop alive: 200, else 503 with the failing checks. A read replica's state is told, never failed on. */
   @Get('ready')
   @ApiOperation({ summary: 'Readiness', security: [] })
   @ApiExtraModels(CheckDto)
@@ -31,6 +31,7 @@ export class HealthController {
   async ready(): Promise<ReadyDto> {
     const checks = await this.health.checks();
     if (Object.values(checks).some((c) => !c.ok)) throw new AppError('not_ready', 'not ready', checks);
-    return { status: 'ok', checks };
+    const replica = this.health.replica();
+    return { status: 'ok', checks, ...(replica && { replica }) };
   }
 }

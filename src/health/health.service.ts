@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app.config.js';
+import { firstLine } from '../database/database.errors.js';
 import { readMigrations } from '../database/migrator.js';
+import { ReadReplica, type ReplicaState } from '../database/read-replica.js';
+import { withinMs } from '../common/within-ms.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { HealthRepository } from './health.repository.js';
 
@@ -23,12 +26,18 @@ export class HealthService {
     private readonly repo: HealthRepository,
     private readonly worker: WorkerStatus,
     private readonly config: AppConfig,
+    private readonly reads: ReadReplica,
   ) {}
+
+  /** The read replica's state (DATABASE_READ_URL), or undefined without one. */
+  replica(): ReplicaState | undefined {
+    return this.reads.state();
+  }
 
   async checks(): Promise<Record<string, Check>> {
     const checks: Record<string, Check> = {};
     try {
-      const applied = new Set(await withTimeout(this.repo.appliedMigrations(), DATABASE_CHECK_MS));
+      const applied = new Set(await withinMs(this.repo.appliedMigrations(), DATABASE_CHECK_MS));
       checks.database = { ok: true };
       const missing = this.expected.filter((m) => !applied.has(m));
       checks.migrations = missing.length ? { ok: false, detail: `not applied: ${missing.join(', ')}` } : { ok: true };
@@ -42,25 +51,4 @@ export class HealthService {
     }
     return checks;
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** Driver errors often start with a blank line; the first line with text says what happened. */
-function firstLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return (
-    message
-      .split('\n')
-      .map((l) => l.trim())
-      .find(Boolean) ??
-    (error as { code?: string })?.code ??
-    'unreachable'
-  );
 }

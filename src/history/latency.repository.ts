@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { OUTCOME } from '../common/states.js';
 import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
+import { PrismaService } from '../database/prisma.service.js';
+import type { Reader } from '../database/read-replica.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 export interface LatencyFilter {
@@ -25,7 +27,15 @@ export interface LatencyRow {
 
 @Injectable()
 export class LatencyRepository {
-  constructor(private readonly db: ApiDatabase) {}
+  /** The primary, where a read goes unless given a replica's reader (ReadReplica). */
+  private readonly primary: Reader;
+
+  constructor(
+    private readonly prisma: PrismaService,
+    private readonly db: ApiDatabase,
+  ) {
+    this.primary = { prisma, db };
+  }
 
   /**
    * Per-bucket counts and exact duration percentiles of one key's attempts. Filtered
@@ -33,15 +43,19 @@ export class LatencyRepository {
    * history: closed buckets are read from `latency_rollup` where stored, and computed and
    * stored where not (`rolledBuckets`).
    */
-  bucketStats(f: LatencyFilter): Promise<LatencyRow[]> {
-    return this.db.query<LatencyRow>(latencyStatement(f), WITHOUT_JIT);
+  bucketStats(f: LatencyFilter, reader = this.primary): Promise<LatencyRow[]> {
+    return reader.db.query<LatencyRow>(latencyStatement(f, !reader.standby), WITHOUT_JIT);
   }
 }
 
-/** bucketStats' statement: filtered (host, batch, receiver) from the attempts alone, else through the stored buckets. */
-export function latencyStatement(f: LatencyFilter): Prisma.Sql {
+/**
+ * bucketStats' statement: filtered (host, batch, receiver) from the attempts alone, else
+ * through the stored buckets, storing the closed ones it computes unless `store` is
+ * false (on a read replica, which takes no writes: they are computed each time there).
+ */
+export function latencyStatement(f: LatencyFilter, store = true): Prisma.Sql {
   const filtered = f.host !== undefined || f.batchId !== undefined || f.receiverId !== undefined;
-  return filtered ? liveBuckets(f) : rolledBuckets(f);
+  return filtered ? liveBuckets(f) : rolledBuckets(f, store);
 }
 
 const widthOf = (f: LatencyFilter) => Prisma.sql`(${f.bucketMs}::int * interval '1 millisecond')`;
@@ -91,6 +105,13 @@ const liveBuckets = (f: LatencyFilter) => Prisma.sql`
   WHERE s.count > 0
   ORDER BY b.start`;
 
+/** rolledBuckets' storing of the closed buckets it computed (`live`). */
+const storeClosed = (f: LatencyFilter) => Prisma.sql`, stored AS (
+    INSERT INTO latency_rollup (api_key_id, bucket_ms, start, count, ok, pct, max)
+    SELECT ${f.apiKeyId}::uuid, ${f.bucketMs}::int, start, count, ok, coalesce(pct, '{}'), max FROM live WHERE closed
+    ON CONFLICT DO NOTHING
+  )`;
+
 /**
  * The key's whole history in one statement. A bucket wholly inside [from, to) that ended
  * before `latency_rollup_closed_before()` (10 minutes ago: no call under way can still
@@ -102,7 +123,7 @@ const liveBuckets = (f: LatencyFilter) => Prisma.sql`
  * and retention deletes those whose attempts it drops (purgeLatencyRollups). The one gap:
  * such a late attempt committed while a read that began before it computes its bucket.
  */
-const rolledBuckets = (f: LatencyFilter) => Prisma.sql`
+const rolledBuckets = (f: LatencyFilter, store: boolean) => Prisma.sql`
   WITH b AS MATERIALIZED (
     SELECT b.start, b.start >= ${f.from}::timestamptz AND b.start + ${widthOf(f)} <= least(${f.to}::timestamptz, latency_rollup_closed_before()) AS closed
     FROM ${bucketStarts(f)}
@@ -114,11 +135,7 @@ const rolledBuckets = (f: LatencyFilter) => Prisma.sql`
     SELECT b.start, b.closed, s.count, s.ok, s.pct, s.max
     FROM (SELECT * FROM b WHERE NOT EXISTS (SELECT 1 FROM kept WHERE kept.start = b.start)) b
     CROSS JOIN LATERAL (${bucketAggregate(f)}) s
-  ), stored AS (
-    INSERT INTO latency_rollup (api_key_id, bucket_ms, start, count, ok, pct, max)
-    SELECT ${f.apiKeyId}::uuid, ${f.bucketMs}::int, start, count, ok, coalesce(pct, '{}'), max FROM live WHERE closed
-    ON CONFLICT DO NOTHING
-  )
+  )${store ? storeClosed(f) : Prisma.empty}
   SELECT start, count, ok, pct, max FROM kept WHERE count > 0
   UNION ALL
   SELECT start, count, ok, pct, max FROM live WHERE count > 0

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
+import type { Reader } from '../database/read-replica.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { BREAKER, type BreakerStateName, OUTCOME, STATUS, UNFINISHED } from '../common/states.js';
 
@@ -57,13 +58,18 @@ const HOST_FIELDS = {
 
 @Injectable()
 export class HostRepository {
+  /** The primary, where a read goes unless given a replica's reader (ReadReplica). */
+  private readonly primary: Reader;
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
-  ) {}
+  ) {
+    this.primary = { prisma, db };
+  }
 
-  findHosts(hosts: string[]): Promise<HostRow[]> {
-    return this.prisma.host.findMany({
+  findHosts(hosts: string[], reader = this.primary): Promise<HostRow[]> {
+    return reader.prisma.host.findMany({
       where: { host: { in: hosts } },
       select: HOST_FIELDS,
       orderBy: { host: 'asc' },
@@ -76,8 +82,8 @@ export class HostRepository {
   }
 
   /** Gone URLs of these hosts; only those `apiKeyId` met unless it is null (admin). */
-  findGoneEndpoints(hosts: string[], apiKeyId: string | null): Promise<GoneEndpointRow[]> {
-    return this.prisma.goneEndpoint.findMany({
+  findGoneEndpoints(hosts: string[], apiKeyId: string | null, reader = this.primary): Promise<GoneEndpointRow[]> {
+    return reader.prisma.goneEndpoint.findMany({
       where: { host: { in: hosts }, ...(apiKeyId && { apiKeyId }) },
       select: { url: true, host: true, statusCode: true, goneAt: true },
       orderBy: { goneAt: 'asc' },
@@ -99,8 +105,9 @@ export class HostRepository {
    * One page (in name order, after `after`) of the hosts this key has work for:
    * pending or in-flight rows, or attempts since `since`.
    */
-  hostsOfKey(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
+  hostsOfKey(apiKeyId: string, since: Date, page: HostPage, reader = this.primary): Promise<string[]> {
     return this.page(
+      reader,
       page,
       Prisma.sql`
       SELECT host FROM callback WHERE status IN ${UNFINISHED} AND api_key_id = ${apiKeyId}::uuid
@@ -132,7 +139,7 @@ export class HostRepository {
    * of the history with none of these are left out (`GET /v1/hosts/:host` still
    * shows any one), so the list follows what is going on, not every host ever called.
    */
-  hostsInUse(apiKeyId: string, since: Date, page: HostPage): Promise<string[]> {
+  hostsInUse(apiKeyId: string, since: Date, page: HostPage, reader = this.primary): Promise<string[]> {
     // Hosts with pending rows, by a loose scan of `callback_pending_host_idx`: one
     // probe per host after the cursor, at most a page of them, whatever the backlogs.
     const pending = Prisma.sql`
@@ -143,6 +150,7 @@ export class HostRepository {
         FROM pending p WHERE p.host IS NOT NULL AND p.n < ${page.limit}
       )`;
     return this.page(
+      reader,
       page,
       Prisma.sql`
       SELECT host FROM host
@@ -159,16 +167,16 @@ export class HostRepository {
   }
 
   /** The page of `names` (a query of `host` values, `with` its CTEs) in name order. */
-  private async page(page: HostPage, names: Prisma.Sql, withClause = Prisma.empty): Promise<string[]> {
-    const rows = await this.db.query<{ host: string }>(Prisma.sql`
+  private async page(reader: Reader, page: HostPage, names: Prisma.Sql, withClause = Prisma.empty): Promise<string[]> {
+    const rows = await reader.db.query<{ host: string }>(Prisma.sql`
       ${withClause}
       SELECT host FROM (${names}) h WHERE ${after(page)} ORDER BY host LIMIT ${page.limit}`);
     return rows.map((r) => r.host);
   }
 
   /** Due pending callbacks of these hosts (of one key, or all when null). Served by `callback_due_idx`. */
-  async queueDepths(apiKeyId: string | null, hosts: string[]): Promise<Map<string, number>> {
-    const rows = await this.db.query<{ host: string; n: number }>(Prisma.sql`
+  async queueDepths(apiKeyId: string | null, hosts: string[], reader = this.primary): Promise<Map<string, number>> {
+    const rows = await reader.db.query<{ host: string; n: number }>(Prisma.sql`
       SELECT host, count(*)::int AS n FROM callback
       WHERE status = ${STATUS.pending} AND next_attempt_at <= now() AND host = ANY(${hosts}::text[])
         AND (${apiKeyId}::uuid IS NULL OR api_key_id = ${apiKeyId}::uuid)
@@ -177,8 +185,8 @@ export class HostRepository {
   }
 
   /** Latency percentiles and failures of one key's attempts to these hosts since `since` (`attempt_api_key_id_started_at_idx`). */
-  hostStats(apiKeyId: string, since: Date, hosts: string[]): Promise<HostStatsRow[]> {
-    return this.db.query<HostStatsRow>(Prisma.sql`
+  hostStats(apiKeyId: string, since: Date, hosts: string[], reader = this.primary): Promise<HostStatsRow[]> {
+    return reader.db.query<HostStatsRow>(Prisma.sql`
       SELECT host, count(*)::int AS count, (count(*) FILTER (WHERE outcome <> ${OUTCOME.success}))::int AS failed,
              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
              percentile_cont(0.9) WITHIN GROUP (ORDER BY duration_ms) AS p90,

@@ -3,6 +3,7 @@ import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import { AppError } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
 import { AppConfig } from '../config/app.config.js';
+import { ReadReplica, type Reader } from '../database/read-replica.js';
 import type { ClearedGoneDto, HostDto, HostPageDto } from './dto/host.dto.js';
 import type { HostLimitsDto } from './dto/host-limits.dto.js';
 import { HostRepository, type GoneEndpointRow, type HostPage, type HostRow, type HostStatsRow } from './host.repository.js';
@@ -24,15 +25,18 @@ export class HostService {
   constructor(
     private readonly config: AppConfig,
     private readonly hosts: HostRepository,
+    private readonly reads: ReadReplica,
   ) {}
 
-  /** One page of hosts in name order; `nextCursor` is its last one when more follow. */
-  async listHosts(key: AuthenticatedKey, page: HostPage, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostPageDto> {
-    const deeper = { ...page, limit: page.limit + 1 };
-    const read = key.isAdmin ? await this.hosts.hostsInUse(key.id, since, deeper) : await this.hosts.hostsOfKey(key.id, since, deeper);
-    const { rows: names, nextCursor } = pageOf(read, page.limit, (name) => name);
-    const rows = names.length > 0 ? await this.hosts.findHosts(names) : [];
-    return { since: since.toISOString(), items: await this.describe(rows, key, since), nextCursor };
+  /** One page of hosts in name order, read on the replica when it serves the key (ReadReplica); `nextCursor` is its last one when more follow. */
+  listHosts(key: AuthenticatedKey, page: HostPage, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostPageDto> {
+    return this.reads.read(key.id, async (reader) => {
+      const deeper = { ...page, limit: page.limit + 1 };
+      const read = key.isAdmin ? await this.hosts.hostsInUse(key.id, since, deeper, reader) : await this.hosts.hostsOfKey(key.id, since, deeper, reader);
+      const { rows: names, nextCursor } = pageOf(read, page.limit, (name) => name);
+      const rows = names.length > 0 ? await this.hosts.findHosts(names, reader) : [];
+      return { since: since.toISOString(), items: await this.describe(rows, key, since, reader), nextCursor };
+    });
   }
 
   async getHost(key: AuthenticatedKey, host: string, since = new Date(Date.now() - DEFAULT_WINDOW_MS)): Promise<HostDto> {
@@ -57,13 +61,13 @@ export class HostService {
     return { host, cleared: count };
   }
 
-  private async describe(rows: HostRow[], key: AuthenticatedKey, since: Date): Promise<HostDto[]> {
+  private async describe(rows: HostRow[], key: AuthenticatedKey, since: Date, reader?: Reader): Promise<HostDto[]> {
     if (rows.length === 0) return [];
     const names = rows.map((r) => r.host);
     const [stats, depths, gone] = await Promise.all([
-      this.hosts.hostStats(key.id, since, names),
-      this.hosts.queueDepths(key.isAdmin ? null : key.id, names),
-      this.hosts.findGoneEndpoints(names, key.isAdmin ? null : key.id),
+      this.hosts.hostStats(key.id, since, names, reader),
+      this.hosts.queueDepths(key.isAdmin ? null : key.id, names, reader),
+      this.hosts.findGoneEndpoints(names, key.isAdmin ? null : key.id, reader),
     ]);
     const statsBy = new Map(stats.map((s) => [s.host, s]));
     return rows.map((r) =>

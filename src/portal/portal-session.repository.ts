@@ -3,6 +3,7 @@ import { STATUS_COLUMNS, type CallbackStatusRow } from '../callbacks/callback.re
 import type { CallbackStatus } from '../common/states.js';
 import { uuidFloorOf } from '../common/uuid.js';
 import { PrismaService } from '../database/prisma.service.js';
+import type { Reader } from '../database/read-replica.js';
 import type { Prisma } from '../generated/prisma/client.js';
 
 export interface PortalSessionRow {
@@ -74,12 +75,13 @@ export class PortalSessionRepository {
    * walked backwards from `before`, down to the id floor of `since`; status and event
    * type are filters on that walk.
    */
-  listDeliveries(f: DeliveryFilter): Promise<CallbackStatusRow[]> {
+  /** A page of the receiver's deliveries, newest first; on `reader` (a read replica, ReadReplica) or the primary. */
+  listDeliveries(f: DeliveryFilter, reader?: Reader): Promise<CallbackStatusRow[]> {
     const id: Prisma.StringFilter = {};
     if (f.before) id.lt = f.before;
     if (f.since) id.gte = uuidFloorOf(f.since);
     if (f.until) id.lt = f.before && f.before < uuidFloorOf(f.until) ? f.before : uuidFloorOf(f.until);
-    return this.prisma.callback.findMany({
+    return (reader?.prisma ?? this.prisma).callback.findMany({
       where: {
         apiKeyId: f.apiKeyId,
         receiverId: f.receiverId,

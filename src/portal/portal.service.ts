@@ -7,6 +7,7 @@ import { hostnameRefusal, NetworkPolicy } from '../common/network.policy.js';
 import { pageOf } from '../common/page.js';
 import { destinationOf } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
+import { ReadReplica } from '../database/read-replica.js';
 import { USER_AGENT } from '../common/user-agent.js';
 import type { LatencyHistoryDto, LatencyQueryDto } from '../history/dto/latency.dto.js';
 import { LatencyService } from '../history/latency.service.js';
@@ -45,6 +46,7 @@ export class PortalService {
     private readonly config: AppConfig,
     private readonly tester: ReceiverTester,
     private readonly transforms: ReceiverTransformService,
+    private readonly reads: ReadReplica,
   ) {}
 
   async receiver(p: PortalCaller): Promise<PortalReceiverDto> {
@@ -96,8 +98,9 @@ export class PortalService {
     return this.secrets(p);
   }
 
+  /** A page of the receiver's deliveries, on the replica when it serves the key (ReadReplica). */
   async deliveries(p: PortalCaller, q: PortalDeliveryQueryDto): Promise<CallbackPageDto> {
-    const rows = await this.sessions.listDeliveries({
+    const filter = {
       apiKeyId: p.apiKeyId,
       receiverId: p.receiverId,
       status: q.status,
@@ -106,7 +109,8 @@ export class PortalService {
       eventType: q.eventType,
       before: q.cursor,
       limit: q.limit + 1,
-    });
+    };
+    const rows = await this.reads.read(p.apiKeyId, (reader) => this.sessions.listDeliveries(filter, reader));
     const page = pageOf(rows, q.limit, (r) => r.id);
     return { items: page.rows.map(toCallbackView), nextCursor: page.nextCursor };
   }

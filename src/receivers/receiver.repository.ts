@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app.config.js';
 import { ApiDatabase } from '../database/api-database.js';
 import type { SqlRunner } from '../database/pg.statements.js';
 import { PrismaService } from '../database/prisma.service.js';
+import type { Reader } from '../database/read-replica.js';
 import { Prisma, type Receiver } from '../generated/prisma/client.js';
 import { uuidv7 } from '../common/uuid.js';
 import { toggledReceivers } from '../operator-events/operator-causes.sql.js';
@@ -49,11 +50,16 @@ const RETURNING = Prisma.sql`RETURNING id, api_key_id AS "apiKeyId", name, url, 
 
 @Injectable()
 export class ReceiverRepository {
+  /** The primary, where a read goes unless given a replica's reader (ReadReplica). */
+  private readonly primary: Reader;
+
   constructor(
     private readonly prisma: PrismaService,
     private readonly db: ApiDatabase,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.primary = { prisma, db };
+  }
 
   findReceiver(apiKeyId: string, name: string): Promise<ReceiverRow | null> {
     return this.prisma.receiver.findUnique({ where: { apiKeyId_name: { apiKeyId, name } } });
@@ -65,8 +71,8 @@ export class ReceiverRepository {
   }
 
   /** A page of the key's receivers in `sort` order, after the cursor, each with its health (one statement: receiver-list.sql.ts). */
-  listReceivers(args: ReceiverListArgs): Promise<Array<ReceiverRow & ReceiverHealthRow>> {
-    return this.db.query<ReceiverRow & ReceiverHealthRow>(listReceiversWithHealth(args));
+  listReceivers(args: ReceiverListArgs, reader = this.primary): Promise<Array<ReceiverRow & ReceiverHealthRow>> {
+    return reader.db.query<ReceiverRow & ReceiverHealthRow>(listReceiversWithHealth(args));
   }
 
   /**

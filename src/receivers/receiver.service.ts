@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import type { SqlRunner } from '../database/pg.statements.js';
+import { ReadReplica } from '../database/read-replica.js';
 import { pageOf } from '../common/page.js';
 import { uuidv7 } from '../common/uuid.js';
 import { filterProblem, type Filter } from '../events/event-filter.policy.js';
@@ -127,6 +128,7 @@ export class ReceiverService {
     private readonly runner: TaskRunner,
     private readonly transforms: TransformService,
     private readonly credentials: CredentialService,
+    private readonly reads: ReadReplica,
   ) {}
 
   /**
@@ -169,11 +171,12 @@ export class ReceiverService {
     return { created: false, receiver: await this.withSecrets(updated.row) };
   }
 
-  /** A page in `sort` order (`name` or `health`), each receiver with its health over the last hour. */
+  /** A page in `sort` order (`name` or `health`), each receiver with its health over the last hour; on the replica when it serves the key (ReadReplica). */
   async listReceivers(apiKeyId: string, limit: number, rawSort?: string, rawCursor?: string) {
     const sort = sortParam(rawSort);
     const since = new Date(Date.now() - HEALTH_WINDOW_MS);
-    const read = await this.receivers.listReceivers({ apiKeyId, limit: limit + 1, sort, after: cursorOf(sort, rawCursor), since });
+    const args = { apiKeyId, limit: limit + 1, sort, after: cursorOf(sort, rawCursor), since };
+    const read = await this.reads.read(apiKeyId, (reader) => this.receivers.listReceivers(args, reader));
     const { rows, nextCursor } = pageOf(read, limit, (last) => nextCursorOf(sort, last));
     return { items: rows.map((r) => ({ ...toReceiverView(r), health: toHealthView(r, since) })), nextCursor };
   }
