@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReplicaPair, type ReplicaPair } from '../support/replica.js';
+import { givenReplicaPair, startReplicaPair, type ReplicaPair } from '../support/replica.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';
 
 /**
- * DATABASE_READ_URL on a real streaming replica (test/support/replica.ts): an API
+ * DATABASE_READ_URL on a real streaming replica (test/support/replica.ts: embedded,
+ * or the pair TEST_PG_REPLICA names, as .ci/run's on Debian's 15): an API
  * process (ROLE=api) whose lists and latency history are read there, by key, with
  * the read after a write kept correct, and the replica skipped while it lags or is
  * down. Where each statement ran is read from pg_stat_statements on both servers.
@@ -43,7 +44,8 @@ describe('reads off the primary (DATABASE_READ_URL)', () => {
   const batchIdsOf = async (key: string) => (await jsonOf(await service.api('/v1/batches?limit=50', { key }))).items.map((b: { id: string }) => b.id) as string[];
 
   beforeAll(async () => {
-    pair = await startReplicaPair(path.resolve(`.data/replica-${randomBytes(4).toString('hex')}`));
+    const given = process.env.TEST_PG_REPLICA;
+    pair = given ? await givenReplicaPair(JSON.parse(given)) : await startReplicaPair(path.resolve(`.data/replica-${randomBytes(4).toString('hex')}`));
     primary = new pg.Client({ connectionString: pair.primaryUrl });
     await primary.connect();
     await primary.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, copyFileSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -85,6 +86,48 @@ export async function startReplicaPair(dir: string): Promise<ReplicaPair> {
       await stopReplica();
       await primary.stop();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A pair made outside the test (CI: Debian's 15, the replica made by `pg_basebackup -R`;
+ * TEST_PG_REPLICA, JSON): `primary` and `replica` are server URLs (any database),
+ * `stop` and `start` the shell commands that stop and start the replica. A database
+ * of its own is made on the primary (the replica gets it by replication) and dropped
+ * by `stop()`; the servers stay up.
+ */
+export async function givenReplicaPair(spec: { primary: string; replica: string; stop: string; start: string }): Promise<ReplicaPair> {
+  const name = `t_replica_${randomBytes(4).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: spec.primary });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const inDatabase = (url: string) => Object.assign(new URL(url), { pathname: `/${name}` }).toString();
+  await waitFor(async () => (await inRecovery(inDatabase(spec.replica))) === true, 30_000, 100);
+  let running = true;
+  const startReplica = async () => {
+    execSync(spec.start, { stdio: 'inherit' });
+    running = true;
+    await waitFor(async () => (await inRecovery(inDatabase(spec.replica))) === true, 30_000, 100);
+  };
+  return {
+    primaryUrl: inDatabase(spec.primary),
+    replicaUrl: inDatabase(spec.replica),
+    stopReplica: async () => {
+      execSync(spec.stop, { stdio: 'inherit' });
+      running = false;
+    },
+    startReplica,
+    stop: async () => {
+      if (!running) await startReplica();
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
 }
