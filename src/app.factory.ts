@@ -1,4 +1,4 @@
-import { registerReadAfterWrite } from './database/read-after-write.hooks.js';
+import { registerReadAfterWrite } from './auth/read-after-write.hooks.js';
 import { ReadReplica } from './database/read-replica.js';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';

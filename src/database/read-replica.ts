@@ -179,7 +179,7 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
       primaryLsn = lsnOf(row.lsn);
     } catch (error) {
       // The primary's own trouble is the database check's; reads stay where they are until a position is known again.
-      this.caught.record('read_replica_primary_position', error, 'checked again shortly');
+      if (!this.stopped) this.caught.record('read_replica_primary_position', error, 'checked again shortly');
       return;
     }
     this.samples.push({ at, lsn: primaryLsn });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import type { AuthenticatedKey } from './api-key.service.js';
 import type { PortalCaller } from '../portal/portal-session.service.js';
-import type { ReadReplica } from './read-replica.js';
+import type { ReadReplica } from '../database/read-replica.js';
 
 /** Methods that never write. */
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
