@@ -69,7 +69,7 @@ function setting(verb: 'SET' | 'SET LOCAL', name: string, value: string): string
  * net, so no statement runs, or waits for a lock, without end. The service's own
  * statements are each bounded far below (chunks of rows, index walks); one that
  * hits either fails with SQLSTATE 57014 or 55P03, logged, answered 503 `db_timeout`
- * by the API (isDatabaseTimeout) and retried by the worker. 0 leaves the server's own setting.
+ * by the API (databaseTimeoutOf) and retried by the worker. 0 leaves the server's own setting.
  */
 /**
  * How long the client waits for any answer to a statement before it gives the

@@ -58,7 +58,7 @@ export const CLAIM_PLANNER = { enable_bitmapscan: 'off', enable_sort: 'off', ena
 
 /**
  * Most due rows a claim's first walk reads (oldest first). Past them it goes host by
- * host (pastBlockedDue), so a large backlog of hosts that cannot take calls now costs
+ * host (claimPastBlocked), so a large backlog of hosts that cannot take calls now costs
  * each claim at most this many row reads (~0.3 µs each; `npm run bench:backlog`).
  */
 export const FRONT_SCAN_ROWS = 2_000;

@@ -8,7 +8,8 @@ import { disabledColumns } from '../../receivers/receiver-hold.sql.js';
  * still enabled receivers only); locks the rows it disables `FOR UPDATE`, as the API
  * does before a flip, so operator events reading the receiver `FOR KEY SHARE`
  * (withOperatorEvents) wait for it (a bare UPDATE takes only `FOR NO KEY UPDATE`).
- * Their callbacks are held next, in the same transaction (holdReceiverCallbacks).
+ * Their callbacks are held next, by a `receiver.disable` task started in the same
+ * transaction (MaintenanceRepository.disableFailingReceivers; its chunks: reconcileHeldChunk).
  */
 export const disableFailingReceivers = (hours: number, reason: string) => Prisma.sql`
   WITH due AS MATERIALIZED (
