@@ -27,6 +27,8 @@ export class MetricsCollector {
   private readonly failingReceiver;
   private readonly leader;
   private readonly ready;
+  /** Only with DATABASE_READ_URL. */
+  private readonly replica?: { state: ReturnType<MetricsService['gauge']>; lag: ReturnType<MetricsService['gauge']> };
 
   constructor(
     private readonly metrics: MetricsService,
@@ -70,6 +72,11 @@ export class MetricsCollector {
     ]);
     this.leader = metrics.gauge('maintenance_leader', "1 while this process's worker leads maintenance (reaper, sweeps, retention), else 0");
     this.ready = metrics.gauge('service_ready', 'Readiness checks of this process, as /health/ready: 1 ok, 0 failing', ['check']);
+    if (health.replica())
+      this.replica = {
+        state: metrics.gauge('read_replica_state', "The read replica (DATABASE_READ_URL): 1 for its state, up (reads go there), lagging or down (they go to the primary)", ['state']),
+        lag: metrics.gauge('read_replica_lag_seconds', 'How far the read replica was behind the primary at its last check'),
+      };
   }
 
   async collect(): Promise<void> {
@@ -111,6 +118,11 @@ export class MetricsCollector {
     const checks = await this.health.checks();
     this.ready.reset();
     for (const [check, { ok }] of Object.entries(checks)) this.ready.set({ check }, ok ? 1 : 0);
+    const replica = this.health.replica();
+    if (!this.replica || !replica) return;
+    this.replica.state.reset();
+    this.replica.state.set({ state: replica.state }, 1);
+    if (replica.lagMs !== undefined) this.replica.lag.set(replica.lagMs / 1000);
   }
 
   private async collectKeys(): Promise<void> {

@@ -41,6 +41,7 @@ describe('reads off the primary (DATABASE_READ_URL)', () => {
     const res = await fetch(`${service.url}/health/ready`);
     return { status: res.status, body: await jsonOf(res) };
   };
+  const metrics = async () => (await fetch(`${service.url}/metrics`)).text();
   const batchIdsOf = async (key: string) => (await jsonOf(await service.api('/v1/batches?limit=50', { key }))).items.map((b: { id: string }) => b.id) as string[];
 
   beforeAll(async () => {
@@ -79,6 +80,7 @@ describe('reads off the primary (DATABASE_READ_URL)', () => {
       return ranBetween(before, await readCalls(replica)).calls > 0;
     });
     expect((await ready()).body.replica).toMatchObject({ state: 'up' });
+    expect(await metrics()).toMatch(/^read_replica_state\{state="up"\} 1$/m);
     const primaryBefore = await readCalls(primary);
     const replicaBefore = await readCalls(replica);
     const paths = ['/v1/batches?limit=10', '/v1/callbacks?limit=10', '/v1/history/latency', '/v1/hosts', '/v1/events', '/v1/receivers'];
@@ -140,6 +142,7 @@ describe('reads off the primary (DATABASE_READ_URL)', () => {
     const down = await ready();
     expect(down.status).toBe(200);
     expect(down.body.replica).toMatchObject({ state: 'down' });
+    expect(await metrics()).toMatch(/^read_replica_state\{state="down"\} 1$/m);
     await pair.startReplica();
     replica = new pg.Client({ connectionString: pair.replicaUrl });
     await replica.connect();
