@@ -27,16 +27,15 @@ export const purgeFinishedCallbacks = (cutoff: Date, limit: number) => Prisma.sq
 
 /**
  * Deletes up to `limit` batches completed before `cutoff` with no callback left.
- * Found through `batch_completed_idx`, oldest first; each is checked by one probe of
- * `callback_batch_id_status_idx` per partition (a scalar subquery, in the index's
- * order so that it is an index scan stopping at the first row: a bitmap scan read all
- * of a batch's entries), so the statement reads the batches it looks at, not the
- * history (801 rows against 200,600 on a history of 200,000: retention.plans.test.ts). Written as `NOT EXISTS` the planner made it
- * a hash anti-join that read the batch id of every callback the history keeps
- * (408,236 index entries for 202 batches). Locks the chosen batch rows (SKIP LOCKED).
- * A completed batch gets no new callbacks, so an empty one stays empty; what keeps a
- * batch here is its callbacks in the partition holding the cutoff, at most one
- * partition's worth of batches.
+ * Found through `batch_completed_idx`, oldest first. Each is checked by a scalar
+ * subquery, which the planner cannot turn into a join over the whole history (a `NOT
+ * EXISTS` became a hash anti-join reading every callback's batch id): one probe of
+ * `callback_batch_id_status_idx` per partition, in the index's order so that it is an
+ * index scan that stops at the first row (a bitmap scan reads all of a batch's
+ * entries). So the statement reads the batches it looks at, not the history. Locks the
+ * chosen batch rows (SKIP LOCKED). A completed batch gets no new callbacks, so an empty
+ * one stays empty; what keeps a batch here is its callbacks in the partition holding
+ * the cutoff, at most one partition's worth of batches.
  */
 export const purgeEmptyBatches = (cutoff: Date, limit: number) => Prisma.sql`
   WITH doomed AS (
