@@ -202,7 +202,10 @@ export class BatchService {
   listBatches(apiKeyId: string, limit: number, cursor?: string): Promise<BatchPageDto> {
     return this.reads.read(apiKeyId, async (reader) => {
       const { rows, nextCursor } = pageOf(await this.batches.listBatches(apiKeyId, limit + 1, cursor, reader), limit, (r) => r.id);
-      const counts = await this.countsOf(rows.map((r) => r.id), reader);
+      const counts = await this.countsOf(
+        rows.map((r) => r.id),
+        reader,
+      );
       return { items: rows.map((b) => toBatchView(b, counts.get(b.id)!)), nextCursor };
     });
   }

