@@ -1,5 +1,4 @@
-import { Transform } from 'class-transformer';
-import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
+import { Transform, Type } from 'class-transformer';
 import { declaredProperties, isStrippedKey } from './validation.fast-path.js';
 
 /**
@@ -16,6 +15,34 @@ import { declaredProperties, isStrippedKey } from './validation.fast-path.js';
  * And on the DTO's own objects the same two steps drop such keys without a word,
  * where any other unknown field is refused.
  */
+
+/** Nested DTO classes by DTO class and property (own ones; `nestedTypeOf` looks at inherited ones too). */
+const nestedByClass = new Map<Function, Map<string, () => Function>>();
+
+/**
+ * class-transformer's `@Type` for a property holding a nested DTO (or an array of
+ * them), recorded here too, so `dtoObjects` can walk a request's DTO objects without
+ * reading class-transformer's own metadata store (not part of its published API).
+ */
+export function NestedType(typeFunction: () => Function): PropertyDecorator {
+  const type = Type(typeFunction);
+  return (target, key) => {
+    const owner = target.constructor;
+    const own = nestedByClass.get(owner) ?? new Map<string, () => Function>();
+    own.set(String(key), typeFunction);
+    nestedByClass.set(owner, own);
+    type(target, key);
+  };
+}
+
+/** The DTO class `@NestedType` says `key` of `type` holds (its own or an inherited property), or undefined. */
+function nestedTypeOf(type: Function, key: string): Function | undefined {
+  for (let t: Function | null = type; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null) {
+    const found = nestedByClass.get(t)?.get(key);
+    if (found) return found();
+  }
+  return undefined;
+}
 
 /** Verbatim properties by DTO class (own ones; `verbatimProperties` adds inherited ones). */
 const verbatimByClass = new Map<Function, string[]>();
@@ -52,7 +79,7 @@ export interface DtoObject {
 
 /**
  * The objects of a parsed request body that become DTO instances: the body itself
- * as `type`, and, through the `@Type` of each property, the nested ones (an array's
+ * as `type`, and, through the `@NestedType` of each property, the nested ones (an array's
  * items each). Values not shaped as the DTO expects are passed over: validation
  * refuses them.
  */
@@ -67,7 +94,7 @@ export function dtoObjects(value: unknown, type: Function): DtoObject[] {
     const dto = stack.pop()!;
     found.push(dto);
     for (const key of Object.keys(dto.object)) {
-      const nested = defaultMetadataStorage.findTypeMetadata(dto.type, key)?.typeFunction() as Function | undefined;
+      const nested = nestedTypeOf(dto.type, key);
       if (!nested) continue;
       const child = dto.object[key];
       if (Array.isArray(child)) child.forEach((item, i) => visit(item, nested, [...dto.path, key, i]));

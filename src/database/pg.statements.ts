@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Prisma } from '../generated/prisma/client.js';
 import { transientConflictOf } from './database.errors.js';
@@ -244,8 +243,6 @@ function run(on: pg.Pool | pg.PoolClient, nameOf: (query: { sql: string }) => st
   return on.query({ name, text: statement.text, values: statement.values });
 }
 
-/** pg's own conversion of a parameter to the text it sends (Date, array, JSON, Buffer …), so an inlined value reads as the bound one would. */
-const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue: (value: unknown) => string | Buffer | null };
 
 /**
  * One statement with its `SET LOCAL`s (`begin`: `BEGIN; SET LOCAL …`) as a single
@@ -257,7 +254,7 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { 
  * as it took to send the COMMIT: 200 ms and more). Each statement is parsed and
  * planned after the SETs before it have run, so planner settings apply. The simple
  * protocol takes no parameters: each value is inlined as a quoted literal of
- * unknown type, as pg's text for it (prepareValue), which the server types from
+ * unknown type, as the text pg sends for it (textOf), which the server types from
  * its context exactly as it types an untyped bound parameter (pg sends every
  * parameter untyped). Only for unnamed statements (behind a transaction pooler),
  * which are parsed and planned at every run anyway.
@@ -276,8 +273,32 @@ export function inlined(statement: Prisma.Sql): string {
   return statement.text.replace(/\$(\d+)/g, (placeholder, n: string) => {
     const i = Number(n) - 1;
     if (i < 0 || i >= values.length) throw new Error(`statement has no value for ${placeholder}`);
-    const v = prepareValue(values[i]);
-    if (v === null) return 'NULL';
-    return pg.escapeLiteral(typeof v === 'string' ? v : `\\x${v.toString('hex')}`);
+    const v = textOf(values[i]);
+    return v === null ? 'NULL' : pg.escapeLiteral(v);
   });
+}
+
+/**
+ * A parameter as the text pg sends for it when bound, so an inlined value reads as the
+ * bound one would (test/db/pg-statements.test.ts compares them): null for null and
+ * undefined; a Date as its instant (ISO 8601, UTC); a Buffer as bytea hex; an array as
+ * an array literal, every element quoted and escaped (nested arrays nest); another
+ * object as JSON; anything else as its string.
+ */
+function textOf(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (v instanceof Date) return v.toISOString();
+  if (Buffer.isBuffer(v)) return `\\x${v.toString('hex')}`;
+  if (Array.isArray(v)) return arrayText(v);
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+function arrayText(values: readonly unknown[]): string {
+  const elements = values.map((e) => {
+    if (Array.isArray(e)) return arrayText(e);
+    const t = textOf(e);
+    return t === null ? 'NULL' : `"${t.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+  });
+  return `{${elements.join(',')}}`;
 }

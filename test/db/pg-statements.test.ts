@@ -135,16 +135,27 @@ describe(`${PgStatements.name}, unnamed: a statement with its settings in one ro
       n: 42.5,
       none: null,
       bytes: Buffer.from([0, 1, 254, 255]),
+      texts: ['a "quoted", {braced} \\ one', null, 'NULL', '', ' spaced '],
+      grid: [
+        [1, 2],
+        [3, null],
+      ],
+      times: [new Date('2026-12-03T07:45:12.345Z'), null],
+      docs: [{ a: 'x"y\\z' }, null],
+      flags: [true, false],
     };
     const statement = Prisma.sql`
       SELECT ${values.text}::text AS text, ${values.when}::timestamptz AS "when", ${values.ids}::uuid[] AS ids,
              ${values.json}::jsonb AS json, ${values.n}::float8 * 2 AS n, ${values.none}::int IS NULL AS none,
-             ${values.bytes}::bytea AS bytes, ${'x'} = ANY(${['x', 'y']}) AS found`;
+             ${values.bytes}::bytea AS bytes, ${'x'} = ANY(${['x', 'y']}) AS found, ${values.texts}::text[] AS texts,
+             ${values.grid}::int[][] AS grid, ${values.times}::timestamptz[] AS times, ${values.docs}::jsonb[] AS docs,
+             ${values.flags}::boolean[] AS flags, ${true}::boolean AS yes, ${7n}::int8 AS big`;
     try {
       const [viaOneTrip] = await db.query(statement);
       const [viaBound] = await bound.query(statement);
       expect(viaOneTrip).toEqual(viaBound);
       expect(viaOneTrip).toMatchObject({ text: values.text, when: values.when, ids: values.ids, json: values.json, n: 85, none: true, found: true });
+      expect(viaOneTrip).toMatchObject({ texts: values.texts, grid: values.grid, times: values.times, docs: values.docs, flags: values.flags, yes: true, big: '7' });
     } finally {
       await pool.end();
     }

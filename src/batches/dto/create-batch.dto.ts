@@ -1,6 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
-import { Type } from 'class-transformer';
 import {
   Allow,
   ArrayMaxSize,
@@ -16,7 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
-import { Verbatim } from '../../common/verbatim.js';
+import { NestedType, Verbatim } from '../../common/verbatim.js';
 import { PRIORITIES, type Priority } from '../../common/states.js';
 
 export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
@@ -130,14 +129,14 @@ export class CreateBatchDto {
   @IsOptional()
   @IsObject()
   @ValidateNested()
-  @Type(() => CallbackDefaultsDto)
+  @NestedType(() => CallbackDefaultsDto)
   defaults?: CallbackDefaultsDto;
 
   @ApiPropertyOptional({ type: BatchNotifyDto, description: "Also send this batch's batch.completed operator event here (see Operator events)" })
   @IsOptional()
   @IsObject()
   @ValidateNested()
-  @Type(() => BatchNotifyDto)
+  @NestedType(() => BatchNotifyDto)
   notify?: BatchNotifyDto;
 
   @ApiProperty({ type: [CallbackInputDto] })
@@ -146,6 +145,6 @@ export class CreateBatchDto {
   @ArrayMaxSize(100_000)
   @ArrayMinSize(1)
   @IsArray()
-  @Type(() => CallbackInputDto)
+  @NestedType(() => CallbackInputDto)
   callbacks: CallbackInputDto[];
 }

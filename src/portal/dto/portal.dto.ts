@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { Transform, Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { Allow, IsBoolean, IsISO8601, IsObject, IsOptional, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { AttemptDto, CallbackDetailDto } from '../../callbacks/dto/callback.dto.js';
 import { cursorParam, dateParam, pageLimit, statusParam } from '../../common/params.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
 import { IsHeaderMap, IsHttpUrl } from '../../common/validators.js';
-import { Verbatim } from '../../common/verbatim.js';
+import { NestedType, Verbatim } from '../../common/verbatim.js';
 import { LatencyQueryDto } from '../../history/dto/latency.dto.js';
 import { ReceiverDto, ReceiverFiguresDto } from '../../receivers/dto/receiver.dto.js';
 import { ReceiverAuthDto, ReceiverTlsDto, ReceiverTlsInputDto } from '../../receiver-auth/dto/credentials.dto.js';
@@ -77,7 +77,7 @@ export class PortalSettingsDto {
   @IsOptional()
   @IsObject()
   @ValidateNested()
-  @Type(() => TransformDto)
+  @NestedType(() => TransformDto)
   transform?: TransformDto | null;
 }
 

@@ -1,9 +1,8 @@
 import { ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
-import { Type } from 'class-transformer';
 import { Allow, IsArray, IsBoolean, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
-import { Verbatim } from '../../common/verbatim.js';
+import { NestedType, Verbatim } from '../../common/verbatim.js';
 import { BasicAuthDto, BearerAuthDto, OAuth2AuthDto, ReceiverTlsInputDto } from '../../receiver-auth/dto/credentials.dto.js';
 import { TRANSFORM_PROPERTY, TransformDto } from '../../transforms/dto/transform.dto.js';
 
@@ -78,7 +77,7 @@ export class PutReceiverDto {
   @IsOptional()
   @IsObject()
   @ValidateNested()
-  @Type(() => TransformDto)
+  @NestedType(() => TransformDto)
   transform?: TransformDto | null;
 
   @ApiPropertyOptional({
