@@ -243,7 +243,6 @@ function run(on: pg.Pool | pg.PoolClient, nameOf: (query: { sql: string }) => st
   return on.query({ name, text: statement.text, values: statement.values });
 }
 
-
 /**
  * One statement with its `SET LOCAL`s (`begin`: `BEGIN; SET LOCAL …`) as a single
  * simple-protocol message, `SET LOCAL …; <statement>`, which the server runs as one

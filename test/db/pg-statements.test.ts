@@ -155,7 +155,15 @@ describe(`${PgStatements.name}, unnamed: a statement with its settings in one ro
       const [viaBound] = await bound.query(statement);
       expect(viaOneTrip).toEqual(viaBound);
       expect(viaOneTrip).toMatchObject({ text: values.text, when: values.when, ids: values.ids, json: values.json, n: 85, none: true, found: true });
-      expect(viaOneTrip).toMatchObject({ texts: values.texts, grid: values.grid, times: values.times, docs: values.docs, flags: values.flags, yes: true, big: '7' });
+      expect(viaOneTrip).toMatchObject({
+        texts: values.texts,
+        grid: values.grid,
+        times: values.times,
+        docs: values.docs,
+        flags: values.flags,
+        yes: true,
+        big: '7',
+      });
     } finally {
       await pool.end();
     }
