@@ -1,4 +1,11 @@
-import axios, { type AxiosAdapter, type AxiosInstance, type AxiosRequestConfig, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import axios, {
+  type AxiosAdapter,
+  type AxiosInstance,
+  type AxiosInterceptorManager,
+  type AxiosRequestConfig,
+  type AxiosResponse,
+  type InternalAxiosRequestConfig,
+} from 'axios';
 
 /**
  * The axios instance behind the dispatcher's HttpService. Everything every call
@@ -12,8 +19,8 @@ import axios, { type AxiosAdapter, type AxiosInstance, type AxiosRequestConfig, 
  *
  * With those defaults, axios's own work on a call (merging the config with them,
  * normalising headers into AxiosHeaders, the interceptor chain, settle) changes
- * nothing the adapter sees, and it cost ~14% of a worker's CPU at full load, ~35 µs
- * a call (bench/README.md, "CPU per callback against a pg-boss + axios worker").
+ * nothing the adapter sees, and it is a large share of a worker's CPU at full load
+ * (the drain is over 1.2× faster without it: bench/README.md, "2026-12-07, night").
  * So `request()` takes a short path for exactly the calls where that holds: a
  * config object of only DIRECT_KEYS whose adapter is marked direct (`directAdapter`),
  * on an instance with no interceptors. Such a call goes to its adapter as it is;
@@ -62,11 +69,9 @@ function isDirect(instance: AxiosInstance, config: AxiosRequestConfig): boolean 
   return data === undefined || typeof data === 'string' || Buffer.isBuffer(data);
 }
 
-/** Handlers still registered (axios leaves null where one was ejected). */
-function interceptorCount(manager: unknown): number {
-  const handlers = (manager as { handlers?: unknown[] }).handlers;
-  if (!handlers) return 0;
+/** Handlers still registered (`handlers`, in axios's published types; it leaves null where one was ejected). */
+function interceptorCount<V>(manager: AxiosInterceptorManager<V>): number {
   let n = 0;
-  for (const h of handlers) if (h) n++;
+  for (const h of manager.handlers ?? []) if (h) n++;
   return n;
 }
