@@ -39,7 +39,7 @@ async function cycles(databaseUrl) {
   const { loadConfig } = await distModule('config/app.config.js');
   const { MetricsService } = await distModule('metrics/metrics.service.js');
   const { directTarget } = await distModule('database/database.target.js');
-  const { CaughtErrors } = await distModule('common/caught-errors.js');
+  const { CaughtErrors } = await distModule('logging/caught-errors.js');
   const config = loadConfig({}, { hostMaxInFlight: 10_000 });
   const dispatchDb = new DispatchDatabase(directTarget(databaseUrl), config, new CaughtErrors());
   const claims = new ClaimRepository(dispatchDb, config, new MetricsService());

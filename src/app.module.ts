@@ -3,7 +3,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AuthModule } from './auth/auth.module.js';
 import { BatchesModule } from './batches/batches.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
-import { CaughtErrorsModule } from './common/caught-errors.js';
+import { CaughtErrorsModule } from './logging/caught-errors.js';
 import { AppConfig } from './config/app.config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DashboardModule } from './dashboard/dashboard.module.js';

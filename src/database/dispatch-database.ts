@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type pg from 'pg';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
 import { answerWithinMs, openPool, PgStatements, timeoutSettings, type LocalSettings } from './pg.statements.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { DUE_CHANNEL } from './notify.listener.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { ApiDatabase } from './api-database.js';

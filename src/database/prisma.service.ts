@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type pg from 'pg';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { DATABASE_TARGET, type DatabaseTarget } from './database.target.js';
 import { AppConfig } from '../config/app.config.js';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type pg from 'pg';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import { ApiDatabase } from './api-database.js';

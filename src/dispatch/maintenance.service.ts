@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { MetricsService } from '../metrics/metrics.service.js';

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable, transientConflictOf } from '../database/database.errors.js';

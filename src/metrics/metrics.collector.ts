@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { BREAKER_STATES } from '../common/states.js';
 import { HealthService } from '../health/health.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';

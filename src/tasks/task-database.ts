@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { DATABASE_TARGET, type DatabaseTarget } from '../database/database.target.js';
 import { answerWithinMs, openPool, PgStatements, timeoutSettings } from '../database/pg.statements.js';

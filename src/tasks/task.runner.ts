@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CaughtErrors } from '../common/caught-errors.js';
+import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { DueNotifier } from '../database/due.notifier.js';

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CaughtErrors } from '../../src/common/caught-errors.js';
+import { CaughtErrors } from '../../src/logging/caught-errors.js';
 import { connect, connectPoolerConsole } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, waitFor, type TestService } from '../support/service.js';

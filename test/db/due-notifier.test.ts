@@ -1,7 +1,7 @@
 import { AppConfig } from '../../src/config/app.config.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { CaughtErrors } from '../../src/common/caught-errors.js';
+import { CaughtErrors } from '../../src/logging/caught-errors.js';
 import { ApiDatabase } from '../../src/database/api-database.js';
 import { directTarget } from '../../src/database/database.target.js';
 import { DueNotifier } from '../../src/database/due.notifier.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppConfig } from '../../src/config/app.config.js';
-import { CaughtErrors } from '../../src/common/caught-errors.js';
+import { CaughtErrors } from '../../src/logging/caught-errors.js';
 import { DispatchDatabase, dispatchSettings } from '../../src/database/dispatch-database.js';
 import { directTarget } from '../../src/database/database.target.js';
 import { inlined, openPool, PgStatements } from '../../src/database/pg.statements.js';

@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CaughtErrors } from '../../common/caught-errors.js';
+import { CaughtErrors } from '../../logging/caught-errors.js';
 import { AppConfig } from '../../config/app.config.js';
 import { NO_RESULTS, foldInto, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
 import type { ClaimedCallback } from '../claim.repository.js';
