@@ -7,7 +7,8 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { traceWriteBack } from './dispatch.tracing.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import type { ClaimedCallback } from './claim.repository.js';
-import { OutcomeRepository, type RecordedOutcome } from './outcome.repository.js';
+import { OutcomeRepository } from './outcome.repository.js';
+import type { RecordedOutcome } from './outcome.types.js';
 
 type Outcome = RecordedOutcome & { batchId: string };
 

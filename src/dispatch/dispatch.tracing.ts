@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type Link, type SpanContext, type Tracer } from '@opentelemetry/api';
-import type { CallResult, OutgoingCall } from './transport/http.transport.js';
+import type { CallResult, OutgoingCall } from './transport/call.js';
 import { contextFromTraceparent, formatTraceparent, tracing } from '../tracing/tracing.setup.js';
 
 /**

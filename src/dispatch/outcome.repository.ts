@@ -1,44 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { completeBatches } from '../batches/batch-completion.sql.js';
-import type { CallbackStatus, Outcome } from '../common/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
 import { exhaustedCallbacks, failingReceivers } from '../operator-events/operator-causes.sql.js';
 import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
 import { mergeHealth, receiverHealth, SUCCESS_WRITE_MS } from './receiver-health.policy.js';
 import { failGoneEndpoints } from './sql/gone.sql.js';
-import { lockReceivers, recordOutcomes, recordSuccesses, releaseClaims, writeReceiverHealth, type ReceiverHealth } from './sql/outcome.sql.js';
-
-/** One finished attempt and the callback state it leads to. */
-export interface RecordedOutcome {
-  callbackId: string;
-  apiKeyId: string;
-  host: string;
-  number: number;
-  status: CallbackStatus;
-  nextAttemptAt: Date | null;
-  completedAt: Date | null;
-  startedAt: Date;
-  durationMs: number;
-  dnsMs: number | null;
-  connectMs: number | null;
-  tlsMs: number | null;
-  tunnelMs: number | null;
-  firstByteMs: number | null;
-  statusCode: number | null;
-  /** null: no attempt was made (its receiver's transform cancelled it): the callback moves, no attempt row is written. */
-  outcome: Outcome | null;
-  error: string | null;
-  responseHeaders: Record<string, string> | null;
-  responseBody: string | null;
-  receiverId: string | null;
-  /** The request its receiver's transform made, as sent (src/transforms); null or absent: the stored request went. */
-  transformed?: { method: string; url: string; headers: Record<string, string>; body: string | null } | null;
-  /** The receiver authentication it went with (basic, bearer, oauth2); null or left out: none. */
-  auth?: string | null;
-  /** Time spent getting an OAuth2 token first, ms; null or left out when none was fetched or waited for. */
-  tokenMs?: number | null;
-}
+import { lockReceivers, recordOutcomes, recordSuccesses, releaseClaims, writeReceiverHealth } from './sql/outcome.sql.js';
+import type { ReceiverHealth, RecordedOutcome } from './outcome.types.js';
 
 /** The completer's statements (sql/outcome.sql.ts, batch-completion.sql.ts) on the dispatch pool. */
 @Injectable()

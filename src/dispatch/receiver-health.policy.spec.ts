@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { RecordedOutcome } from './outcome.repository.js';
+import type { ReceiverHealth, RecordedOutcome } from './outcome.types.js';
 import { mergeHealth, receiverHealth } from './receiver-health.policy.js';
-import type { ReceiverHealth } from './sql/outcome.sql.js';
 
 const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 0, 0, s));
 let n = 0;

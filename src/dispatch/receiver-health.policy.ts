@@ -1,5 +1,4 @@
-import type { RecordedOutcome } from './outcome.repository.js';
-import type { ReceiverHealth } from './sql/outcome.sql.js';
+import type { ReceiverHealth, RecordedOutcome } from './outcome.types.js';
 
 /**
  * Per receiver, what one write-back's attempts (those that landed) say of its

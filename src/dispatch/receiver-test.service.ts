@@ -14,7 +14,7 @@ import { CredentialCache } from './auth/credential.cache.js';
 import type { QueuedCallback } from './producer.service.js';
 import { buildRequest } from './request.builder.js';
 import { CANCELLED_BY_TRANSFORM, TransformStep } from './transform.step.js';
-import type { CallResult, OutgoingCall } from './transport/http.transport.js';
+import type { CallResult, OutgoingCall } from './transport/call.js';
 
 /**
  * The test call: a callback made up now for the receiver (its URL, headers, timeout,

@@ -3,9 +3,9 @@ import { USER_AGENT } from '../common/user-agent.js';
 import type { AppConfig } from '../config/app.config.js';
 import { signWebhook } from '../signing/signature.js';
 import type { ClaimedCallback } from './claim.repository.js';
-import type { RecordedOutcome } from './outcome.repository.js';
+import type { RecordedOutcome } from './outcome.types.js';
 import { nextState } from './retry.policy.js';
-import type { CallResult, OutgoingCall } from './transport/http.transport.js';
+import type { CallResult, OutgoingCall } from './transport/call.js';
 
 /**
  * The request for one attempt: the client's headers plus the Standard Webhooks

@@ -8,7 +8,7 @@ import { ProducerService, type QueuedCallback } from './producer.service.js';
 import { buildRequest, toRecordedOutcome } from './request.builder.js';
 import { AuthorizedSender } from './auth/authorized.sender.js';
 import { cancelledOutcome, TransformStep } from './transform.step.js';
-import type { CallResult } from './transport/http.transport.js';
+import type { CallResult } from './transport/call.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;

@@ -4,10 +4,10 @@ import { destinationOf } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import { attemptError, credentialsDestinationProblem, eventTypeOf, type TransformErrorView, type WebhookRequest } from '../transforms/transform.policy.js';
 import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
-import type { RecordedOutcome } from './outcome.repository.js';
+import type { RecordedOutcome } from './outcome.types.js';
 import type { QueuedCallback } from './producer.service.js';
 import { buildRequest } from './request.builder.js';
-import type { CallResult, OutgoingCall } from './transport/http.transport.js';
+import type { CallResult, OutgoingCall } from './transport/call.js';
 
 /** What a callback of a receiver with a transform comes to before the wire. */
 export type TransformedCall =

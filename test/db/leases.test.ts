@@ -7,7 +7,8 @@ import { ClaimRepository, type ClaimedCallback } from '../../src/dispatch/claim.
 import { MaintenanceRepository } from '../../src/dispatch/maintenance.repository.js';
 import { CLAIM_PLANNER, FRONT_SCAN_ROWS } from '../../src/dispatch/sql/claim.sql.js';
 import type { Prisma } from '../../src/generated/prisma/client.js';
-import { OutcomeRepository, type RecordedOutcome } from '../../src/dispatch/outcome.repository.js';
+import { OutcomeRepository } from '../../src/dispatch/outcome.repository.js';
+import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import { reconcileHeldChunk } from '../../src/tasks/task.sql.js';
 import { connect } from '../support/database.js';
 import { startTestService, type TestService, jsonOf } from '../support/service.js';

@@ -7,7 +7,7 @@ import { notableHosts } from '../../src/dispatch/sql/host-limits.sql.js';
 import { nextDueAt, reapExpiredLeases } from '../../src/dispatch/sql/lease.sql.js';
 import { recordOutcomes, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';
 import { nowSql } from '../../src/dispatch/sql/time.sql.js';
-import type { RecordedOutcome } from '../../src/dispatch/outcome.repository.js';
+import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import type { Prisma } from '../../src/generated/prisma/client.js';
 import { createTestDatabase, connect } from '../support/database.js';
 import { autovacuumOff, checkPlan, explainStatement, historyPartitions, indexMatches, planNodes, type Explained } from '../support/plans.js';

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { OutcomeRepository, type RecordedOutcome } from '../../src/dispatch/outcome.repository.js';
+import { OutcomeRepository } from '../../src/dispatch/outcome.repository.js';
+import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import { mergeHealth, receiverHealth } from '../../src/dispatch/receiver-health.policy.js';
 import { connect } from '../support/database.js';
 import { startTestService, waitForLockWaiter, type TestService } from '../support/service.js';

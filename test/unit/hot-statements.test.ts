@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { completeBatches, openBatchesWithNothingLeft } from '../../src/batches/batch-completion.sql.js';
 import { countPending } from '../../src/batches/pending.sql.js';
-import type { RecordedOutcome } from '../../src/dispatch/outcome.repository.js';
+import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import { claimFront, claimPastBlocked, dueAhead, type ClaimArgs } from '../../src/dispatch/sql/claim.sql.js';
 import { nextDueAt, reapExpiredLeases } from '../../src/dispatch/sql/lease.sql.js';
 import { recordOutcomes, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';

@@ -49,6 +49,22 @@ describe('source layout', () => {
     expect(inward).toEqual([]);
   });
 
+  it('should have no import cycle between files, type imports included', () => {
+    const next = new Map<string, string[]>();
+    for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+    // Each file's imports walked depth first; a file met again while still on the path closes a cycle.
+    const cycles: string[] = [];
+    const done = new Set<string>();
+    const walk = (file: string, path: string[]) => {
+      if (path.includes(file)) return void cycles.push([...path.slice(path.indexOf(file)), file].join(' -> '));
+      if (done.has(file)) return;
+      for (const to of next.get(file) ?? []) walk(to, [...path, file]);
+      done.add(file);
+    };
+    for (const file of next.keys()) walk(file, []);
+    expect(cycles).toEqual([]);
+  });
+
   it('should not import one controller from another', () => {
     const across = edges.filter((e) => e.from.endsWith('.controller.ts') && e.to.endsWith('.controller.ts'));
     expect(across).toEqual([]);

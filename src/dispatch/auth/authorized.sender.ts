@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
-import { HttpTransport, type CallResult, type OutgoingCall } from '../transport/http.transport.js';
+import { HttpTransport } from '../transport/http.transport.js';
+import type { CallResult, OutgoingCall } from '../transport/call.js';
 import type { SendCredentials } from './credential.cache.js';
 import { TokenCache, TokenError } from './token.cache.js';
 

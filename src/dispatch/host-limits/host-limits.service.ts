@@ -3,7 +3,7 @@ import { CaughtErrors } from '../../logging/caught-errors.js';
 import { AppConfig } from '../../config/app.config.js';
 import { NO_RESULTS, foldInto, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
 import type { ClaimedCallback } from '../claim.repository.js';
-import type { CallResult } from '../transport/http.transport.js';
+import type { CallResult } from '../transport/call.js';
 import { HostLimitsRepository } from './host-limits.repository.js';
 
 /** How often a worker re-reads limit overrides and breaker states. */

@@ -2,7 +2,7 @@ import { STATUS } from '../../common/states.js';
 import { pgArray } from '../../database/pg-array.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { dueAt } from '../../receivers/receiver-hold.sql.js';
-import type { RecordedOutcome } from '../outcome.repository.js';
+import type { ReceiverHealth, RecordedOutcome } from '../outcome.types.js';
 
 /**
  * How a claimed row leaves its worker: with an outcome (`recordOutcomes`) or handed
@@ -170,20 +170,6 @@ export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
 export const lockReceivers = (ids: string[]) => Prisma.sql`
   SELECT id AS "receiverId", last_success_at AS "lastSuccessAt", failing_since AS "failingSince", last_failure_at AS "lastFailureAt"
   FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
-
-/**
- * One receiver's health: what a write-back's attempts say of it (receiverHealth in
- * receiver-health.policy.ts), or its row's columns (lockReceivers), or what is
- * written (mergeHealth).
- */
-export interface ReceiverHealth {
-  receiverId: string;
-  /** The latest successful attempt; null when none succeeded. */
-  lastSuccessAt: Date | null;
-  /** The first and the last failure after it (after nothing, when none succeeded); null when none failed after it. */
-  failingSince: Date | null;
-  lastFailureAt: Date | null;
-}
 
 /**
  * Writes receivers' health as mergeHealth (receiver-health.policy.ts) decided it,

@@ -2,45 +2,17 @@ import { HttpService } from '@nestjs/axios';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { AxiosAdapter, AxiosError, AxiosRequestConfig } from 'axios';
 import { Agent, type buildConnector } from 'undici';
-import type { Outcome } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { classifyError, classifyStatus } from '../outcome.policy.js';
 import { traceAttempt } from '../dispatch.tracing.js';
 import { tracing } from '../../tracing/tracing.setup.js';
-import { AgentPools, type ConnectionCredentials } from './agent.pools.js';
+import { AgentPools } from './agent.pools.js';
 import { buildGuardedConnector, type ClientTls } from './connector.js';
 import { NetworkPolicy } from '../../common/network.policy.js';
 import { buildProxiedConnector } from './proxy.connector.js';
 import { parseEgressProxy } from './proxy.tunnel.js';
 import { undiciAdapter, type CallTrace, type TracedRequestConfig } from './undici.adapter.js';
-
-export interface OutgoingCall {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body: string | null;
-  timeoutMs: number;
-  /** Trace context the attempt's span continues (the accepting request's), if any. */
-  traceparent?: string | null;
-  /** May connect to the ranges ALLOW_PRIVATE_NETWORKS opens (its key's grant); otherwise to public addresses only. */
-  privateNetworks?: boolean;
-  /** Its receiver's mutual TLS: sent through that receiver's own connections (AgentPools). */
-  tls?: ConnectionCredentials;
-}
-
-export interface CallResult {
-  outcome: Outcome;
-  statusCode?: number;
-  error?: string;
-  responseHeaders?: Record<string, string>;
-  responseBody?: string;
-  retryAfter?: string;
-  trace: CallTrace;
-  /** The receiver authentication it was sent with (basic, bearer, oauth2), if any. */
-  auth?: string;
-  /** Time spent getting an OAuth2 token before the call (fetched, or waited for), ms. */
-  tokenMs?: number;
-}
+import type { CallResult, OutgoingCall } from './call.js';
 
 /** Response headers kept per attempt, and the longest value kept. */
 const MAX_RESPONSE_HEADERS = 50;
