@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { HttpException, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type pg from 'pg';
+import { AppError } from '../common/app.error.js';
 import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { Prisma, PrismaClient } from '../generated/prisma/client.js';
@@ -59,8 +60,9 @@ export interface ReplicaState {
  *
  * A replica that lags past DATABASE_READ_MAX_LAG_MS, does not answer the check within
  * a second, or is not in recovery (a promoted one has left the primary's timeline)
- * is skipped until a check finds it well; a read that fails on the replica is run on
- * the primary at once and the replica skipped until the next check. /health/ready
+ * is skipped until a check finds it well; a read the replica fails (not a refusal of
+ * the request, AppError) is run on the primary at once and the replica skipped until
+ * the next check. /health/ready
  * says which (`replica`), without failing: the primary serves every read meanwhile.
  *
  * On a replica the latency history computes its closed buckets without storing them
@@ -147,6 +149,8 @@ export class ReadReplica implements OnModuleInit, OnApplicationShutdown {
     try {
       return await work(this.replica.reader);
     } catch (error) {
+      // A refusal of the request itself would be the same on the primary: only the replica's own failures skip it.
+      if (error instanceof AppError || error instanceof HttpException) throw error;
       this.skip(error);
       return work(this.primary);
     }
