@@ -204,10 +204,11 @@ describe(WorkerService.name, () => {
     const a = lines.findIndex((l) => l.startsWith(`(${receiver.url}/a?`));
     const b = lines.findIndex((l) => l.startsWith(`(${receiver.url}/b?`));
     expect(lines[a]).toMatch(/^\(http:\/\/127\.0\.0\.1:\d+\/a\?sleep=100 :: code=200, start=\d\.\d{3}, end=0\.1\d\d, total=0\.1\d\d\)$/);
-    expect(lines[a + 1]).toMatch(/^\[ ?=+ +\]$/);
+    // Each starts within a few columns of the first call (one on a quiet machine, two in
+    // loaded CI runs: 4 ms of 200, whichever of the two waited for its connection).
+    expect(lines[a + 1]).toMatch(/^\[ {0,10}=+ +\]$/);
     expect(lines[a + 1]).toHaveLength(102);
-    // b ends the batch (its bar reaches the right edge); it starts within a few columns of
-    // the first call (one on a quiet machine, two once in a loaded CI run: 4 ms of 200).
+    // b ends the batch (its bar reaches the right edge).
     expect(lines[b + 1]).toMatch(/^\[ {0,10}=+\]$/);
     const json = await service.apiJson(`/v1/batches/${batch.id}/sequence?format=json`);
     expect(json.calls).toHaveLength(2);
