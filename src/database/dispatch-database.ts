@@ -41,10 +41,8 @@ const POOL_SIZE = 6;
  * the statement as one message (runInOneTrip): a pooler refuses startup options, and
  * a session's SET would stay on whichever server connection ran it. Set per
  * statement on direct connections too (then as BEGIN with the SETs, the statement,
- * COMMIT: two round trips more), they cost a worker
- * 10% of its drain rate: 2,974 against 3,325 callbacks/s before them, against 3,134
- * and 3,142/s set on connect (medians of four alternated service rounds of
- * bench/peer.bench.mjs each, 2026-12-01; bench/README.md). No planner switch is set
+ * COMMIT: two round trips more), they slow a worker's drain measurably against
+ * settings made once on connect (bench/README.md). No planner switch is set
  * here: each statement gets its plan from its own shape (test/db/plans.test.ts checks
  * them on every supported server); the claims' own (CLAIM_PLANNER) are set for them
  * alone (runnerWith).

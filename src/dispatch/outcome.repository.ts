@@ -38,8 +38,8 @@ export class OutcomeRepository {
     const receivers = [...latest.keys()];
     const anyExhausted = rows.some((r) => r.status === 'failed');
     if (receivers.length === 0 && !anyExhausted) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
-    // One statement instead of a transaction of four or five round trips: about 5 µs
-    // of worker CPU a delivery in bench:fanout's drain (bench/README.md, 2026-12-04, later).
+    // One statement instead of a transaction of four or five round trips, which cost
+    // worker CPU on every delivery (bench/README.md, bench:fanout).
     if (rows.every((r) => r.outcome === 'success')) {
       return (await this.db.query<{ id: string }>(recordSuccesses(owner, rows, latest, SUCCESS_WRITE_MS))).map((r) => r.id);
     }

@@ -20,7 +20,7 @@ import axios, {
  * With those defaults, axios's own work on a call (merging the config with them,
  * normalising headers into AxiosHeaders, the interceptor chain, settle) changes
  * nothing the adapter sees, and it is a large share of a worker's CPU at full load
- * (the drain is over 1.2× faster without it: bench/README.md, "2026-12-07, night").
+ * (bench/README.md measures the drain with and without this short path).
  * So `request()` takes a short path for exactly the calls where that holds: a
  * config object of only DIRECT_KEYS whose adapter is marked direct (`directAdapter`),
  * on an instance with no interceptors. Such a call goes to its adapter as it is;
