@@ -20,8 +20,8 @@ import { PortalModule } from './portal/portal.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import { ReceiversModule } from './receivers/receivers.module.js';
 import { RecoveriesModule } from './recoveries/recoveries.module.js';
-import { KeyringModule } from './signing/keyring.module.js';
-import type { SecretKeyring } from './signing/secret-keyring.js';
+import { KeyringModule } from './config/keyring.module.js';
+import type { SecretKeyring } from './config/secret-keyring.js';
 import { SigningModule } from './signing/signing.module.js';
 import { TasksModule } from './tasks/tasks.module.js';
 

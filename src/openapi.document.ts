@@ -6,7 +6,7 @@ import { AppModule } from './app.module.js';
 import { directTarget } from './database/database.target.js';
 import { loadConfig } from './config/app.config.js';
 import { METRICS_TOKEN } from './metrics/metrics.controller.js';
-import { newSecretsKey, SecretKeyring } from './signing/secret-keyring.js';
+import { newSecretsKey, SecretKeyring } from './config/secret-keyring.js';
 
 /**
  * The API document served at /docs/openapi.json. Built from the controllers' and

@@ -1,4 +1,4 @@
--- completeBatches, built in src/batches/batch-completion.sql.ts; 7 parameters.
+-- completeBatches, built in src/queue/batch-completion.sql.ts; 7 parameters.
 -- Rendered by `npm run sql:render` (test/unit/hot-statements.test.ts checks it is current).
   WITH
     done AS (

@@ -1,4 +1,4 @@
--- openBatchesWithNothingLeft, built in src/batches/batch-completion.sql.ts; 1 parameters.
+-- openBatchesWithNothingLeft, built in src/queue/batch-completion.sql.ts; 1 parameters.
 -- Rendered by `npm run sql:render` (test/unit/hot-statements.test.ts checks it is current).
 SELECT b.id FROM batch b
 WHERE b.completed_at IS NULL

@@ -9,7 +9,8 @@ import { ApiAuthErrors, ApiErrors, ApiQuotaErrors } from '../common/error.dto.js
 import { UuidParam } from '../common/params.js';
 import { traceparentOf } from '../tracing/request.tracing.js';
 import { BatchService } from './batch.service.js';
-import { AcceptedBatchDto, BatchCallbacksQueryDto, BatchDto, BatchListQueryDto, BatchPageDto, BatchRetryDto, BatchRetryQueryDto } from './dto/batch.dto.js';
+import { BatchRetryDto } from '../callbacks/dto/batch-retry.dto.js';
+import { AcceptedBatchDto, BatchCallbacksQueryDto, BatchDto, BatchListQueryDto, BatchPageDto, BatchRetryQueryDto } from './dto/batch.dto.js';
 import { CreateBatchDto } from './dto/create-batch.dto.js';
 
 @ApiTags('batches')

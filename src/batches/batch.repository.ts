@@ -7,8 +7,8 @@ import { pgArray } from '../database/pg-array.js';
 import type { Reader } from '../database/read-replica.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { dueAt } from '../receivers/receiver-hold.sql.js';
-import { batchProgress } from './batch-attempts.sql.js';
+import { dueAt } from '../queue/receiver-hold.sql.js';
+import { batchProgress } from '../queue/batch-attempts.sql.js';
 import { COUNT_PLANNER, countPending } from './pending.sql.js';
 
 export interface NewBatch {

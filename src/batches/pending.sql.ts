@@ -1,5 +1,5 @@
 import { STATUS } from '../common/states.js';
-import { QUEUE } from '../callbacks/queue.sql.js';
+import { QUEUE } from '../queue/queue.sql.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**

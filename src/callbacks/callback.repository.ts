@@ -6,12 +6,12 @@ import type { Reader } from '../database/read-replica.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
 import { BREAKER, STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
-import { attemptsSince, batchAttemptRows } from '../batches/batch-attempts.sql.js';
+import { attemptsSince, batchAttemptRows } from '../queue/batch-attempts.sql.js';
 import { idFloorOfStoredSince } from '../common/uuid.js';
-import { reopenBatches } from '../batches/batch-completion.sql.js';
+import { reopenBatches } from '../queue/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
-import { hostRoom } from '../hosts/host-room.sql.js';
-import { REQUEUE_COLUMNS } from './requeue.sql.js';
+import { hostRoom } from '../queue/host-room.sql.js';
+import { REQUEUE_COLUMNS } from '../queue/requeue.sql.js';
 
 /** Whether the callback's receiver (if any) is disabled, inside an UPDATE of callback. */
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
 import { ReadReplica } from '../database/read-replica.js';
-import type { BatchRetryDto } from '../batches/dto/batch.dto.js';
+import type { BatchRetryDto } from './dto/batch-retry.dto.js';
 import { uuidv7 } from '../common/uuid.js';
 import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';

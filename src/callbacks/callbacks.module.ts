@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BatchRetryTaskKind } from './batch-retry.task-kind.js';
 import { ReceiversModule } from '../receivers/receivers.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { CallbackController } from './callback.controller.js';
@@ -8,7 +9,7 @@ import { CallbackService } from './callback.service.js';
 @Module({
   imports: [ReceiversModule, TasksModule],
   controllers: [CallbackController],
-  providers: [CallbackRepository, CallbackService],
+  providers: [BatchRetryTaskKind, CallbackRepository, CallbackService],
   exports: [CallbackRepository, CallbackService],
 })
 export class CallbacksModule {}

@@ -1,4 +1,4 @@
-import { newSecretsKey } from '../signing/secret-keyring.js';
+import { newSecretsKey } from '../config/secret-keyring.js';
 import type { CliApi } from './api.client.js';
 import { UsageError, type CliArgs } from './cli.args.js';
 import type { Output } from './cli.commands.js';

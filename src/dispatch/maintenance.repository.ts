@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { completeBatches, openBatchesWithNothingLeft } from '../batches/batch-completion.sql.js';
+import { completeBatches, openBatchesWithNothingLeft } from '../queue/batch-completion.sql.js';
 import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
-import { settledRecoveries, toggledReceivers } from '../operator-events/operator-causes.sql.js';
-import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
+import { settledRecoveries, toggledReceivers } from '../queue/operator-causes.sql.js';
+import { operatorEventDefaults, type OperatorEventDefaults } from '../queue/operator-event.sql.js';
 import { deleteExpiredSecrets } from '../signing/secret.sql.js';
 import { insertTask, supersedeReceiverTasks } from '../tasks/task.repository.js';
 import { reapExpiredLeases } from './sql/lease.sql.js';

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { completeBatches } from '../batches/batch-completion.sql.js';
+import { completeBatches } from '../queue/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
-import { exhaustedCallbacks, failingReceivers } from '../operator-events/operator-causes.sql.js';
-import { operatorEventDefaults, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
+import { exhaustedCallbacks, failingReceivers } from '../queue/operator-causes.sql.js';
+import { operatorEventDefaults, type OperatorEventDefaults } from '../queue/operator-event.sql.js';
 import { mergeHealth, receiverHealth, SUCCESS_WRITE_MS } from './receiver-health.policy.js';
 import { failGoneEndpoints } from './sql/gone.sql.js';
 import { lockReceivers, recordOutcomes, recordSuccesses, releaseClaims, writeReceiverHealth } from './sql/outcome.sql.js';

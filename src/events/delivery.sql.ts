@@ -1,7 +1,7 @@
 import { STATUS } from '../common/states.js';
 import { pgArray } from '../database/pg-array.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { dueAt } from '../receivers/receiver-hold.sql.js';
+import { dueAt } from '../queue/receiver-hold.sql.js';
 
 /** The event row, as the publish makes it. */
 export interface NewEvent {

@@ -4,7 +4,7 @@ import { pageOf } from '../common/page.js';
 import { unstorableTextProblem } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';
 import type { EventTypeDto, EventTypePageDto, PutEventTypeDto } from './dto/event-type.dto.js';
-import { typeNameProblem } from './event-type.policy.js';
+import { typeNameProblem } from '../receivers/event-type.policy.js';
 import { EventTypeRepository, type EventTypeRow } from './event-type.repository.js';
 import { PayloadCheckPool } from './payload-check.pool.js';
 

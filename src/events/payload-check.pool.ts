@@ -2,7 +2,7 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../common/app.error.js';
 import { AppConfig } from '../config/app.config.js';
-import type { Filter } from './event-filter.policy.js';
+import type { Filter } from '../receivers/event-filter.policy.js';
 
 /** Where a payload fails its schema: a JSON Pointer into it (empty for the payload itself) and what is wrong. */
 export interface SchemaProblem {

@@ -10,7 +10,7 @@ import { TaskRunner } from '../tasks/task.runner.js';
 import { toTaskView } from '../tasks/task.view.js';
 import type { DeletedOperatorEndpointDto, OperatorEndpointDto, PutOperatorEndpointDto } from './dto/operator-endpoint.dto.js';
 import { OperatorEndpointRepository, type OperatorEndpointRow } from './operator-endpoint.repository.js';
-import { OPERATOR_RECEIVER, type OperatorEventType } from './operator-event.sql.js';
+import { OPERATOR_RECEIVER, type OperatorEventType } from '../queue/operator-event.sql.js';
 
 /** Its secret must carry at least this many bytes of key (as a receiver's). */
 const MIN_SECRET_BYTES = 24;

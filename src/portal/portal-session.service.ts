@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { uuidv7 } from '../common/uuid.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
-import { SecretKeyring } from '../signing/secret-keyring.js';
+import { SecretKeyring } from '../config/secret-keyring.js';
 import type { CreatePortalSessionDto, PortalSessionDto, RevokedPortalSessionsDto } from './dto/portal-session.dto.js';
 import { PortalSessionRepository, type PortalSessionRow } from './portal-session.repository.js';
 import {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { uuidv7 } from '../common/uuid.js';
 import { ApiDatabase } from '../database/api-database.js';
 import type { SqlRunner } from '../database/pg.statements.js';
-import { SecretKeyring } from '../signing/secret-keyring.js';
+import { SecretKeyring } from '../config/secret-keyring.js';
 import type { AuthShown, Credentials, SealedParts, TlsShown } from './credential.policy.js';
 import { credentialsOf, deleteCredential, insertCredential, lockCredential, type CredentialRow, type SendingCredentialRow } from './credential.sql.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { uuidv7 } from '../common/uuid.js';
 import { ApiDatabase } from '../database/api-database.js';
-import { SecretKeyring } from '../signing/secret-keyring.js';
+import { SecretKeyring } from '../config/secret-keyring.js';
 import { readToken, releaseTokenLease, storeToken, takeTokenLease } from './token.sql.js';
 
 /** A token as a worker keeps it: `tokenId` names it (to drop it after a 401), times are epoch ms. */

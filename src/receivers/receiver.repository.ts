@@ -7,9 +7,9 @@ import { PrismaService } from '../database/prisma.service.js';
 import type { Reader } from '../database/read-replica.js';
 import { Prisma, type Receiver } from '../generated/prisma/client.js';
 import { uuidv7 } from '../common/uuid.js';
-import { toggledReceivers } from '../operator-events/operator-causes.sql.js';
+import { toggledReceivers } from '../queue/operator-causes.sql.js';
 import { insertTask, supersedeReceiverTasks } from '../tasks/task.repository.js';
-import { disabledColumns } from './receiver-hold.sql.js';
+import { disabledColumns } from '../queue/receiver-hold.sql.js';
 import { listReceiversWithHealth, type ReceiverHealthRow, type ReceiverListArgs } from './receiver-list.sql.js';
 
 export type ReceiverRow = Receiver;

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReceiverTaskKinds } from './receiver.task-kinds.js';
 import { ReceiverAuthModule } from '../receiver-auth/receiver-auth.module.js';
 import { SigningModule } from '../signing/signing.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
@@ -13,7 +14,7 @@ import { ReceiverService } from './receiver.service.js';
 @Module({
   imports: [SigningModule, TasksModule, TransformsModule, ReceiverAuthModule],
   controllers: [ReceiverController, ReceiverTransformController],
-  providers: [ReceiverRepository, ReceiverService, ReceiverTransformService],
+  providers: [ReceiverTaskKinds, ReceiverRepository, ReceiverService, ReceiverTransformService],
   exports: [ReceiverService, ReceiverRepository, ReceiverTransformService],
 })
 export class ReceiversModule {}

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { RecoveryTaskKind } from './recovery.task-kind.js';
 import { ReceiversModule } from '../receivers/receivers.module.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { RecoveryController } from './recovery.controller.js';
@@ -9,7 +10,7 @@ import { RecoveryService } from './recovery.service.js';
 @Module({
   imports: [ReceiversModule, TasksModule],
   controllers: [RecoveryController],
-  providers: [RecoveryRepository, RecoveryService],
+  providers: [RecoveryTaskKind, RecoveryRepository, RecoveryService],
   exports: [RecoveryService],
 })
 export class RecoveriesModule {}

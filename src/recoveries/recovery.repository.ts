@@ -65,6 +65,16 @@ export class RecoveryRepository {
     return row;
   }
 
+  /** The recovery's filter, as its task's chunks read it (recoveryChunk); its times as the JSON text of the stored values. */
+  async filterOf(id: string): Promise<RecoveryFilter> {
+    const [row] = await this.db.query<{ f: RecoveryFilter }>(Prisma.sql`
+      SELECT json_build_object('apiKeyId', api_key_id, 'receiverId', receiver_id, 'host', host, 'batchId', batch_id, 'priority', priority,
+                               'since', since, 'until', until) AS f
+      FROM recovery WHERE id = ${id}::uuid`);
+    if (!row) throw new Error(`recovery ${id} has a task but no row`);
+    return row.f;
+  }
+
   /** Its requeued callbacks by status now. */
   async progress(id: string): Promise<Map<string, number>> {
     const rows = await this.db.query<{ status: string; n: number }>(recoveryProgress(id));

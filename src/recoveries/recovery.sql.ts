@@ -1,7 +1,7 @@
 import { RECOVERABLE, STATUS, TASK_STATUS } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { reopenBatches } from '../batches/batch-completion.sql.js';
-import { REQUEUE_COLUMNS } from '../callbacks/requeue.sql.js';
+import { reopenBatches } from '../queue/batch-completion.sql.js';
+import { REQUEUE_COLUMNS } from '../queue/requeue.sql.js';
 import { answer, limitOf, lockedTask, type ChunkSize } from '../tasks/task.sql.js';
 
 /** What a recovery matches: the key's callbacks in `statuses`, accepted in the id window, of the receiver, destination and batch given (null: any). */

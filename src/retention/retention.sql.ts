@@ -1,4 +1,4 @@
-import { attemptsSinceOf } from '../batches/batch-attempts.sql.js';
+import { attemptsSinceOf } from '../queue/batch-attempts.sql.js';
 import { FINISHED } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 

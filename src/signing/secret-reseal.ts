@@ -2,7 +2,7 @@ import { openPool, PgStatements } from '../database/pg.statements.js';
 import { credentialAad } from '../receiver-auth/credential.repository.js';
 import { credentialsToSeal, dropTokensNotUnder, storeSealedCredentials } from '../receiver-auth/credential.sql.js';
 import { FIRST_ID, secretsPerKey, secretsToSeal, storeSealed } from './secret.sql.js';
-import type { SecretKeyring } from './secret-keyring.js';
+import type { SecretKeyring } from '../config/secret-keyring.js';
 
 /** Secrets sealed per statement (and per transaction) when re-sealing. */
 export const RESEAL_CHUNK = 1000;

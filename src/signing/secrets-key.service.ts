@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
 import { countSecretsPerKey, resealSecrets } from './secret-reseal.js';
-import { SecretKeyring } from './secret-keyring.js';
+import { SecretKeyring } from '../config/secret-keyring.js';
 import type { ReencryptedDto, SecretsKeyDto } from './dto/secrets-key.dto.js';
 
 /** The key rotation's online half: which keys seal the stored secrets, and re-sealing them under SECRETS_KEY. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { SecretKeyring } from './secret-keyring.js';
+import { SecretKeyring } from '../config/secret-keyring.js';
 
 export interface SecretRow {
   id: string;

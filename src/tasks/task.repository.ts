@@ -3,8 +3,8 @@ import { TASK_STATUS, type TaskKind, type TaskStatus } from '../common/states.js
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { TaskDatabase } from './task-database.js';
-import { recoveryChunk, type RecoveryFilter } from '../recoveries/recovery.sql.js';
-import { detachReceiverChunk, reconcileHeldChunk, retryBatchChunk, type ChunkSize } from './task.sql.js';
+import { TaskKinds, type TaskTarget } from './task-kinds.js';
+import type { ChunkSize } from './task.sql.js';
 
 export interface TaskRow {
   id: string;
@@ -55,35 +55,12 @@ export const supersedeReceiverTasks = (receiverId: string) => Prisma.sql`
   UPDATE task SET status = ${TASK_STATUS.superseded}, finished_at = now(), updated_at = now()
   WHERE receiver_id = ${receiverId}::uuid AND status = ${TASK_STATUS.running}`;
 
-/** What a chunk needs to know of its task (read once, unlocked: it never changes), with its recovery's filter for a recovery. */
-interface TaskTarget {
-  kind: TaskKind;
-  receiverId: string | null;
-  batchId: string | null;
-  statuses: string[] | null;
-  recovery: RecoveryFilter | null;
-}
-
-/** The chunk statement of a task of this kind. */
-function chunkOf(id: string, t: TaskTarget, size: ChunkSize): Prisma.Sql {
-  switch (t.kind) {
-    case 'receiver.disable':
-    case 'receiver.enable':
-      return reconcileHeldChunk(id, t.receiverId!, size);
-    case 'receiver.delete':
-      return detachReceiverChunk(id, t.receiverId!, size);
-    case 'batch.retry':
-      return retryBatchChunk(id, t.batchId!, t.statuses ?? [], size);
-    case 'recovery':
-      return recoveryChunk(id, t.recovery!, size);
-  }
-}
-
 @Injectable()
 export class TaskRepository {
   constructor(
     private readonly db: ApiDatabase,
     private readonly chunks: TaskDatabase,
+    private readonly kinds: TaskKinds,
   ) {}
 
   /** A task on its own (a batch retry: nothing else changes in its transaction). */
@@ -120,19 +97,15 @@ export class TaskRepository {
   }
 
   /**
-   * One chunk of the task, of up to `size` callbacks: one statement (task.sql.ts) on
-   * the tasks' own connections (TaskDatabase: chunkSettings). What the task is (its
-   * kind, receiver or batch) never changes, so it is read first, without a lock.
+   * One chunk of the task, of up to `size` callbacks: one statement of its kind's
+   * (TaskKinds) on the tasks' own connections (TaskDatabase: chunkSettings). What the
+   * task is (its kind, receiver or batch) never changes, so it is read first, without a lock.
    */
   async runChunk(id: string, size: ChunkSize): Promise<ChunkResult> {
     const [task] = await this.db.query<TaskTarget>(Prisma.sql`
-      SELECT t.kind, t.receiver_id AS "receiverId", t.batch_id AS "batchId", t.statuses,
-             CASE WHEN r.id IS NOT NULL THEN json_build_object(
-               'apiKeyId', r.api_key_id, 'receiverId', r.receiver_id, 'host', r.host, 'batchId', r.batch_id, 'priority', r.priority,
-               'since', r.since, 'until', r.until) END AS recovery
-      FROM task t LEFT JOIN recovery r ON r.id = t.id WHERE t.id = ${id}::uuid`);
+      SELECT id, kind, receiver_id AS "receiverId", batch_id AS "batchId", statuses FROM task WHERE id = ${id}::uuid`);
     if (!task) return { ran: false, finished: true, changed: 0, ms: 0 };
-    const [r] = await this.chunks.query<{ ran: boolean; finished: boolean; changed: number; ms: number }>(chunkOf(id, task, size));
+    const [r] = await this.chunks.query<{ ran: boolean; finished: boolean; changed: number; ms: number }>(await this.kinds.of(task.kind).chunk(task, size));
     return { ...r, kind: task.kind };
   }
 }

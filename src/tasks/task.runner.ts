@@ -4,7 +4,8 @@ import { CaughtErrors } from '../logging/caught-errors.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable } from '../database/database.errors.js';
 import { DueNotifier } from '../database/due.notifier.js';
-import { TaskRepository } from './task.repository.js';
+import { TaskKinds } from './task-kinds.js';
+import { TaskRepository, type ChunkResult } from './task.repository.js';
 import { CHUNK_SIZES, type ChunkSize } from './task.sql.js';
 
 /**
@@ -67,6 +68,7 @@ export class TaskRunner implements OnModuleDestroy {
 
   constructor(
     private readonly tasks: TaskRepository,
+    private readonly kinds: TaskKinds,
     private readonly due: DueNotifier,
     private readonly caught: CaughtErrors,
     private readonly config: AppConfig,
@@ -134,7 +136,7 @@ export class TaskRunner implements OnModuleDestroy {
   }
 
   /** Callbacks released, retried or recovered are due now: the workers are woken. */
-  private afterChunk(r: { changed: number; kind?: string }): void {
-    if (r.changed > 0 && (r.kind === 'receiver.enable' || r.kind === 'batch.retry' || r.kind === 'recovery')) this.due.notifyDue();
+  private afterChunk(r: ChunkResult): void {
+    if (r.changed > 0 && r.kind && this.kinds.of(r.kind).makesDue) this.due.notifyDue();
   }
 }

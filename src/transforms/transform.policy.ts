@@ -1,4 +1,4 @@
-import { METHODS } from '../batches/dto/create-batch.dto.js';
+import { METHODS } from '../common/methods.js';
 import { layerHeaders } from '../common/headers.js';
 import { destinationOf, headerMapProblem, httpUrlProblem } from '../common/validators.js';
 

@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attemptsSince, batchAttemptRows, batchProgress } from '../../src/batches/batch-attempts.sql.js';
+import { attemptsSince, batchAttemptRows, batchProgress } from '../../src/queue/batch-attempts.sql.js';
 import { WITHOUT_JIT } from '../../src/database/api-database.js';
 import { CLOCK_MARGIN_MS } from '../../src/common/clock.js';
-import { completeBatches } from '../../src/batches/batch-completion.sql.js';
+import { completeBatches } from '../../src/queue/batch-completion.sql.js';
 import { loadConfig } from '../../src/config/app.config.js';
 import { dispatchSettings } from '../../src/database/dispatch-database.js';
 import type { LocalSettings } from '../../src/database/pg.statements.js';

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { openBatchesWithNothingLeft } from '../../src/batches/batch-completion.sql.js';
+import { openBatchesWithNothingLeft } from '../../src/queue/batch-completion.sql.js';
 import { loadConfig } from '../../src/config/app.config.js';
 import { dispatchSettings } from '../../src/database/dispatch-database.js';
-import { settledRecoveries } from '../../src/operator-events/operator-causes.sql.js';
+import { settledRecoveries } from '../../src/queue/operator-causes.sql.js';
 import { autovacuumOff, checkPlan, explainStatement, planDatabase } from '../support/plans.js';
 
 /**

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { patternsOf } from '../../src/events/event-type.policy.js';
+import { patternsOf } from '../../src/receivers/event-type.policy.js';
 import { subscribersOf } from '../../src/events/subscriber.sql.js';
 import { checkPlan, explainStatement, planDatabase, planNodes, type PlanNode } from '../support/plans.js';
 

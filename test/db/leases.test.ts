@@ -9,7 +9,7 @@ import { CLAIM_PLANNER, FRONT_SCAN_ROWS } from '../../src/dispatch/sql/claim.sql
 import type { Prisma } from '../../src/generated/prisma/client.js';
 import { OutcomeRepository } from '../../src/dispatch/outcome.repository.js';
 import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
-import { reconcileHeldChunk } from '../../src/tasks/task.sql.js';
+import { reconcileHeldChunk } from '../../src/receivers/receiver-tasks.sql.js';
 import { connect } from '../support/database.js';
 import { startTestService, type TestService, jsonOf } from '../support/service.js';
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completeBatches, openBatchesWithNothingLeft } from '../../src/batches/batch-completion.sql.js';
+import { completeBatches, openBatchesWithNothingLeft } from '../../src/queue/batch-completion.sql.js';
 import { COUNT_PLANNER, countPending } from '../../src/batches/pending.sql.js';
 import { claimFront, claimPastBlocked, DUE_AHEAD_ROWS, dueAhead, type ClaimArgs } from '../../src/dispatch/sql/claim.sql.js';
 import { notableHosts } from '../../src/dispatch/sql/host-limits.sql.js';

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PortalGuard } from '../../src/portal/portal.guard.js';
 import { signPortalToken } from '../../src/portal/portal-token.policy.js';
-import { SecretKeyring } from '../../src/signing/secret-keyring.js';
+import { SecretKeyring } from '../../src/config/secret-keyring.js';
 import { checkedFetch } from '../support/openapi-validator.js';
 import { Receiver } from '../support/receiver.js';
 import { verifies } from '../support/signatures.js';

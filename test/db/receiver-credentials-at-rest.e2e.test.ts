@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CredentialRepository } from '../../src/receiver-auth/credential.repository.js';
-import { newSecretsKey } from '../../src/signing/secret-keyring.js';
+import { newSecretsKey } from '../../src/config/secret-keyring.js';
 import { TestCertificates } from '../support/certificates.js';
 import { useTestDatabase } from '../support/database.js';
 import { dumpText } from '../support/dump.js';

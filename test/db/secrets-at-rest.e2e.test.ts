@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { startService } from '../../src/app.factory.js';
 import { loadConfig } from '../../src/config/app.config.js';
-import { KEY_FILE, loadKeyring, newSecretsKey } from '../../src/signing/secret-keyring.js';
+import { KEY_FILE, loadKeyring, newSecretsKey } from '../../src/config/secret-keyring.js';
 import { useTestDatabase } from '../support/database.js';
 import { startTestService, TEST_KEY, waitFor, type TestService } from '../support/service.js';
 

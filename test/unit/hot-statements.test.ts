@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { completeBatches, openBatchesWithNothingLeft } from '../../src/batches/batch-completion.sql.js';
+import { completeBatches, openBatchesWithNothingLeft } from '../../src/queue/batch-completion.sql.js';
 import { countPending } from '../../src/batches/pending.sql.js';
 import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import { claimFront, claimPastBlocked, dueAhead, type ClaimArgs } from '../../src/dispatch/sql/claim.sql.js';
@@ -64,8 +64,8 @@ const STATEMENTS: Array<[string, string, Prisma.Sql]> = [
   ['releaseClaims', 'src/dispatch/sql/outcome.sql.ts', releaseClaims('worker-1', [ID])],
   ['reapExpiredLeases', 'src/dispatch/sql/lease.sql.ts', reapExpiredLeases(nowSql(), 1000, defaults)],
   ['nextDueAt', 'src/dispatch/sql/lease.sql.ts', nextDueAt()],
-  ['completeBatches', 'src/batches/batch-completion.sql.ts', completeBatches([ID], defaults)],
-  ['openBatchesWithNothingLeft', 'src/batches/batch-completion.sql.ts', openBatchesWithNothingLeft(100)],
+  ['completeBatches', 'src/queue/batch-completion.sql.ts', completeBatches([ID], defaults)],
+  ['openBatchesWithNothingLeft', 'src/queue/batch-completion.sql.ts', openBatchesWithNothingLeft(100)],
   ['countPending', 'src/batches/pending.sql.ts', countPending(ID, 100_000)],
   ['purgeEmptyBatches', 'src/retention/retention.sql.ts', purgeEmptyBatches(new Date(0), 1000)],
 ];

@@ -3,7 +3,6 @@ import { Allow } from 'class-validator';
 import { Transform } from 'class-transformer';
 import { AppError } from '../../common/app.error.js';
 import { cursorParam, pageLimit, statusParam } from '../../common/params.js';
-import { TaskDto } from '../../tasks/dto/task.dto.js';
 import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
 
 export const BATCH_STATUSES = ['pending', 'running', 'completed'] as const;
@@ -56,17 +55,6 @@ export class BatchDto extends BatchSummaryDto {
 export class BatchPageDto {
   @ApiProperty({ type: [BatchSummaryDto], description: 'Newest first' }) items: BatchSummaryDto[];
   @ApiProperty({ type: String, nullable: true, description: 'cursor of the next page; null on the last' }) nextCursor: string | null;
-}
-
-export class BatchRetryDto {
-  @ApiProperty({ format: 'uuid' }) batchId: string;
-  @ApiProperty({ description: 'callbacks sent again before this answer' }) retried: number;
-  @ApiProperty({
-    type: TaskDto,
-    nullable: true,
-    description: 'the task sending the rest again, when there were more than this answer could wait for; null when all are done',
-  })
-  task: TaskDto | null;
 }
 
 /** ?cursor=&limit= of GET /v1/batches. */

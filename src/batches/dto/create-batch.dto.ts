@@ -17,8 +17,7 @@ import {
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { NestedType, Verbatim } from '../../common/verbatim.js';
 import { PRIORITIES, type Priority } from '../../common/states.js';
-
-export const METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'GET'] as const;
+import { METHODS } from '../../common/methods.js';
 
 /** A callback's body, any JSON value, as the OpenAPI document says it (reflection alone says `object`). */
 const ANY_JSON: ApiPropertyOptions = {

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Allow, IsOptional, IsString, MaxLength } from 'class-validator';
 import { cursorParam, dateParam, optionalDestinationParam, pageLimit, statusParam } from '../../common/params.js';
+import { PhasesDto } from '../../common/phases.dto.js';
 import { CALLBACK_STATUSES, OUTCOMES, PRIORITIES, type CallbackStatus, type Priority } from '../../common/states.js';
 
 /** Why a pending callback is not being sent (see the README, "Who goes next"). */
@@ -38,20 +39,6 @@ export class CallbackDto {
     description: 'Why a pending callback is not being sent: in lists only a disabled receiver; on GET /v1/callbacks/{id} every reason',
   })
   waiting: WaitingDto | null;
-}
-
-export class PhasesDto {
-  @ApiProperty({ type: Number, nullable: true }) dnsMs: number | null;
-  @ApiProperty({ type: Number, nullable: true }) connectMs: number | null;
-  @ApiProperty({ type: Number, nullable: true }) tlsMs: number | null;
-  @ApiPropertyOptional({ type: Number, description: 'Through EGRESS_PROXY_URL only: the CONNECT tunnel (connectMs is then the connection to the proxy)' })
-  tunnelMs?: number;
-  @ApiProperty({ type: Number, nullable: true }) firstByteMs: number | null;
-  @ApiPropertyOptional({
-    type: Number,
-    description: "With a receiver's OAuth2 auth, when the attempt fetched (or waited for) a token first: how long that took, before the call",
-  })
-  tokenMs?: number;
 }
 
 /** A request as its receiver's transform made it and as it went out (docs/guide.md, Transformations). */

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { BreakerStateName } from '../../common/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { DispatchDatabase } from '../../database/dispatch-database.js';
-import { breakerTransitions, type BreakerTransition } from '../../operator-events/operator-causes.sql.js';
-import { operatorEventDefaults, type OperatorEventDefaults } from '../../operator-events/operator-event.sql.js';
+import { breakerTransitions, type BreakerTransition } from '../../queue/operator-causes.sql.js';
+import { operatorEventDefaults, type OperatorEventDefaults } from '../../queue/operator-event.sql.js';
 import {
   deleteIdleKeyBreakers,
   insertGoneEndpoints,

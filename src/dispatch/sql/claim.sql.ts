@@ -1,7 +1,7 @@
 import { BREAKER, STATUS } from '../../common/states.js';
-import { QUEUE } from '../../callbacks/queue.sql.js';
+import { QUEUE } from '../../queue/queue.sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import { hostRoom, LIMITED_HOST } from '../../hosts/host-room.sql.js';
+import { hostRoom, LIMITED_HOST } from '../../queue/host-room.sql.js';
 
 /**
  * The claim: due pending callbacks leased to one worker, within every destination's

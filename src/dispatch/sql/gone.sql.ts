@@ -1,8 +1,8 @@
 import { STATUS } from '../../common/states.js';
-import { QUEUE } from '../../callbacks/queue.sql.js';
+import { QUEUE } from '../../queue/queue.sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import { exhaustedSource } from '../../operator-events/operator-causes.sql.js';
-import { withOperatorEvents, type OperatorEventDefaults } from '../../operator-events/operator-event.sql.js';
+import { exhaustedSource } from '../../queue/operator-causes.sql.js';
+import { withOperatorEvents, type OperatorEventDefaults } from '../../queue/operator-event.sql.js';
 
 /** `last_error` of a callback failed without a call because its URL answered 410 Gone to its key before. */
 export const ENDPOINT_GONE = 'endpoint_gone: this URL answered 410 Gone; not called again';

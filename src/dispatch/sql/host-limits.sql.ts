@@ -8,7 +8,7 @@ import type { BreakerState } from '../host-limits/breaker.policy.js';
  * count of its callbacks in status in_flight, kept exact by statement triggers on
  * `callback` (migration 20261130114800_host_limits), whichever statement changes a
  * status. The claim (claim.sql.ts) reads and spends them through `hostRoom`
- * (src/hosts/host-room.sql.ts, which the API's status reads share); the worker's
+ * (src/queue/host-room.sql.ts, which the API's status reads share); the worker's
  * breaker reports (host-limits.service.ts) write them here.
  *
  * Lock order: host rows are locked in name order by every statement that locks

@@ -1,9 +1,9 @@
 import { STATUS } from '../../common/states.js';
-import { QUEUE } from '../../callbacks/queue.sql.js';
+import { QUEUE } from '../../queue/queue.sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import { dueAt } from '../../receivers/receiver-hold.sql.js';
-import { exhaustedSource } from '../../operator-events/operator-causes.sql.js';
-import { withOperatorEvents, type OperatorEventDefaults } from '../../operator-events/operator-event.sql.js';
+import { dueAt } from '../../queue/receiver-hold.sql.js';
+import { exhaustedSource } from '../../queue/operator-causes.sql.js';
+import { withOperatorEvents, type OperatorEventDefaults } from '../../queue/operator-event.sql.js';
 
 /** `last_error` of a callback whose worker stopped while it held it (the attempt counted, its outcome unknown). */
 export const WORKER_LOST = 'worker_lost: the worker sending this callback stopped during the attempt (its lease ran out)';

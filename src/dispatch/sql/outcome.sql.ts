@@ -1,7 +1,7 @@
 import { STATUS } from '../../common/states.js';
 import { pgArray } from '../../database/pg-array.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import { dueAt } from '../../receivers/receiver-hold.sql.js';
+import { dueAt } from '../../queue/receiver-hold.sql.js';
 import type { ReceiverHealth, RecordedOutcome } from '../outcome.types.js';
 
 /**
@@ -26,7 +26,7 @@ import type { ReceiverHealth, RecordedOutcome } from '../outcome.types.js';
  * transform cancelled them). The text is the same for any number of rows
  * (none included), so it is prepared once per connection. A retry of a row held
  * meanwhile (its receiver disabled while the call ran) is due HELD_SHIFT later
- * (receivers/receiver-hold.sql.ts).
+ * (queue/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
   return Prisma.sql`${writeBack(owner, rows)}, attempts AS (${insertAttempts(owner)}) SELECT id FROM moved`;

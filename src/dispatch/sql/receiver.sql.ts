@@ -1,5 +1,5 @@
 import { Prisma } from '../../generated/prisma/client.js';
-import { disabledColumns } from '../../receivers/receiver-hold.sql.js';
+import { disabledColumns } from '../../queue/receiver-hold.sql.js';
 
 /**
  * Disables the receivers whose failed attempts span `hours` without a success

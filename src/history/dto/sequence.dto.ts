@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
-import { PhasesDto } from '../../callbacks/dto/callback.dto.js';
+import { PhasesDto } from '../../common/phases.dto.js';
 
 export class TimelineCallDto {
   @ApiProperty({ format: 'uuid' }) callbackId: string;

@@ -3,7 +3,7 @@ import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches }
 import { IsHttpUrl } from '../../common/validators.js';
 import { EXAMPLE_SECRET, SecretDto } from '../../signing/dto/secrets.dto.js';
 import { TaskDto } from '../../tasks/dto/task.dto.js';
-import { OPERATOR_EVENT_TYPES, type OperatorEventType } from '../operator-event.sql.js';
+import { OPERATOR_EVENT_TYPES, type OperatorEventType } from '../../queue/operator-event.sql.js';
 
 /** `PUT /v1/operator-endpoint`: the key's own endpoint for its operator events. Left out: stays as it was (a first PUT needs `url`). */
 export class PutOperatorEndpointDto {

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { PhasesDto } from '../../callbacks/dto/callback.dto.js';
+import { PhasesDto } from '../../common/phases.dto.js';
 import { OUTCOMES } from '../../common/states.js';
 
 /**

@@ -1,6 +1,6 @@
 import { STATUS } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { dueAt, receiverDisabled } from '../receivers/receiver-hold.sql.js';
+import { dueAt, receiverDisabled } from './receiver-hold.sql.js';
 
 /**
  * The columns a failed or cancelled callback gets when it is sent again: pending, due

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { admit } from '../common/request.admission.js';
+import { admit } from './request.admission.js';
 import type { PortalAuthService } from '../portal/portal-auth.service.js';
 import type { PortalCaller } from '../portal/portal-session.service.js';
-import type { AuthenticatedKey } from './api-key.service.js';
-import type { KeyAuthService } from './key-auth.service.js';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
+import type { KeyAuthService } from '../auth/key-auth.service.js';
 
 type AuthenticatedRequest = FastifyRequest & { apiKey?: AuthenticatedKey; portal?: PortalCaller };
 

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, type AppConfig } from '../config/app.config.js';
+import { ConfigError, type AppConfig } from './app.config.js';
 
 /** What a secret is stored as: `sealed` (base64 of nonce, ciphertext, tag) under the key `keyId`. */
 export interface SealedSecret {

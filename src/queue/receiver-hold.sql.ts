@@ -8,7 +8,7 @@ import { Prisma } from '../generated/prisma/client.js';
  * filter alone, a claim read every held row older than the rows it took). Wherever a
  * pending row's `next_attempt_at` is set (ingest, write-back, lease reaper, retry),
  * a held row gets it plus this. A disable or enable moves a receiver's rows in
- * chunks (its task: reconcileHeldChunk in src/tasks/task.sql.ts); the ingest reads
+ * chunks (its task: reconcileHeldChunk in src/receivers/receiver-tasks.sql.ts); the ingest reads
  * the receiver's row `FOR SHARE`, so a batch is stored held or not as its receiver
  * is when it commits.
  */

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { databaseTimeoutOf, isDatabaseUnavailable, transientConflictOf } from '../database/database.errors.js';
-import { AppError, ErrorCode } from './app.error.js';
+import { AppError, ErrorCode } from '../common/app.error.js';
 
 export interface ErrorBody {
   code: string;

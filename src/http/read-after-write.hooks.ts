@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthenticatedKey } from './api-key.service.js';
+import type { AuthenticatedKey } from '../auth/api-key.service.js';
 import type { PortalCaller } from '../portal/portal-session.service.js';
 import type { ReadReplica } from '../database/read-replica.js';
 

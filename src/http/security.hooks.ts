@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RawServerDefault } from 'fastify';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { AppConfig } from '../config/app.config.js';
-import { AppError } from './app.error.js';
+import { AppError } from '../common/app.error.js';
 import { isAdmitted } from './request.admission.js';
 
 /** Levels a request may nest around its callback bodies (`{callbacks:[{body:…}]}` and slack). */

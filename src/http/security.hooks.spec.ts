@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { jsonExceedsDepth } from './security.hooks.js';
-import { jsonDepth } from './validators.js';
+import { jsonDepth } from '../common/validators.js';
 
 const bytes = (s: string) => Buffer.from(s, 'utf8');
 

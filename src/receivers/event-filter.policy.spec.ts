@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchesFilter } from './checks/filter-match.mjs';
+import { matchesFilter } from '../events/checks/filter-match.mjs';
 import { filterProblem, type Filter } from './event-filter.policy.js';
 
 const payload = {

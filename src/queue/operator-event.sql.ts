@@ -1,7 +1,7 @@
 import { STATUS } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { AppConfig } from '../config/app.config.js';
-import { dueAt } from '../receivers/receiver-hold.sql.js';
+import { dueAt } from './receiver-hold.sql.js';
 
 /** What a stored operator event's delivery takes from the configuration when its receiver sets nothing (HTTP_TIMEOUT_MS, DEFAULT_MAX_ATTEMPTS). */
 export interface OperatorEventDefaults {

@@ -1,7 +1,7 @@
 import { Prisma } from '../generated/prisma/client.js';
 import { STATUS, UNFINISHED, UNFINISHED_RANGE } from '../common/states.js';
 import { attemptsSinceOf, batchSpan } from './batch-attempts.sql.js';
-import { iso, withOperatorEvents, type OperatorEventDefaults } from '../operator-events/operator-event.sql.js';
+import { iso, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
 
 /**
  * Batch completion, all of it: a batch is complete (`completed_at` set) once none of
