@@ -13,21 +13,16 @@ export interface ClaimRoom {
 }
 
 /**
- * How many rows the next claim takes, or 0 to wait: either the window is full, or
- * the room left is under half a window (at most `claimBatch`) while calls are in
- * flight, and a finished call should claim instead (`waitForRoom`). A claim costs
- * Postgres ~1.5 ms whatever its size, plus tens of microseconds a row: claims of the
- * ~30 rows that came free since the last one (as a tenth of the window allowed)
- * spent more on statements than on rows. Waiting for half a window still leaves
- * half a window queued in memory, far more than is sent while a claim runs.
- *
- * Claimed rows wait in memory for at most one window's worth (twice the window in
- * all), and one statement takes at most `claimBatch`. Within that, a claim takes no
- * more rows than the worker already holds (at least FIRST_CLAIM_ROWS), so claims
- * double in size after an idle spell: nothing is sent until a claim returns, and a
- * claim costs Postgres tens of microseconds a row (10,000 rows: a quarter of a
- * second and more), so a small first claim starts calls within milliseconds while
- * the next, larger claims run in Postgres as those calls go out.
+ * How many rows the next claim takes, or 0 to wait: either the window is full, or the
+ * room left is under half a window (at most `claimBatch`) while calls are in flight, and
+ * a finished call should claim instead (`waitForRoom`). A claim costs Postgres a fixed
+ * price per statement plus some per row, so small claims spend more on statements than
+ * on rows; waiting still leaves half a window queued, more than is sent while a claim
+ * runs. Claimed rows wait in memory for at most one window's worth (twice the window in
+ * all), one statement takes at most `claimBatch`, and a claim takes no more rows than
+ * the worker holds (at least FIRST_CLAIM_ROWS): nothing is sent until a claim returns,
+ * so after an idle spell a small first claim starts calls within milliseconds, and the
+ * next ones, doubling, run in Postgres as those calls go out.
  */
 export function claimLimit({ concurrency, claimBatch, held, sending }: ClaimRoom): { limit: number; waitForRoom: boolean } {
   const free = concurrency * 2 - held;

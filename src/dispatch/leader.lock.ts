@@ -34,19 +34,15 @@ export const leaderTimings = (idleMs: number): LeaderTimings => ({
 });
 
 /**
- * The maintenance leader election: one dedicated connection per worker, on which
- * the worker tries the lock (sql/leader.sql.ts) whenever it is not the leader.
- *
- * Fencing: the leader confirms it still holds the lock before each maintenance task
- * (a round trip to its session) and every HEARTBEAT_MS; it leads only while its
- * last confirmation was sent less than `confirmedForMs` ago. A leader cut off from
- * the database therefore stops leading at most `confirmedForMs` after its last
- * confirmation went out, while Postgres frees the lock no sooner than `idleMs` after it
- * arrived: the old leader has stopped 0.4 × LEADER_LOCK_TIMEOUT_MS before a new one
- * can start, and the new one starts within LEADER_LOCK_TIMEOUT_MS plus one reaper
- * interval (DISPATCH_POLL_MS) of the cut. When the process dies or the connection
- * breaks outright, Postgres ends the session at once and the next worker to try
- * leads within one reaper interval.
+ * The maintenance leader election: one dedicated connection per worker, on which the
+ * worker tries the lock (sql/leader.sql.ts) whenever it is not the leader.
+ * Fencing: the leader confirms it holds the lock before each maintenance task and every
+ * `heartbeatMs`, and leads only while its last confirmation was sent less than
+ * `confirmedForMs` ago, while Postgres frees the lock of a cut-off session no sooner than
+ * `idleMs` after that confirmation arrived: the old leader stops `idleMs - confirmedForMs`
+ * before a new one can start, and a new one leads within `idleMs` plus one reaper
+ * interval (DISPATCH_POLL_MS) of the cut; within one reaper interval when the process
+ * dies or the connection breaks outright (ARCHITECTURE.md, "Leader fencing").
  */
 @Injectable()
 export class LeaderLock implements OnApplicationShutdown {

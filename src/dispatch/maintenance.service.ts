@@ -37,14 +37,14 @@ interface Task {
  * - settled recoveries (DISPATCH_POLL_MS): recovery.completed operator events of
  *   recoveries whose requeued callbacks have all settled;
  * - expired secrets (DISPATCH_POLL_MS): deletes signing secrets whose overlap period
- *   after a rotation ended, 1,000 per statement (an index probe when there are none);
+ *   after a rotation ended, SECRETS_CHUNK per statement;
  * - idle tasks (DISPATCH_POLL_MS): runs on the tasks (src/tasks) whose runner stopped
  *   (its process died) for TASK_RESUME_AFTER_MS;
  * - idle key breakers (HOST_BREAKER_COOLDOWN_MS): deletes keys' breakers at hosts
- *   (host_key_breaker) unused for an hour whose pause is over, so the rows every claim
- *   reads stay few;
- * - history partitions (RETENTION_PURGE_INTERVAL_MS, or half of how far ahead they are made if less): makes the time
- *   partitions of the history ahead (src/retention), kept forever or not;
+ *   (host_key_breaker) unwritten for KEY_BREAKER_IDLE_MS whose pause is over, so the
+ *   rows every claim reads stay few;
+ * - history partitions (RETENTION_PURGE_INTERVAL_MS, or half of how far ahead they are
+ *   made if less): makes the history's time partitions ahead (src/retention) even with retention off;
  * - retention (RETENTION_PURGE_INTERVAL_MS, off when RETENTION_HOURS is 0): drops the
  *   history's partitions past the retention window, purges what finished before it was
  *   partitioned and empty batches, and finished tasks;

@@ -22,26 +22,16 @@ import { HostQueues } from './host-limits/host.queues.js';
 export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; credentials: SendCredentials | null; transform?: ReceiverTransform };
 
 /**
- * Step 1 of a callback's way through the worker: the producer claims due rows and
- * keeps them in per-host waiting queues until the sender takes them.
- *
- * It claims when woken: by a NOTIFY after an ingest, by the heartbeat
- * (DISPATCH_POLL_MS), by the due timer set for the next row that falls due (or to
- * look again at overdue rows that busy hosts hold, backing off: nextRecheckMs), by the
- * completer after a write-back freed host slots, or by the sender when a call
- * finished and the last claim stopped for lack of room in the window. One claim runs
- * at a time; a wake during a claim makes it claim again at its end.
- *
- * Rows wait in memory at most half a lease margin: the heartbeat hands older ones
- * back (completer.release), so a row never outlives its lease here.
- *
- * Rows waiting here hold their hosts' slots. When rows of a higher priority come due
- * for those hosts (a NOTIFY names the highest priority an ingest made due; the
- * heartbeat looks too), the claim first hands back as many of the lowest waiting
- * rows of each such host, and takes the higher ones in their places
- * (yieldToHigher), whatever room its window has: otherwise, with several workers
- * whose waiting rows held every slot of the hosts, 20 high callbacks waited behind
- * the thousands of low ones claimed before them (bench/README.md).
+ * Step 1 of a callback's way through the worker: the producer claims due rows and keeps
+ * them in per-host waiting queues until the sender takes them. One claim runs at a time
+ * (a wake during it claims again at its end), woken by a NOTIFY after an ingest, the
+ * heartbeat (DISPATCH_POLL_MS), the due timer (a row falling due, or a backing-off
+ * recheck of overdue rows: nextRecheckMs), the completer after a write-back freed host
+ * slots, or a finished call when the last claim lacked room in the window. Rows wait
+ * here at most half a lease margin (the heartbeat hands older ones back), holding their
+ * hosts' slots: when rows of a higher priority come due for those hosts, the claim first
+ * hands back as many of each host's lowest waiting rows and takes the higher ones in
+ * their places, whatever room its window has (yieldToHigher).
  */
 @Injectable()
 export class ProducerService {

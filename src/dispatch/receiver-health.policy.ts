@@ -40,17 +40,16 @@ const ms = (d: Date | null) => d?.getTime() ?? null;
 const latest = (a: Date | null, b: Date | null) => (a === null ? b : b === null ? a : a >= b ? a : b);
 
 /**
- * Merges what a write-back's attempts say of each receiver (`here`, receiverHealth)
- * into its row as locked (`stored`, lockReceivers), and answers the rows that change.
- * Write-backs land in any order (several workers, each buffering), so the row is
- * merged by time, not by arrival: the latest success of the row and of these attempts
- * wins, and `failingSince` is the earliest failure known after it (of the row's, these
- * attempts' first and last, and the row's last). A failure older than a success already recorded starts
- * nothing, and a success older than recorded failures clears nothing. A healthy
- * receiver's `lastSuccessAt` moves only once it is SUCCESS_WRITE_MS behind, so a
- * receiver with calls landing all the time costs about one row write a second, not
- * one per write-back. (That second is also how much older a failure may be than the
- * success before it and still count: a receiver failing for real keeps failing.)
+ * Merges what a write-back's attempts say of each receiver (`here`, receiverHealth) into
+ * its row as locked (`stored`, lockReceivers), and answers the rows that change.
+ * Write-backs land in any order (several workers, each buffering), so the row is merged
+ * by time, not by arrival: the latest success of the row and of these attempts wins, and
+ * `failingSince` is the earliest failure known after it (the row's first or last, these
+ * attempts' first or last). A failure older than a recorded success starts nothing, and a
+ * success older than recorded failures clears nothing. A healthy receiver's
+ * `lastSuccessAt` moves only once it is SUCCESS_WRITE_MS behind (a row write per
+ * SUCCESS_WRITE_MS, not per write-back); a failure less than that older than a success
+ * not written still counts, as a receiver failing for real keeps failing.
  */
 export function mergeHealth(stored: readonly ReceiverHealth[], here: readonly ReceiverHealth[]): HealthChange[] {
   const rows = new Map(stored.map((r) => [r.receiverId, r]));

@@ -25,22 +25,16 @@ export type TransformedCall =
 export const CANCELLED_BY_TRANSFORM = 'transform: the handler returned null, so nothing was sent';
 
 /**
- * The sender's step for a callback whose receiver has a transform (src/transforms):
- * runs it on the stored request, then builds the request it made as any other
- * (request.builder.ts), so the signature is computed over the body as sent. The URL it
- * returns meets the same network policy at connect time as any callback's (a private
- * address is `blocked`). The claim grants the private ranges (`privateNetworks`) for the
- * stored destination: a transform that sends the call to another destination connects
- * to public addresses only, since a portal session, which sets public addresses only,
- * may have written it. Per-host limits still count the callback's stored destination.
- *
- * The receiver's credentials are no part of what the transform is given or returns: the
- * sender adds them after this step (AuthorizedSender), replacing any Authorization header
- * the transform set, and only while the URL stays at the callback's stored destination
- * (credentialsDestinationProblem; another is a `transform_error`). The headers recorded
- * as `transformed` are a copy taken before that, so no credential is stored with the
- * attempt; for a receiver with `auth` without an Authorization header, since the one
- * the transform may have set is not the one that goes.
+ * The sender's step for a callback whose receiver has a transform (src/transforms): runs
+ * it on the stored request and builds the request it made as any other, so the signature
+ * covers the body as sent. The private ranges the claim grants (`privateNetworks`) hold
+ * for the stored destination only, as a portal session (public addresses only) may have
+ * written the transform; per-host limits count the stored destination too. The
+ * transform never sees the receiver's credentials: AuthorizedSender adds them after this
+ * step, over any Authorization header the transform set, only while the URL stays at
+ * the stored destination (credentialsDestinationProblem). The headers recorded as
+ * `transformed` are copied before that, without Authorization for a receiver with
+ * `auth`, so no credential is stored with the attempt.
  */
 @Injectable()
 export class TransformStep {

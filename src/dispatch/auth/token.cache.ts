@@ -20,24 +20,16 @@ export class TokenError extends Error {}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * OAuth2 access tokens of receivers (client credentials grant), shared by every
- * worker process through receiver_token, kept in memory by each:
- *
- * - A call takes the token from memory (`cached`: a map lookup, no statement) while
- *   it is valid. Past its refresh time (refreshAt: a tenth of its lifetime left, at
- *   most 60 s) the call still goes with it and one fetch starts behind it.
- * - Without one in memory (`acquire`) a worker reads the shared row: a token stored
- *   by another worker and not yet due is taken as it is. Otherwise the worker takes
- *   the row's lease (one statement; only one worker gets it), fetches the token from
- *   the token endpoint through the callbacks' own transport (SSRF check with the
- *   ranges the receiver's calls may reach, proxy, timeout), stores it sealed and ends the lease; the others poll the row until it
- *   is there, going on with a still valid token meanwhile. So a token is fetched once
- *   per expiry, whatever the number of workers, and no transaction stays open while
- *   a token endpoint answers.
- * - A receiver that answers 401 to a token names it (`rejected`): it is dropped, and
- *   the lease may be taken even though the token is not due, unless another worker
- *   already stored a newer one.
- * Concurrent acquisitions of one process share one promise.
+ * OAuth2 access tokens of receivers (client credentials grant), shared by all workers
+ * through receiver_token and kept in memory by each. A call uses the token in memory
+ * while valid (`cached`, no statement); past refreshAt it still goes with it, and one
+ * fetch starts behind it. Without one (`acquire`), a worker takes the shared row's
+ * token if not yet due, or else the row's lease (one worker gets it), fetches through
+ * the callbacks' own transport (SSRF check, proxy, timeout), stores the token sealed
+ * and ends the lease, while the others poll the row: one fetch per expiry, and no
+ * transaction open while a token endpoint answers. A token a receiver answers 401 to is
+ * dropped (`rejected`) and the lease may be taken before it is due, unless another
+ * worker stored a newer one. Concurrent acquisitions in a process share one promise.
  */
 @Injectable()
 export class TokenCache {

@@ -36,24 +36,15 @@ export function isBreakerFailure(outcome: Outcome): boolean {
 export const NO_RESULTS: HostResults = { trailingFailures: 0, answered: false };
 
 /**
- * Whose breaker a failure counts toward. A destination is shared by every key, so a
- * failure pauses all of them only when it says the host itself cannot be reached,
- * whoever calls:
- * - `host` (the host row's breaker, shared): `connect_error` and `dns_error`. The name
- *   does not resolve, or nothing accepts a connection at `scheme://host:port`
- *   (refused, unreachable, or no connection within the transport's own 10 s connect
- *   timeout, whatever the call's `timeoutMs`): the same answer for any caller.
- * - `key` (that key's breaker at the host, `host_key_breaker`): `timeout` and
- *   `network_error`. They depend on the call: its `timeoutMs` (a key may ask for 1 ms
- *   from a host that answers in 400), its path (one that hangs or drops the
- *   connection), its body. Counted per key, they pause only that key's calls there.
- * A floor under which a timeout is "the caller's choice" would not do it alone: a
- * path that answers past any floor still times out, and the breaker would pause every
- * key for one key's slow path. So per key, and no floor: a key with short timeouts
- * pauses itself, which is its own affair. The price: a host that is down in a way that
- * looks like timeouts (packets dropped, a call timeout under the connect timeout)
- * costs each key sending to it HOST_BREAKER_FAILURES calls before that key pauses,
- * instead of that many for all.
+ * Whose breaker a failure counts toward. A destination is shared by every key, so only
+ * a failure that is the same for any caller pauses them all:
+ * - `host` (the host row's breaker): `connect_error`, `dns_error`: the name does not
+ *   resolve, or no connection within the transport's own connect timeout.
+ * - `key` (its breaker at the host, `host_key_breaker`): `timeout`, `network_error`,
+ *   which depend on the call (its `timeoutMs`, a path that hangs or drops the
+ *   connection, its body). No floor makes a timeout the host's: a slow path times out
+ *   past any floor. The price: a host down in a way that looks like timeouts costs each
+ *   key HOST_BREAKER_FAILURES calls before it pauses.
  * Everything else (an answer, `tls_error`, our own `blocked`) is no failure.
  */
 export type BreakerScope = 'host' | 'key';

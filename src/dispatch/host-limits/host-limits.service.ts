@@ -14,17 +14,15 @@ const REPORT_MS = 10;
 const CLEAN: BreakerState = { state: 'closed', failures: 0, openedAt: null, openUntil: null };
 
 /**
- * The worker's side of per-host limits. The limits themselves are enforced by the
- * claim (sql/claim.sql.ts, with sql/host-limits.sql.ts) against the shared `host` rows; this service
+ * The worker's side of per-host limits, which the claim enforces (sql/claim.sql.ts,
+ * sql/host-limits.sql.ts) against the shared `host` rows. This service
  *  - feeds the circuit breakers: each finished call is folded into its host's results
- *    and its key's at that host (breaker.policy.ts `failureScope`: connection and DNS
- *    failures are the host's, timeouts and broken connections the key's) and reported
- *    in batches, so N such failures in a row across all workers open the host, or that
- *    key's breaker at the host;
+ *    and its key's at that host (breaker.policy.ts `failureScope`) and reported in
+ *    batches, so N such failures in a row across all workers open the host, or that
+ *    key's breaker at the host; reports that change nothing for a healthy host are
+ *    skipped, so a steady stream of successes costs no statement;
  *  - records endpoints that answered 410 Gone;
  *  - caches per-host caps for the in-process queues (HostQueues), refreshed every second.
- * Reports for healthy hosts that changes nothing are skipped, so a steady stream
- * of successes costs no statement.
  */
 @Injectable()
 export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestroy {

@@ -9,50 +9,38 @@ import { hostRoom, LIMITED_HOST } from '../../queue/host-room.sql.js';
  * `claimFront` (each key its weighted share, high priority first, ordering keys one
  * at a time) and `claimPastBlocked` (host by host, oldest first, for when the front's
  * rows belong to hosts that cannot take them).
- *
  * Locks: the chosen callback rows `FOR UPDATE SKIP LOCKED` (concurrent claimers take
  * disjoint rows), then their hosts' rows `FOR UPDATE` in name order.
- *
- * Held rows (`held`: their receiver is disabled) are passed over by both walks with
- * `NOT c.held`, a filter on the row the walk reads anyway: the index walks stay as
- * they are. Rows of a receiver just disabled that its task (task.sql.ts) has not
- * held yet are left out in `pick`, by a probe of the receiver's row for each
- * candidate of a receiver: the flag applies at once, the task only moves the rows
- * out of the walks' way.
+ * Held rows (receiver disabled) are passed over by `NOT c.held`, a filter on the row
+ * each walk reads anyway; rows of a receiver just disabled that its task (task.sql.ts)
+ * has not held yet are left out in `pick`, by a probe of the receiver's row.
  */
 
 /**
  * What the two claim statements run with, on top of the worker's settings, and for
  * them alone (ClaimRepository: a connection of their own whose session carries them,
- * or `SET LOCAL` in their own transaction behind a transaction pooler), and why
- * each, measured on a stock Postgres 15 with JIT on
- * (test/db/plans.test.ts: 100,000 due rows over 3 keys and 50 hosts, 100,000 finished
- * rows, statistics from when nothing was pending):
+ * or `SET LOCAL` in their own transaction behind a transaction pooler), and why each
+ * (test/db/plans.test.ts checks the plans they give):
  *
  * - `enable_bitmapscan = off`, `enable_sort = off`: the queue's statistics are
  *   always stale (statuses change thousands of times a second, ANALYZE runs at most
  *   once a minute), so the planner guesses a handful of due rows, reads them all with
  *   a bitmap scan or through `callback_due_idx`, and sorts them, instead of walking
  *   `callback_key_due_idx` / `callback_pending_host_idx` in order and stopping at the
- *   walk's LIMIT: the front took 1.6 s and the past-blocked claim 18 s a statement
- *   without these, against 20–50 ms with them. No shape of the statement alone
- *   could keep them: the row comparisons serve only the intended index, but a sort
- *   of the guessed handful always looks cheaper. Side effect, within the claim: a
- *   sort nothing else can avoid costs 10^10, so the claim takes its order from an
- *   index wherever one gives it (locks in name order come from a sorted array, never
- *   `IN (…) ORDER BY … FOR UPDATE`: see `hosts` in claim()).
+ *   walk's LIMIT. No shape of the statement alone keeps those walks: the row
+ *   comparisons serve only the intended index, but a sort of the guessed handful
+ *   always looks cheaper. Within the claim a sort nothing else can avoid then costs
+ *   10^10, so the claim takes its order from an index wherever one gives it (locks in
+ *   name order come from a sorted array, never `IN (…) ORDER BY … FOR UPDATE`: see
+ *   `hosts` in claim()).
  *
- * - `enable_incremental_sort = off`: with `enable_sort` off, and statistics that are
- *   right for once (a key with thousands of rows due tomorrow, just analyzed), the
- *   planner walked the key's rows by `callback_api_key_id_created_at_idx`, filtering
- *   all of them and sorting the due handful incrementally (5,033 rows read for 20 in
- *   test/db/leases.test.ts), instead of the key's due range of `callback_key_due_idx`.
+ * - `enable_incremental_sort = off`: with `enable_sort` off and statistics right for
+ *   once (a key with many rows due later, just analyzed), the planner walks all the
+ *   key's rows by `callback_api_key_id_created_at_idx` and sorts the due handful
+ *   incrementally, instead of reading the key's due range of `callback_key_due_idx`.
  *
- * That 10^10 is far past `jit_above_cost` (100,000): on a server with JIT, every
- * claim was compiled afresh, ~1 s each (Optimization 602 ms, Emission 416 ms), 8
- * callbacks/s at the default host cap, while the worker's sessions carried these
- * switches. Every statement of the worker now runs with `jit = off`
- * (dispatchSettings), and these switches are set only for the claims.
+ * A cost of 10^10 is far past `jit_above_cost`, so JIT would compile every claim
+ * afresh: every statement of the worker runs with `jit = off` (dispatchSettings).
  */
 export const CLAIM_PLANNER = { enable_bitmapscan: 'off', enable_sort: 'off', enable_incremental_sort: 'off' } as const;
 
@@ -164,25 +152,16 @@ const CONCURRENT_CLAIMS = 4;
 const PRIORITY_STEP = Prisma.sql`(CASE x.priority WHEN 0 THEN 1 WHEN 1 THEN 10 ELSE 100 END)`;
 
 /**
- * The front: due rows key by key, each key's share of the claim by its weight.
- *
+ * The front: due rows key by key, each key its weighted share of every worker's claim.
  * - `keys`: the keys with pending rows, by a loose scan of `callback_key_due_idx
- *   (api_key_id, priority, next_attempt_at) WHERE status = 'pending'` (one probe per
- *   key), kept when one of their rows is due (one probe per priority).
- * - `shares`: each such key's share of the claim (a fraction), by `api_key.weight`.
- * - `cand`: per key and priority its oldest due rows that may go (`eligible`), read
- *   as one range of the same index, at most FRONT_SCAN_ROWS rows each (so a blocked
- *   backlog costs at most that many reads; past it, claimPastBlocked); of those the
- *   first `limit` it can lock `FOR UPDATE SKIP LOCKED` (by primary key, status checked
- *   again), so concurrent claimers take disjoint rows. Each gets its place in the
- *   key's order (PRIORITY_STEP).
- * - `due`: the `limit` rows whose place in their key's order is earliest relative to
- *   the key's share (place / share), so each key gets its weighted share, and a share
- *   a key cannot use goes to the others (work conserving). The candidates not taken
- *   are unlocked at commit, untouched.
- *
- * Every claim of every worker splits by the keys' weights, so the shares hold across
- * all workers; what each worker then has in flight follows what it claimed.
+ *   (api_key_id, priority, next_attempt_at) WHERE status = 'pending'`; `shares`: of
+ *   those with a due row, each one's share of the claim (a fraction) by `api_key.weight`.
+ * - `cand`: per key and priority its oldest due rows that may go (`eligible`), one range
+ *   of that index, at most FRONT_SCAN_ROWS deep (past it, claimPastBlocked); of those
+ *   the first `limit` it can lock `FOR UPDATE SKIP LOCKED` by primary key, each with
+ *   its place in the key's order (PRIORITY_STEP).
+ * - `due`: the `limit` rows earliest by place / share (a share a key cannot use goes to
+ *   the others); the candidates not taken are unlocked at commit, untouched.
  */
 export function claimFront(a: ClaimArgs): Prisma.Sql {
   // A key's due rows of one priority, as the range (key, p, -infinity) < (api_key_id,
@@ -305,71 +284,37 @@ export function claimPastBlocked(a: ClaimArgs): Prisma.Sql {
 /**
  * One claim statement around a `due` (the candidate rows, locked), in steps:
  * - `limits` / `blocked`: hosts that cannot take a call now by their last committed
- *   state (at their in-flight cap, paused by the breaker, out of rate tokens), read
- *   through the partial index `host_limited_idx`, and (`kept`) those of the hosts
- *   with due rows (`probe`) that another worker claimed less than HOST_AFFINITY_MS
- *   ago (see `spent`), by primary key. Read without locks; they only keep those
- *   hosts' rows out of `due`, so a host with thousands of waiting rows cannot fill
- *   the claim and starve the others.
- * - `key_pauses`: the keys' own breakers at hosts that are not closed
- *   (`host_key_breaker`, a handful of rows: breaker.policy.ts `failureScope`), each
- *   with whether its pause is over (`probe`). A paused key's rows to that host are
- *   not `eligible`; other keys' rows to it go as usual.
- * - `shut`: whether every host with due rows is blocked or skipped (see `probe`);
- *   then neither walk runs and the claim takes nothing. A key's pause does not shut a
- *   host: the walks pass over its rows.
- * - `due`: see claimFront and claimPastBlocked.
- * - `hosts`: locks those hosts' rows `FOR UPDATE` by primary key, in name order. A
- *   locked row reads the latest committed `in_flight` (kept exact by triggers on
- *   callback), so two workers never hand out the same slot; a second claimer for the
- *   same host waits for the first to commit (a millisecond), then sees its rows
- *   counted. `slots` and `tokens`: see hostRoom.
- * - `probes`: of a key whose pause at a host is over, its first row there in the
- *   claim's order, its probe (none when no pause is over: a join with nothing).
- * - `pick`: per host the locked rows that fit, first in the claim's order (`ord`:
- *   the fair share's, or the oldest first past blocked hosts), but none of a
- *   disabled receiver, and of a key probing a host only its probe; the rest are
- *   unlocked at commit, untouched.
- * - `moved`: leases them, each with whether it may go to the private ranges
- *   ALLOW_PRIVATE_NETWORKS opens (`privateNetworks`): its key is granted them
- *   (`granted`: api_key by primary key, one probe per key of the claim) and its
- *   destination is not one a portal session chose for its receiver (`portal_hosts`,
- *   read by the receiver probe `pick` makes anyway). The transport checks the address
- *   each call connects to against that (transport/http.transport.ts). Rows whose URL
- *   answered 410 Gone to their key (`gone`) are not leased: they come back named (`gone` true, nothing else) for
- *   failGoneEndpoints (gone.sql.ts) to fail without a call, with their
- *   callback.exhausted operator events, in a statement of its own that runs only when
- *   a claim met such a row; other keys' rows to the URL go out.
- * - `spent`: takes the rate tokens and turns an open breaker half-open for its probe,
- *   and marks the hosts whose every free slot this claim took as claimed by `owner`
- *   for HOST_AFFINITY_MS: until then the other workers' claims count them blocked, so
- *   the slots the owner's write-backs free go back to the owner, which claims again after
- *   each write-back (every WRITEBACK_INTERVAL_MS at most) and so keeps the mark while
- *   it has work for the host. Without it, three workers at one host's cap handed its
- *   slots back and forth (one run: 3,260 / 1,520 / 5,220 rows claimed), each claim a
- *   few rows, and moved 0.82–0.87x what one worker did (bench/README.md). Only a host
- *   whose slots are the scarce part is marked: a claim that leaves a host room (its
- *   rows spread over many hosts, each below its cap) leaves the others free to claim
- *   there, so workers sharing many hosts do not wait on each other. Nor does a claim
- *   that takes more than its worker can send at once (`sendRoom`) mark anything: its
- *   rows would wait in that worker's memory holding the slots, while another worker
- *   with room in its window could send (three workers of window 100 at four hosts of
- *   cap 100: two held every slot, half of them waiting, and the third sent nothing). The mark holds
- *   while nothing is in flight too (a write-back of all the owner's calls leaves
- *   none, and its next claim follows), but not for a breaker's probe. A worker
- *   that stops claiming the host (gone, or its window full of other hosts' calls)
- *   leaves it to the others HOST_AFFINITY_MS later. A preference, not a lock: a
- *   claim already past `blocked` takes the slots it finds under the host lock, and
- *   the cap holds either way.
- * - `probed`: turns the key breakers of `probes` half-open, for the cool-down or the
- *   probe's lease, whichever is longer (a key's calls in flight at a host are not
- *   counted, so the window itself keeps a second probe from starting while the first
- *   runs). Its row locks come after the host rows'; a report locks only key breakers.
- * - An event's deliveries hold no body of their own (`body_event_id`: the event
- *   stores it once, delivery.sql.ts): the statement answers each such event's body
- *   once, as a row of its own (id null), and the repository gives it to every
- *   delivery of the claim that sends it. So a claim of 200 deliveries of one 48 KiB
- *   event reads and sends 48 KiB, not 200 copies.
+ *   state (in-flight cap, breaker, rate tokens; partial index `host_limited_idx`), and
+ *   (`kept`) hosts with due rows (`probe`) another worker marked within HOST_AFFINITY_MS
+ *   (see `spent`). Read without locks, they only keep those hosts' rows out of `due`,
+ *   so one host's backlog cannot fill the claim and starve the others.
+ * - `key_pauses`: the keys' own breakers not closed at a host (`host_key_breaker`, a
+ *   handful of rows: breaker.policy.ts `failureScope`); a paused key's rows there are
+ *   not `eligible`, other keys' rows go as usual. `shut` (see `probe`) ignores pauses.
+ * - `hosts`: locks the hosts of `due` (claimFront, claimPastBlocked) `FOR UPDATE` by
+ *   primary key in name order, and reads their latest committed `in_flight` (kept exact
+ *   by triggers on callback): two workers never hand out the same slot (see hostRoom).
+ * - `pick`: per host the locked rows that fit, first by `ord`, but none of a disabled
+ *   receiver, and of a key whose pause there is over only its first row (`probes`);
+ *   the rest are unlocked at commit, untouched.
+ * - `moved`: leases them. `privateNetworks`: the key is `granted` the ranges
+ *   ALLOW_PRIVATE_NETWORKS opens and the destination is not one a portal session chose
+ *   for the receiver (`portal_hosts`); the transport checks each address it connects to
+ *   against it (transport/http.transport.ts). Rows whose URL answered 410 Gone to their
+ *   key (`gone`) are not leased: they come back named for failGoneEndpoints (gone.sql.ts).
+ * - `spent`: takes the rate tokens, turns an open breaker half-open for its probe, and
+ *   marks a host claimed by `owner` for HOST_AFFINITY_MS when the claim took its every
+ *   free slot and the worker can send all it took at once (`sendRoom`: rows waiting in
+ *   its memory would hold slots another worker could use). The others then count the
+ *   host blocked while its breaker is closed, so the slots the owner's write-backs free
+ *   come back to it instead of passing among workers a few at a time; a host left room
+ *   stays free to all. A preference, not a lock: the cap is counted under the host lock
+ *   either way (ARCHITECTURE.md, "Per-host limits across workers").
+ * - `probed`: turns the key breakers of `probes` half-open for the cool-down or the
+ *   probe's lease, whichever is longer (the window keeps a second probe from starting).
+ *   Its row locks come after the host rows'; a report locks only key breakers.
+ * - Deliveries of an event hold no body of their own (`body_event_id`, delivery.sql.ts):
+ *   each such event's body comes back once, as a row with a null id.
  * The triggers add the leased rows to `host.in_flight` when the statement ends.
  */
 function claim(a: ClaimArgs, due: Prisma.Sql): Prisma.Sql {

@@ -9,25 +9,15 @@ export const ENDPOINT_GONE = 'endpoint_gone: this URL answered 410 Gone; not cal
 
 /**
  * Fails for good, without a call, the pending callbacks of `ids` whose URL answered 410
- * Gone to their key (`gone_endpoint`), and stores their callback.exhausted operator
- * events in the same statement: a change and its event commit together or not at all.
- *
- * The claim finds these rows (its `pick` probes gone_endpoint for each row it takes)
- * and hands them back untouched, named, instead of failing them itself: the claim is
- * the hottest statement, and an operator event stored inside it would put the event
- * machinery's CTEs, and a statement trigger of an INSERT into `callback`, in every
- * claim's plan for the rare row that needs them. Here it costs a statement only
- * when a claim met such a row. A worker killed between the claim and this statement
- * leaves the rows pending, so a later claim finds them again: nothing is lost. Two
- * claims that both met a row (it stays pending, so claimable, until this commits)
- * both run this; the second waits for the first's row lock, then no longer matches
- * (`done_at` is not `'infinity'` any more): one failure, one event. The event's id
- * (`callback.exhausted:<id>:<attempts>`) would refuse a second one anyway.
- *
- * Locks the rows `FOR UPDATE` in id order (two workers' statements over the same rows
- * cannot deadlock), through callback_live's primary key. Returns the rows it failed
- * and their batches, whose completion the caller stamps after the commit (as after a
- * write-back: batch-completion.sql.ts).
+ * Gone to their key (`gone_endpoint`), with their callback.exhausted operator events in
+ * the same statement. The claim's `pick` hands such rows back named, which keeps the
+ * operator-event machinery out of the hottest statement's plan; a killed worker leaves
+ * them pending for a later claim. Of two claims that met a row, the second's statement
+ * waits for the first's row lock, then no longer matches (`done_at` is not
+ * `'infinity'`); the event's id (`callback.exhausted:<id>:<attempts>`) would refuse a
+ * second event anyway. Locks the rows `FOR UPDATE` in id order, through callback_live's
+ * primary key. Returns the rows failed and their batches, whose completion the caller
+ * stamps after the commit (batch-completion.sql.ts).
  */
 export const failGoneEndpoints = (ids: string[], d: OperatorEventDefaults) =>
   withOperatorEvents(

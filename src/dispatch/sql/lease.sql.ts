@@ -9,21 +9,16 @@ import { withOperatorEvents, type OperatorEventDefaults } from '../../queue/oper
 export const WORKER_LOST = 'worker_lost: the worker sending this callback stopped during the attempt (its lease ran out)';
 
 /**
- * Rows of crashed workers: in-flight rows whose lease ran out. The attempt counts
- * (as River and graphile-worker count one when a job is fetched): a callback whose
- * call kills its worker every time would otherwise be sent forever. So each such row
- * goes back to pending, due now, or, when that was its last attempt, fails for good
- * (`last_error` WORKER_LOST). No attempt row is written: nothing is known of the call
- * but that it started; the gap in the attempt numbers and `last_error` say so. The
- * call may have reached the receiver; a row sent again keeps its webhook-id
- * (at-least-once); a held one (its receiver disabled meanwhile) is due HELD_SHIFT
- * later. Served by `callback_lease_idx` (rows holding a lease), at most `limit` rows
- * a statement, the oldest leases first (the leader runs it again while it fills
- * one: a crashed worker's thousands of rows never sit under one statement's locks);
- * locks the rows it updates, and a row whose write-back committed meanwhile no
- * longer matches when its lock is granted (Read Committed reads the row again). Run
- * by the maintenance leader. Returns the ids and whether each failed. A row failed
- * here gets its callback.exhausted operator event in this statement (operator-causes.sql.ts).
+ * Rows of crashed workers: in-flight rows whose lease ran out. The attempt counts, or a
+ * callback whose call kills its worker every time would be sent forever: each row goes
+ * back to pending, due now, or, after its last attempt, fails for good (`last_error`
+ * WORKER_LOST, with its callback.exhausted operator event). No attempt row is written, as
+ * nothing is known of the call but that it started. A row sent again keeps its webhook-id
+ * (at-least-once); a held one is due HELD_SHIFT later. Served by `callback_lease_idx`, at
+ * most `limit` rows a statement, oldest leases first (the leader runs it again while it
+ * fills one, so a crashed worker's rows never sit under one statement's locks). Locks the
+ * rows it updates; one whose write-back committed meanwhile no longer matches once its
+ * lock is granted (Read Committed). Returns the ids and whether each failed.
  */
 export const reapExpiredLeases = (now: Prisma.Sql, limit: number, d: OperatorEventDefaults) => {
   const exhausted = Prisma.sql`c.attempts + 1 >= c.max_attempts`;

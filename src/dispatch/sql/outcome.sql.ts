@@ -17,15 +17,13 @@ import type { ReceiverHealth, RecordedOutcome } from '../outcome.types.js';
 /**
  * Many outcomes in one statement: callback rows move to their next state and their
  * attempts are inserted, only for the rows the UPDATE matched. One typed array per
- * column: Postgres reads them several times faster than the same rows as one JSON
- * document (jsonb_to_recordset: 3 ms against 0.4 for 200 rows). What the callback
- * row already holds (its key, host and receiver) is taken from it, not sent again,
- * and times go as epoch milliseconds: each column sent costs the worker its text
- * encoding and Postgres its parsing, per row. Locks the callback rows it updates.
- * Returns the callback ids that landed (with an attempt, or without one when their
- * transform cancelled them). The text is the same for any number of rows
- * (none included), so it is prepared once per connection. A retry of a row held
- * meanwhile (its receiver disabled while the call ran) is due HELD_SHIFT later
+ * column, which Postgres reads faster than the same rows as one JSON document. What
+ * the callback row already holds (key, host, receiver) is not sent again, and times go
+ * as epoch milliseconds: each column sent costs encoding and parsing, per row. Locks
+ * the callback rows it updates. Returns the ids that landed (with an attempt, or
+ * without one when their transform cancelled them). The text is the same for any
+ * number of rows, so it is prepared once per connection. A retry of a row held
+ * meanwhile (receiver disabled while the call ran) is due HELD_SHIFT later
  * (queue/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
@@ -34,24 +32,23 @@ export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.S
 
 /**
  * recordOutcomes of a write-back whose every attempt succeeded, with the health they
- * say of their receivers (`latest`: each one's latest success here), in the one
- * statement, so in one round trip as a write-back without receivers. Health is merged
- * as mergeHealth (receiver-health.policy.ts) merges successes alone: the latest success
- * wins, it ends a failure record older than it (one whose last failure is newer it
- * keeps, from that failure on), and a healthy receiver's
- * `last_success_at` moves only once it is `successWriteMs` behind. First (`locked`, the
- * one-time filter on `moved` reads it before any callback row is touched) the receivers
- * whose row these successes may change are locked, in id order, `FOR NO KEY UPDATE` as
- * lockReceivers: those failing, never successful, with a failure recorded after their
- * last success, or with a success recorded `successWriteMs` or more before this one. The others (a healthy receiver with calls
- * landing all the time: most of them) are neither locked nor written, as nothing here
- * changes them. A lock on them would keep nothing more exact: a failure write-back
- * running meanwhile finds the row as this statement leaves it, and merges as it would
- * after it (mergeHealth: a failure less than `successWriteMs` older than a success not
- * written still counts). Then the outcomes, then the locked rows' merge, written where
- * it changes them, from the attempts that landed; a receiver gone
- * meanwhile is not locked and gets nothing. Successes start no failure record, so no
- * operator event can follow (OutcomeRepository runs any other write-back in a
+ * say of their receivers (`latest`: each one's latest success here), in one statement
+ * and one round trip. Health merges as mergeHealth (receiver-health.policy.ts) merges
+ * successes alone: the latest success wins and ends a failure record older than it
+ * (one whose last failure is newer it keeps, from that failure on), and a healthy
+ * receiver's `last_success_at` moves only once it is `successWriteMs` behind.
+ *
+ * Lock order: first (`locked`, read by a one-time filter on `moved` before any callback
+ * row is touched) the receivers these successes may change, in id order, `FOR NO KEY
+ * UPDATE` as lockReceivers: those failing, never successful, with a failure after their
+ * last success, or with a success recorded `successWriteMs` or more before this one.
+ * The others (most: a healthy receiver with calls landing all the time) are neither
+ * locked nor written; a lock would make nothing more exact, as a failure write-back
+ * meanwhile merges as it would after this (mergeHealth: a failure less than
+ * `successWriteMs` older than an unwritten success still counts). Then the outcomes,
+ * then the locked rows' merge from the attempts that landed, written where it changes
+ * them; a receiver gone meanwhile gets nothing. Successes start no failure record, so
+ * no operator event can follow (OutcomeRepository runs any other write-back in a
  * transaction, merged in Node). The same ids as recordOutcomes come back.
  */
 export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: ReadonlyMap<string, Date>, successWriteMs: number): Prisma.Sql {

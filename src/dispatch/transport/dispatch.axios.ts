@@ -8,25 +8,16 @@ import axios, {
 } from 'axios';
 
 /**
- * The axios instance behind the dispatcher's HttpService. Everything every call
- * shares is set here once: no redirects, every status is a response, bodies pass
- * through untransformed. It has no default headers: a callback carries exactly its
- * client's headers plus the webhook ones, not axios's `Accept`.
- *
- * Nor does it carry the defaults only axios's own adapters read (XSRF cookies, body
- * size limits, FormData and Blob classes, JSON-parsing switches): axios deep-copies
- * every default into every call's config.
- *
- * With those defaults, axios's own work on a call (merging the config with them,
- * normalising headers into AxiosHeaders, the interceptor chain, settle) changes
- * nothing the adapter sees, and it is a large share of a worker's CPU at full load
- * (bench/README.md measures the drain with and without this short path).
- * So `request()` takes a short path for exactly the calls where that holds: a
- * config object of only DIRECT_KEYS whose adapter is marked direct (`directAdapter`),
- * on an instance with no interceptors. Such a call goes to its adapter as it is;
- * anything else (another option, an interceptor someone registered, a URL-first
- * call, HttpService's Observable methods, which add a cancel token) takes axios's
- * whole path, as before.
+ * The axios instance behind the dispatcher's HttpService, with what every call shares
+ * set once: no redirects, every status a response, bodies untransformed, no default
+ * headers (a callback carries exactly its client's headers plus the webhook ones), and
+ * none of the defaults only axios's own adapters read (axios deep-copies every default
+ * into every call). So axios's own work on a call changes nothing the adapter sees, yet
+ * costs a large share of a worker's CPU (bench/README.md, "the dispatcher's axios short
+ * path"): `request()` sends a config object of only DIRECT_KEYS whose adapter is marked
+ * direct (`directAdapter`), on an instance with no interceptors, straight to its
+ * adapter. Any other call (another option, an interceptor, a URL-first call,
+ * HttpService's Observable methods) takes axios's whole path.
  */
 export function dispatchAxios(): AxiosInstance {
   const instance = axios.create({ maxRedirects: 0, validateStatus: () => true, transformRequest: [], transformResponse: [] });

@@ -14,7 +14,6 @@ import { openTunnel, type EgressProxy, type TunnelClock } from './proxy.tunnel.j
  * address (never the name). TLS then runs end to end inside the tunnel and verifies
  * the destination's own name (SNI and certificate), so the proxy sees only
  * ciphertext for https; for http the request goes through the tunnel unchanged.
- *
  * Phases recorded on the socket: dnsMs (our lookup), connectMs (TCP, and TLS for an
  * https proxy, to the proxy), tunnelMs (the CONNECT exchange, which includes the
  * proxy's own connect to the destination), tlsMs (the destination's handshake).
