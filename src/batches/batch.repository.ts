@@ -73,39 +73,36 @@ const INSERT_MAX_ROWS = 5_000;
 const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
 
 /**
- * Stores batches and all their callbacks in one statement (so one implicit
- * transaction) and one round trip, also for 10,000 rows: the batch rows in a CTE,
- * the callbacks with `INSERT … SELECT FROM unnest(…)` joined to it by batch id, so
- * a batch's callbacks are only inserted when the batch was. The callback columns go
- * as array literals built here (`pgArray`), one text parameter each. (One JSON
- * document through `json_to_recordset` was cheaper in Node but cost Postgres
- * 9–20 ms per 1,000 rows against 1.5 ms for `unnest`.) `callback.batch_id` has no
- * foreign key to check row by row: the join to `b` is what ties each callback to its
- * batch (migration callback_batch_no_fkey). With an idempotency key
- * the batch insert is `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a
- * concurrent duplicate waits for the first to commit and inserts nothing (nor do
- * two duplicates in one statement: the second is skipped). Takes no lock but the
- * new rows' and, for a duplicate, that unique index entry's. Answers the inserted
- * batches' ids with their `created_at` (the statement's `now()`). Not an interactive
- * transaction: that cost four round trips and most of the ingest CPU. Runs past
- * Prisma (ApiDatabase), as a hot-path statement.
+ * Stores batches and all their callbacks in one statement (so one implicit transaction)
+ * and one round trip, also for 10,000 rows: the batch rows in a CTE, the callbacks with
+ * `INSERT … SELECT FROM unnest(…)` joined to it by batch id, so a batch's callbacks are
+ * only inserted when the batch was. The callback columns go as array literals built here
+ * (`pgArray`), one text parameter each. `callback.batch_id` has no foreign key to check
+ * row by row: the join to `b` is what ties each callback to its batch (migration
+ * callback_batch_no_fkey). With an idempotency key the batch insert is
+ * `ON CONFLICT DO NOTHING` on (api_key_id, idempotency_key): a concurrent duplicate waits
+ * for the first to commit and inserts nothing (nor do two duplicates in one statement:
+ * the second is skipped). Takes no lock but the new rows' and, for a duplicate, that
+ * unique index entry's. Answers the inserted batches' ids with their `created_at` (the
+ * statement's `now()`). Runs past Prisma (ApiDatabase), as a hot-path statement, and not
+ * as an interactive transaction, which would cost four round trips.
  *
- * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT
- * later, see receiver-hold.sql.ts). Its row is read
- * `FOR SHARE` (`r`), so a concurrent disable or enable (which locks it, then flips
- * `held` on its unfinished callbacks) either waits for this statement to commit and
- * then sees its rows, or commits first and is read here as it then is. A receiver
- * being deleted (`deleted_at` set) fails the statement on the foreign key.
+ * Callbacks of a receiver are stored `held` when it is disabled (due HELD_SHIFT later,
+ * see receiver-hold.sql.ts). Its row is read `FOR SHARE` (`r`), so a concurrent disable
+ * or enable (which locks it, then flips `held` on its unfinished callbacks) either waits
+ * for this statement to commit and then sees its rows, or commits first and is read here
+ * as it then is. A receiver being deleted (`deleted_at` set) fails the statement on the
+ * foreign key.
  *
- * Lock order: the receivers in id order, as the write-back locks them
- * (lockReceivers); read in the scan's order (a sequential scan's is the heap's, which
- * every update of a receiver's health reshuffles), a statement of two receivers could
- * deadlock with a write-back of the same two. The batches go in Idempotency-Key order, so
- * two statements that both carry the same two keys (a client's replays, coalesced in
- * another order) wait for each other in one direction only. What can still end the
- * statement (a receiver locked out of that order elsewhere, for one) is retried
- * (ApiDatabase: PgStatements.retryConflicts); it is one statement alone in its
- * transaction, so a retry stores nothing twice.
+ * Lock order: the receivers in id order, as the write-back locks them (lockReceivers);
+ * read in the scan's order (a sequential scan's is the heap's, which every update of a
+ * receiver's health reshuffles), a statement of two receivers could deadlock with a
+ * write-back of the same two. The batches go in Idempotency-Key order, so two statements
+ * that both carry the same two keys (a client's replays, coalesced in another order) wait
+ * for each other in one direction only. What can still end the statement (a receiver
+ * locked out of that order elsewhere, for one) is retried (ApiDatabase:
+ * PgStatements.retryConflicts); it is one statement alone in its transaction, so a retry
+ * stores nothing twice.
  */
 function insertBatchesStatement(unordered: PendingBatch[]): Prisma.Sql {
   const items = unordered.length < 2 ? unordered : [...unordered].sort(byIdempotencyKey);

@@ -10,24 +10,16 @@ const COUNT_FRESH_MS = 1_000;
 const COUNT_COST_FACTOR = 10;
 
 /**
- * MAX_PENDING_PER_KEY and MAX_PENDING_BYTES_PER_KEY: a batch or event that would take
- * its key past that many pending callbacks, or that many bytes of payload pending, is
- * refused whole (429 `quota_exceeded`, with the counts), before anything of it is
- * stored. One tenant cannot fill the database for everyone. The bytes are the bodies
- * as stored: each callback of a batch its own, an event's payload once for all its
- * deliveries (they refer to it), so an event of 256 KiB to 10,000 receivers counts
- * 256 KiB and 10,000 callbacks.
- *
- * The key's pending rows are counted in the database (BatchRepository.countPending, at
- * most the quota's worth of index entries, ~1 µs each), and its bytes as those its open
- * batches stored (a batch counts all its bodies until its last callback finishes, so
- * this errs on the side of the quota), and a count stands for a second, or ten times as long as it took
- * (a backlog of a million: ~8 s), with what this process accepted since added to it: a
- * tenant with a large backlog costs one count per such span, not one per request. So a
- * batch may be refused for up to that span after callbacks finished and made room.
- * Batches checked at the same moment by two API processes each see the count without
- * the other's, so together they can pass the quota by their own sizes; within one
- * process they cannot.
+ * MAX_PENDING_PER_KEY and MAX_PENDING_BYTES_PER_KEY: a batch or event that would take its
+ * key past that many pending callbacks, or that many bytes of payload pending, is refused
+ * whole (429 `quota_exceeded`, with the counts) before anything of it is stored, so one
+ * tenant cannot fill the database for everyone. Bytes are the bodies as stored: a batch's
+ * callbacks each their own, an event's payload once for all its deliveries. A count
+ * (BatchRepository.countPending) stands for a second, or ten times as long as it took,
+ * with what this process accepted since added: a tenant with a large backlog costs one
+ * count per such span, and room made meanwhile shows at its end. Two API processes
+ * checking at once do not see each other's batches, so together they can pass the quota
+ * by their own sizes (ARCHITECTURE.md, "Pending quota").
  */
 @Injectable()
 export class PendingQuota {

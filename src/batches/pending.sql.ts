@@ -4,17 +4,15 @@ import { Prisma } from '../generated/prisma/client.js';
 
 /**
  * A key's pending callbacks, counted up to `atMost`, so a count reads at most that many
- * index entries (PendingQuota): one range of `callback_key_due_idx (api_key_id,
- * priority, next_attempt_at) WHERE status = 'pending'`, in that index's order, run with
+ * index entries (PendingQuota): one range of `callback_key_due_idx (api_key_id, priority,
+ * next_attempt_at) WHERE status = 'pending'`, in that index's order, run with
  * COUNT_PLANNER. With the queue's statistics always stale ("nothing is pending"), the
- * planner otherwise walked `callback_due_idx` through every key's pending rows,
- * filtering by key (84 ms on test/db/plans.test.ts's queue, which checks this).
- *
- * And the payload bytes the key has pending: the `body_bytes` of its open batches (an
- * event's batch counts its payload once, stored once for all its deliveries), one range
- * of `batch_key_open_idx (api_key_id) INCLUDE (body_bytes) WHERE completed_at IS NULL`.
- * A batch counts all its bodies until its last callback finishes: bytes pending, or
- * finished in a batch still open.
+ * planner would otherwise walk `callback_due_idx` through every key's pending rows
+ * (test/db/plans.test.ts checks the plan). And the key's pending payload bytes: the
+ * `body_bytes` of its open batches (an event's payload counts once, stored once for all
+ * its deliveries), one range of `batch_key_open_idx (api_key_id) INCLUDE (body_bytes)
+ * WHERE completed_at IS NULL`. A batch counts all its bodies until its last callback
+ * finishes.
  */
 export const countPending = (apiKeyId: string, atMost: number) => Prisma.sql`
   SELECT (SELECT count(*)::int FROM (

@@ -3,9 +3,7 @@ import { Prisma } from '../generated/prisma/client.js';
 /**
  * Every state name the service stores, in one place, for the TypeScript and the SQL
  * alike. The migrations' CHECK constraints list the same names; the schema test
- * (test/db/schema.test.ts) fails when they drift apart.
- *
- * Callback states:
+ * (test/db/schema.test.ts) fails when they drift apart. Callback states:
  *
  *   pending ──claim──▶ in_flight ──2xx──────────────▶ succeeded
  *      ▲                  │ ├──retryable, attempts left─▶ pending (next_attempt_at later)

@@ -3,21 +3,15 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
 /**
- * What a stop (SIGTERM) does with HTTP connections still open. The HTTP server's
- * close waits for every connection Node counts as busy, and two kinds never end by
- * themselves:
- * - one that never sent a request (a client's pool or a proxy connecting ahead):
- *   Node counts it busy from the start (its headers timeout runs, and close stops
- *   that timer). It is cut when the HTTP server closes: nothing is in flight on it.
- * - one with a request that does not end (headers or body that never finish, an
- *   answer its client does not read): cut `graceMs` after the stop began, with any
- *   other request still running then.
- * Either held a stop until the process's shutdown limit (main.ts), which then exited
- * with code 1: the benchmarks' ingest client left pooled connections of the first
- * kind behind, and every API it stopped took 20 s.
- *
- * Returns `stopping`, to call when the stop begins; it returns the function that
- * cancels the grace timer once the stop is done.
+ * What a stop (SIGTERM) does with open HTTP connections. The server's close waits for
+ * every connection Node counts as busy; two kinds never end by themselves and would hold
+ * a stop until the process's shutdown limit (main.ts):
+ * - one that never sent a request (a client's pool or a proxy connecting ahead), which
+ *   Node counts busy from the start (its headers timeout runs; close stops that timer):
+ *   cut when the HTTP server closes, as nothing is in flight on it.
+ * - one with a request that does not end (headers or body never finishing, an answer not
+ *   read): cut `graceMs` after the stop began, with any request still running.
+ * Returns `stopping`, called as the stop begins; its result cancels the grace timer.
  */
 export function cutConnectionsOnStop(fastify: FastifyInstance, graceMs: number): () => () => void {
   const server = fastify.server as Server;

@@ -16,18 +16,16 @@ type ClassRules = { properties: PropertyRules[]; names: ReadonlySet<string> } | 
 const rulesByClass = new Map<Function, ClassRules>();
 
 /**
- * True only when class-validator, with `options`, would find nothing wrong with
- * `object` (an instance made by class-transformer); false means "not sure", and the
- * caller then runs class-validator itself, which also words the errors. The rules are
- * the DTOs' own decorators, read from class-validator's metadata, and every check is
- * class-validator's own constraint: this only skips its bookkeeping (an error object,
- * four array filters and a metadata lookup per property and per item), which made it
- * cost ~20 ms for a batch of 1,000 callbacks (`npm run bench:ingest`).
- *
- * Anything this does not model (groups, `always`, async or promise validation, skip
- * options, whitelist stripping, arrays of arrays) answers false, so it can make
- * validation cheaper but never more lenient. `validation.fast-path.spec.ts` checks it
- * against class-validator on valid and invalid batches.
+ * True only when class-validator, with `options`, would find nothing wrong with `object`
+ * (an instance made by class-transformer); false means "not sure", and the caller then
+ * runs class-validator itself, which also words the errors. The rules are the DTOs' own
+ * decorators, read from class-validator's metadata, and every check is class-validator's
+ * own constraint: this only skips the bookkeeping that makes it slow on a large batch (an
+ * error object, four array filters and a metadata lookup per property and per item;
+ * `npm run bench:ingest`). Anything this does not model (groups, `always`, async or
+ * promise validation, skip options, whitelist stripping, arrays of arrays) answers false,
+ * so it can make validation cheaper but never more lenient (validation.fast-path.spec.ts
+ * checks it against class-validator on valid and invalid batches).
  */
 export function passesAllRules(object: unknown, options: ValidatorOptions): boolean {
   if (

@@ -2,18 +2,16 @@ import { Transform, Type } from 'class-transformer';
 import { declaredProperties, isStrippedKey } from './validation.fast-path.js';
 
 /**
- * Request DTOs hold two kinds of objects: the DTO's own (a batch, a callback), whose
- * keys are its declared fields, and the client's own data inside them (a callback's
- * body and headers), which the API must store and send exactly as received.
- *
- * Turning the parsed request into DTO instances changes the second kind unless told
- * not to: class-transformer copies nested objects and leaves out every key that names
- * an inherited method (`toString`, `valueOf`, `hasOwnProperty`, …), and Nest's
- * ValidationPipe deletes `prototype` and `constructor` keys at any depth. A webhook
- * body `{"constructor": "x", "toString": 1, "n": 1}` went out as `{"n": 1}`.
- *
- * And on the DTO's own objects the same two steps drop such keys without a word,
- * where any other unknown field is refused.
+ * Request DTOs hold two kinds of objects: the DTO's own (a batch, a callback), whose keys
+ * are its declared fields, and the client's data inside them (a callback's body and
+ * headers), which the API must store and send exactly as received.
+ * Turning the parsed request into DTO instances changes the second kind unless told not
+ * to: class-transformer copies nested objects and leaves out every key that names an
+ * inherited method (`toString`, `valueOf`, `hasOwnProperty`, …), and Nest's
+ * ValidationPipe deletes `prototype` and `constructor` keys at any depth (a body
+ * `{"constructor": "x", "toString": 1, "n": 1}` would go out as `{"n": 1}`). On the DTO's
+ * own objects the same two steps drop such keys without a word, where any other unknown
+ * field is refused.
  */
 
 /** Nested DTO classes by DTO class and property (own ones; `nestedTypeOf` looks at inherited ones too). */

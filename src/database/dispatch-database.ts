@@ -12,40 +12,38 @@ const POOL_SIZE = 6;
  * What every statement of the worker runs with:
  *
  * - `synchronous_commit` (DISPATCH_SYNCHRONOUS_COMMIT, default off). Off, a commit
- *   returns before its WAL reaches the disk. If Postgres itself crashes, the last
- *   fraction of a second of claims and write-backs can be lost, which puts those
- *   callbacks back where they were: a lost claim leaves the row pending, a lost
- *   write-back leaves it in flight until its lease runs out. Either way it is sent
- *   again with the same webhook-id, which at-least-once delivery allows; nothing a
- *   client stored is ever lost (ingest commits on the API's connections,
- *   synchronously). On this machine a commit's fsync cost more than the claim itself.
- * - `jit = off`: these are statements of a few ms, run thousands of times a second;
- *   JIT compiles a statement whose estimated cost passes `jit_above_cost` (100,000),
- *   which the queue's stale statistics, a long id list, or the claim's own planner
- *   settings (CLAIM_PLANNER) reach, and a compile costs 20 ms to 1 s, every run. On a
- *   server built with JIT (on by default wherever Postgres is built with LLVM, as
- *   Debian's is), the worker's claims were each compiled, ~1 s apiece, while the
- *   embedded server, built without it, never showed it. Off here, a worker runs the
- *   same on either. The API's statements keep the server's setting.
- * - `statement_timeout`, `lock_timeout`: the safety net of every session (timeoutSettings).
- * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs, instead
- *   of 4, which models spinning disks): a cost of the planner's model, not a switch,
- *   so nothing is inflated. With 4 and the queue's stale statistics (no lease held
- *   when ANALYZE ran), the write-back read the whole table into a hash instead of
- *   finding its rows by primary key, below a few hundred thousand rows: 5 ms instead
- *   of 1 ms for 200 rows out of 20,000 (test/db/leases.test.ts shows the plan).
+ *   returns before its WAL reaches the disk, so claims and write-backs do not wait for a
+ *   flush. If Postgres itself crashes, the last fraction of a second of claims and
+ *   write-backs can be lost, which puts those callbacks back where they were: a lost
+ *   claim leaves the row pending, a lost write-back leaves it in flight until its lease
+ *   runs out. Either way it is sent again with the same webhook-id, which at-least-once
+ *   delivery allows; nothing a client stored is ever lost (ingest commits on the API's
+ *   connections, synchronously).
+ * - `jit = off`: these are short statements, run thousands of times a second. JIT
+ *   compiles a statement whose estimated cost passes `jit_above_cost`, which the queue's
+ *   stale statistics, a long id list, or the claim's own planner settings (CLAIM_PLANNER)
+ *   reach, and the compile costs far more than the statement, at every run. JIT is on by
+ *   default wherever Postgres is built with LLVM (Debian's is, the embedded server is
+ *   not); off here, a worker runs the same on either. The API's statements keep the
+ *   server's setting.
+ * - `statement_timeout`, `lock_timeout`: the safety net of every session
+ *   (timeoutSettings).
+ * - `random_page_cost = 1.1` (the usual value for data in memory or on SSDs; 4 models
+ *   spinning disks): a cost of the planner's model, not a switch, so nothing is inflated.
+ *   With 4 and the queue's stale statistics (no lease held when ANALYZE ran), the
+ *   write-back reads a queue of up to a few hundred thousand rows whole into a hash
+ *   instead of finding its rows by primary key (test/db/leases.test.ts shows the plan).
  *
- * How they are set depends on the connection. Directly, once per connection as it
- * opens (openPool's session settings): a session keeps them, and a statement runs alone. Behind a
- * transaction pooler, as `SET LOCAL` in each statement's own transaction, sent with
- * the statement as one message (runInOneTrip): a pooler refuses startup options, and
- * a session's SET would stay on whichever server connection ran it. Set per
- * statement on direct connections too (then as BEGIN with the SETs, the statement,
- * COMMIT: two round trips more), they slow a worker's drain measurably against
- * settings made once on connect (bench/README.md). No planner switch is set
- * here: each statement gets its plan from its own shape (test/db/plans.test.ts checks
- * them on every supported server); the claims' own (CLAIM_PLANNER) are set for them
- * alone (runnerWith).
+ * How they are set depends on the connection. Directly, once per connection as it opens
+ * (openPool's session settings): a session keeps them, and a statement runs alone; set
+ * per statement instead, they would cost each statement two round trips more (BEGIN with
+ * the SETs, the statement, COMMIT; bench/README.md, "the servers users run"). Behind a
+ * transaction pooler, as `SET LOCAL` in each statement's own transaction, sent with the
+ * statement as one message (runInOneTrip): a pooler refuses startup options, and a
+ * session's SET would stay on whichever server connection ran it. No planner switch is
+ * set here: each statement gets its plan from its own shape (test/db/plans.test.ts checks
+ * them on every supported server); the claims' own (CLAIM_PLANNER) are set for them alone
+ * (runnerWith).
  */
 export const dispatchSettings = (
   config: Pick<AppConfig, 'dispatchSynchronousCommit' | 'databaseStatementTimeoutMs' | 'databaseLockTimeoutMs'>,

@@ -246,17 +246,14 @@ function run(on: pg.Pool | pg.PoolClient, nameOf: (query: { sql: string }) => st
 /**
  * One statement with its `SET LOCAL`s (`begin`: `BEGIN; SET LOCAL …`) as a single
  * simple-protocol message, `SET LOCAL …; <statement>`, which the server runs as one
- * implicit transaction: committed when the statement succeeds, rolled back when it
- * fails, and in either case ended before the server answers. So the transaction
- * never waits on this process between its statements (sent as BEGIN, statement,
- * COMMIT, a busy event loop held its row locks "idle in transaction" for as long
- * as it took to send the COMMIT: 200 ms and more). Each statement is parsed and
- * planned after the SETs before it have run, so planner settings apply. The simple
- * protocol takes no parameters: each value is inlined as a quoted literal of
- * unknown type, as the text pg sends for it (textOf), which the server types from
- * its context exactly as it types an untyped bound parameter (pg sends every
- * parameter untyped). Only for unnamed statements (behind a transaction pooler),
- * which are parsed and planned at every run anyway.
+ * implicit transaction, ended (committed, or rolled back on failure) before it answers.
+ * So the transaction never waits on this process, as it would between BEGIN, statement
+ * and COMMIT, its row locks held until a busy event loop sends the COMMIT. Each statement
+ * is planned after the SETs before it ran, so planner settings apply. The simple protocol
+ * takes no parameters: each value is inlined as a quoted literal of unknown type, the
+ * text pg sends for it (textOf), which the server types from its context as it types an
+ * untyped bound parameter (pg sends every parameter untyped). Only for unnamed statements
+ * (behind a transaction pooler), parsed and planned at every run anyway.
  */
 export function runInOneTrip(pool: pg.Pool, begin: string, statement: Prisma.Sql): Promise<pg.QueryResult> {
   const sets = begin.replace(/^BEGIN(; )?/, '');

@@ -40,33 +40,30 @@ export interface ReplicaState {
 
 /**
  * DATABASE_READ_URL: the API's reads that may be a moment old (lists, the latency
- * history, hosts, the portal's views) go to a streaming replica, so they cost the
- * primary nothing; the reads of one resource by id, every write and everything the
- * worker does stay on the primary.
+ * history, hosts, the portal's views) go to a streaming replica, so they cost the primary
+ * nothing; the reads of one resource by id, every write and everything the worker does
+ * stay on the primary.
  *
- * How far behind the replica is: every check (a quarter of the max lag, at most 250
- * ms) notes the primary's WAL position and the time it was read, then asks the
- * replica how far it has replayed. `caughtUpTo` is the time of the newest noted
- * position the replica has reached: everything committed on the primary before
- * then is on the replica.
+ * How far behind the replica is: every check (a quarter of the max lag, at most 250 ms)
+ * notes the primary's WAL position and the time it was read, then asks the replica how
+ * far it has replayed. `caughtUpTo` is the time of the newest noted position the replica
+ * has reached: everything committed on the primary before then is on the replica.
  *
  * Read after write: a request that may have written (any method but GET, HEAD and
- * OPTIONS, with a key or a portal session) notes the time for its key before its
- * answer is sent (registerReadAfterWrite). A read of that key goes to the replica only
- * once `caughtUpTo` is past that time, else to the primary: a client listing what it
- * just created through this process sees it. Another API process does not know of
- * the write; there the list is at most the max lag old, and a read by id (on the
- * primary) is always current.
+ * OPTIONS, with a key or a portal session) notes the time for its key before its answer
+ * is sent (registerReadAfterWrite). A read of that key goes to the replica only once
+ * `caughtUpTo` is past that time, else to the primary: a client listing what it just
+ * created through this process sees it. Another API process does not know of the write;
+ * there the list is at most the max lag old, and a read by id (on the primary) is always
+ * current.
  *
- * A replica that lags past DATABASE_READ_MAX_LAG_MS, does not answer the check within
- * a second, or is not in recovery (a promoted one has left the primary's timeline)
- * is skipped until a check finds it well; a read the replica fails (not a refusal of
- * the request, AppError) is run on the primary at once and the replica skipped until
- * the next check. /health/ready
- * says which (`replica`), without failing: the primary serves every read meanwhile.
- *
- * On a replica the latency history computes its closed buckets without storing them
- * (LatencyRepository): a standby takes no writes.
+ * A replica that lags past DATABASE_READ_MAX_LAG_MS, does not answer the check within a
+ * second, or is not in recovery (a promoted one has left the primary's timeline) is
+ * skipped until a check finds it well; a read the replica fails (not a refusal of the
+ * request, AppError) is run on the primary at once and the replica skipped until the next
+ * check. /health/ready says which (`replica`), without failing: the primary serves every
+ * read meanwhile. On a replica the latency history computes its closed buckets without
+ * storing them (LatencyRepository): a standby takes no writes.
  */
 @Injectable()
 export class ReadReplica implements OnModuleInit, OnApplicationShutdown {

@@ -15,19 +15,16 @@ interface Pending<I, O> {
 }
 
 /**
- * Serves many concurrent requests for the same statement with one statement: the
- * inputs queued while a run is being scheduled, or while `maxInFlight` runs are
- * busy, go to `run` together, and each caller gets its own output back (`run`
- * answers in input order). Under light load a request waits one turn of the event
- * loop at most; under heavy load the groups grow by themselves. On this 2-core
- * machine each statement costs far more (round trip, parse, plan, commit and its
- * WAL flush, process wake-ups on both sides) than each row in it, so grouping is
- * what moves small requests per second (`npm run bench:ingest`, `bench:status`).
- *
- * A group runs as one statement, so it fails as one: when it fails for any reason
- * but an unreachable database, each input is run again alone, and only the input
- * that is really at fault sees the error. (For writes that is safe: a failed
- * statement committed nothing.)
+ * Serves many concurrent requests for the same statement with one statement: the inputs
+ * queued while a run is being scheduled, or while `maxInFlight` runs are busy, go to
+ * `run` together, and each caller gets its own output back (`run` answers in input
+ * order). Under light load a request waits one turn of the event loop at most; under
+ * heavy load the groups grow by themselves. A statement costs far more (round trip,
+ * parse, plan, commit and its WAL flush, process wake-ups on both sides) than a row in
+ * it, so grouping is what raises the rate of small requests. A group fails as one: when
+ * it fails for any reason but an unreachable database, each input is run again alone, and
+ * only the input at fault sees the error (safe for writes: a failed statement committed
+ * nothing).
  */
 export class StatementCoalescer<I, O> {
   private readonly queue: Array<Pending<I, O>> = [];

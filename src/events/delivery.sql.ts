@@ -46,40 +46,39 @@ export interface NewDeliveries {
 const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
 
 /**
- * Stores an event, its batch and all its deliveries in one statement: one round trip
- * and one commit, no interactive transaction (that cost four round trips: BEGIN, the
- * ingest's statement, the event's insert, COMMIT). bench:fanout, 2026-12-03.
+ * Stores an event, its batch and all its deliveries in one statement: one round trip and
+ * one commit, no interactive transaction (which would cost four round trips: BEGIN, the
+ * ingest's statement, the event's insert, COMMIT).
  *
- * - `e` inserts the event `ON CONFLICT (api_key_id, event_id) DO NOTHING`; the batch
- *   is made from what `e` returns and the deliveries from what the batch's insert
- *   returns, so when another event holds the id (a concurrent publish of the same id
- *   waits on that unique index entry for the first to commit) nothing at all is
- *   stored, and the statement answers no row. An event no one takes has a batch
- *   complete at once (completed_at = created_at), as a batch whose callbacks have all
- *   finished is: never open for the sweep, and taken by the retention purge.
- * - `r` reads the subscribers' rows `FOR SHARE` (by receiver_pkey), as the ingest
- *   reads a batch's receivers: a disable or enable under way (its row locked
- *   `FOR UPDATE`, then its callbacks flipped by its task) is waited for, and its
- *   deliveries are stored held or not as the receiver then is; one that comes after
- *   waits for this statement, and its task sees these rows. A receiver being deleted
- *   (`deleted_at` set) or gone gets its delivery with no such receiver id, so the
- *   foreign key refuses the statement (EventService looks the subscribers up again).
+ * - `e` inserts the event `ON CONFLICT (api_key_id, event_id) DO NOTHING`; the batch is
+ *   made from what `e` returns and the deliveries from what the batch's insert returns,
+ *   so when another event holds the id (a concurrent publish of the same id waits on that
+ *   unique index entry for the first to commit) nothing at all is stored, and the
+ *   statement answers no row. An event no one takes has a batch complete at once
+ *   (completed_at = created_at), as a batch whose callbacks have all finished is: never
+ *   open for the sweep, and taken by the retention purge.
+ * - `r` reads the subscribers' rows `FOR SHARE` (by receiver_pkey), as the ingest reads a
+ *   batch's receivers: a disable or enable under way (its row locked `FOR UPDATE`, then
+ *   its callbacks flipped by its task) is waited for, and its deliveries are stored held
+ *   or not as the receiver then is; one that comes after waits for this statement, and
+ *   its task sees these rows. A receiver being deleted (`deleted_at` set) or gone gets
+ *   its delivery with no such receiver id, so the foreign key refuses the statement
+ *   (EventService looks the subscribers up again).
  * - The payload is stored once, as the event's `body` (the JSON text every delivery
  *   sends); each delivery holds no body but `body_event_id`, the event's id, and the
- *   claim reads the body from the event (claim.sql.ts). One 48 KiB event to 200
- *   receivers stores 48 KiB, not 200 copies of it.
- * - Each delivery's columns are made here from that row, where a batch's callback
- *   takes them from the receiver (BatchService): its headers under the event's own
- *   (`||`: the right side wins, as the object spread of a batch does), its timeout,
- *   attempts and retry delays, else the event type's, else the configured ones; the url and destination are
- *   the lookup's (the destination needs the URL parser). Only the ids and urls cross
- *   the wire per delivery, not 16 columns: for 1,000 deliveries that was a quarter of
- *   the request's time in Node.
+ *   claim reads the body from the event (claim.sql.ts; ARCHITECTURE.md, "Payloads of
+ *   events").
+ * - Each delivery's columns are made here from that row, where a batch's callback takes
+ *   them from the receiver (BatchService): its headers under the event's own (`||`: the
+ *   right side wins, as the object spread of a batch does), its timeout, attempts and
+ *   retry delays, else the event type's, else the configured ones; the url and
+ *   destination are the lookup's (the destination needs the URL parser). So only the ids
+ *   and urls cross the wire per delivery, not 16 columns.
  * Locks: the new rows, the subscribers' rows FOR SHARE in id order (the order the
- * write-back and the ingest lock receivers in, so none of them deadlock on two
- * receivers; the receiver's foreign key then takes KEY SHARE on rows already locked;
- * `batch_id` has none, see migration callback_batch_no_fkey), the event's unique index
- * entry on a conflict.
+ * write-back and the ingest lock receivers in, so none of them deadlock on two receivers;
+ * the receiver's foreign key then takes KEY SHARE on rows already locked; `batch_id` has
+ * none, see migration callback_batch_no_fkey), the event's unique index entry on a
+ * conflict.
  */
 export function insertEventStatement(event: NewEvent, d: NewDeliveries): Prisma.Sql {
   const total = d.callbackIds.length;

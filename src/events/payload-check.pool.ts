@@ -35,25 +35,16 @@ const WORKER_URL = new URL('./checks/payload-check.worker.mjs', import.meta.url)
 const THREAD_HEAP_MB = 256;
 
 /**
- * Checks of event payloads that take time the service does not choose: compiling an
- * event type's JSON Schema, validating a payload against it (a schema may ask for
- * `uniqueItems` over 12,000 objects: 72 million comparisons), evaluating the
- * subscribers' filters. They run on EVENT_CHECK_THREADS worker threads
- * (checks/payload-check.worker.mjs), one job per thread at a time, the others queued
- * in order, so the API's event loop (and with it `/health/live`, every other request
- * and, in a process of role `all`, the dispatch) never waits for them. Each job gets
- * EVENT_CHECK_BUDGET_MS from when its thread starts it; one that outruns it ends its
- * thread (`terminate()` stops even a loop that never yields; a new thread takes the
- * next job) and is answered with a 400: the publish or the PUT stores nothing. So a
- * publish is checked, or refused, within its budget, whatever the schema.
- *
- * Threads are made as checks need them: the first at the first check, more (up to
- * EVENT_CHECK_THREADS) while checks wait. A process that checks nothing (a worker, an
- * API whose keys use no schemas or filters) makes none, and holds none of their memory
- * (~19 MiB and ~0.2 s of CPU each to load, measured here). The first check of a process
- * waits for its thread to load (~150 ms), outside its budget. One that is ended is
- * replaced at once, so the request after it does not wait for a thread to load; making
- * one costs the event loop a few ms, ending one less.
+ * Checks of event payloads that take time the service does not choose (compiling an event
+ * type's JSON Schema, validating a payload against it, evaluating the subscribers'
+ * filters) run on up to EVENT_CHECK_THREADS worker threads
+ * (checks/payload-check.worker.mjs), one job per thread at a time, the others queued in
+ * order: the API's event loop (with it `/health/live` and, in role `all`, the dispatch)
+ * never waits for them. A job gets EVENT_CHECK_BUDGET_MS from when its thread starts it;
+ * one that outruns it ends its thread (`terminate()` stops even a loop that never yields)
+ * and is answered 400: the publish or PUT stores nothing. Threads are made as checks wait
+ * for one: a process that checks nothing holds none. A thread's load is outside any job's
+ * budget; an ended thread is replaced at once, ahead of the next check.
  */
 @Injectable()
 export class PayloadCheckPool implements OnModuleDestroy {

@@ -21,18 +21,15 @@ const MAX_SUBSCRIBERS = 1_000_000;
 
 /**
  * The key's receivers subscribed to any of `patterns` (patternsOf: the type and its
- * `prefix.*` wildcards), optionally only those named in `names`; not deleted, with
- * a url. Disabled ones are included: their deliveries are stored held.
- *
- * The plan comes from the shape, not from statistics (a key whose receivers all take
- * `order.paid` makes the planner expect thousands of entries for every key): for each
- * pattern, a walk of event_subscription_pkey (api_key_id, pattern) in receiver_id
- * order under a LIMIT, so it stays an index walk of that key's entries for that
- * pattern; the ids go as one array to receiver_pkey (`id = ANY(ARRAY(…))`: one index
- * probe per subscriber, never a scan of the key's other receivers), which also makes
- * a receiver matched by two patterns (`order.paid` and `order.*`) come once
- * (test/db/event-subscribers.plans.test.ts). Reads, locks nothing (the insert of the
- * deliveries reads the receivers again FOR SHARE).
+ * `prefix.*` wildcards), optionally only those named in `names`; not deleted, with a url;
+ * disabled ones too (their deliveries are stored held). Reads, locks nothing (the
+ * deliveries' insert reads the receivers again FOR SHARE). The plan comes from the shape,
+ * not from statistics (one key's thousands of `order.paid` entries make the planner
+ * expect as many for every key): per pattern, a walk of event_subscription_pkey
+ * (api_key_id, pattern) in receiver_id order under a LIMIT; the ids go as one array to
+ * receiver_pkey (`id = ANY(ARRAY(…))`: one probe per subscriber, never a scan of the
+ * key's other receivers), so a receiver two patterns match comes once
+ * (test/db/event-subscribers.plans.test.ts).
  */
 export function subscribersOf(apiKeyId: string, patterns: string[], names?: string[]): Prisma.Sql {
   return Prisma.sql`

@@ -70,13 +70,12 @@ const bucketStarts = (f: LatencyFilter) => Prisma.sql`
  * aggregate per bucket (LATERAL over the bucket starts) instead of one GROUP BY: each
  * bucket is its own range scan of `attempt_api_key_id_started_at_idx (api_key_id,
  * started_at) INCLUDE (host, outcome, duration_ms)`, index-only once vacuumed, and its
- * percentiles sort only that bucket's durations in memory. A GROUP BY sorts the whole
- * window (a month of a million attempts) on disk first: 1.7 s against 0.3 s measured.
- * The three percentiles share one sort (an ordered-set aggregate with an array
- * argument). A batch filter reads the batch's callback ids through
- * `callback_batch_id_status_idx`. A receiver filter reads `attempt_receiver_idx
- * (receiver_id, started_at) INCLUDE (outcome, duration_ms)` instead (the receiver is
- * the key's, checked before).
+ * percentiles sort only that bucket's durations in memory, where a GROUP BY sorts the
+ * whole window on disk first. The three percentiles share one sort (an ordered-set
+ * aggregate with an array argument). A batch filter reads the batch's callback ids
+ * through `callback_batch_id_status_idx`. A receiver filter reads `attempt_receiver_idx
+ * (receiver_id, started_at) INCLUDE (outcome, duration_ms)` instead (the receiver is the
+ * key's, checked before).
  */
 function bucketAggregate(f: LatencyFilter): Prisma.Sql {
   const host = f.host === undefined ? Prisma.empty : Prisma.sql`AND a.host = ${f.host}`;

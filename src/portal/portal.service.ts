@@ -55,17 +55,16 @@ export class PortalService {
   }
 
   /**
-   * Changes its URL, headers, disabled (a disable holds its callbacks, an enable
-   * releases them: the receiver API's tasks), its credentials or its transform. The
-   * portal is for people outside the sender, so a URL it sets (the receiver's, or an
-   * OAuth2 token endpoint's) must be public whatever ALLOW_PRIVATE_NETWORKS opens and
-   * whatever its key is granted: an IP literal or a name resolving now to an address
-   * the public rule refuses is a 400, and the destination is recorded as the portal's
-   * (`portal_hosts`), so its callbacks and token requests connect to public addresses
-   * only, whatever the name resolves to when they are sent (claim.sql.ts,
-   * credential.cache.ts, the transport). A transform it sets may change a call's URL;
-   * the call then reaches public addresses only, and its credentials stay with the
-   * callback's own destination (transform.step.ts).
+   * Changes its URL, headers, disabled (a disable holds its callbacks, an enable releases
+   * them: the receiver API's tasks), its credentials or its transform. Portal users are
+   * outside the sender, so a URL it sets (the receiver's, or an OAuth2 token endpoint's)
+   * must be public whatever ALLOW_PRIVATE_NETWORKS opens and whatever its key is granted:
+   * an IP literal or a name now resolving to an address the public rule refuses is a 400,
+   * and the destination is recorded as the portal's (`portal_hosts`), so its callbacks
+   * and token requests connect to public addresses only, whatever the name resolves to
+   * when sent (claim.sql.ts, credential.cache.ts, the transport). A transform it sets may
+   * change a call's URL; the call then reaches public addresses only, and its credentials
+   * stay with the callback's own destination (transform.step.ts).
    */
   async updateSettings(p: PortalCaller, dto: PortalSettingsDto): Promise<PortalReceiverDto> {
     const changes = {

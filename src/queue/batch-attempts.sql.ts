@@ -3,18 +3,15 @@ import { CLOCK_MARGIN_MS } from '../common/clock.js';
 
 /**
  * A batch's attempts, read by its callbacks: GET /v1/batches/{id} (its span),
- * batch.completed (the same span, batch-completion.sql.ts) and the batch's timeline.
- *
- * The history is partitioned by time (`attempt` by `started_at`, `callback` by
- * `done_at`: src/retention), and a batch's rows all come after it was stored: its
- * callbacks finish, and their attempts start, at or after the batch's `created_at`.
- * So each read is bounded below by `attemptsSince`, which prunes every older
- * partition, and reaches the attempts one callback at a time (a LATERAL probe of
+ * batch.completed (the same span, batch-completion.sql.ts) and the batch's timeline. The
+ * history is partitioned by time (`attempt` by `started_at`, `callback` by `done_at`:
+ * src/retention), and a batch's callbacks finish, and their attempts start, at or after
+ * its `created_at`. So each read is bounded below by `attemptsSince`, which prunes every
+ * older partition, and reaches the attempts one callback at a time (a LATERAL probe of
  * `attempt_callback_id_number_idx`): a batch costs its own rows, whatever the history
- * holds. Joined as `callback JOIN attempt`, the planner hash-joined a 10,000-callback
- * batch against every attempt of the history (3M attempts, Debian's 15: a parallel
- * sequential scan of every partition, costed past `jit_above_cost`, 1 s a read of
- * which 0.37 s JIT compiling) and probed every partition's index for a small batch.
+ * holds. Given a plain join, the planner would hash-join a large batch with every attempt
+ * and probe every partition's index for a small one (bench/README.md, "a batch's reads
+ * from its own partitions").
  */
 
 /**

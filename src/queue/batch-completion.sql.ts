@@ -4,15 +4,14 @@ import { attemptsSinceOf, batchSpan } from './batch-attempts.sql.js';
 import { iso, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
 
 /**
- * Batch completion, all of it: a batch is complete (`completed_at` set) once none of
- * its callbacks is pending or in flight. Three statements keep that true:
- * - the completer stamps the batches of the callbacks it just finished
- *   (`completeBatches`), after its write-back committed: of two workers finishing
- *   the last callbacks of one batch at once, the later one to commit sees both done;
- * - the maintenance leader sweeps batches whose last write-back crashed before the
- *   stamp (`openBatchesWithNothingLeft`, then `completeBatches`);
- * - a retry re-opens the batches of the callbacks it sends again (`reopenBatches`),
- *   in the retry's own transaction.
+ * Batch completion, all of it: a batch is complete (`completed_at` set) once none of its
+ * callbacks is pending or in flight; three statements keep that true:
+ * - the completer stamps its just-finished callbacks' batches (`completeBatches`) after
+ *   its write-back commits: of two workers finishing a batch's last callbacks at once,
+ *   the later to commit sees both done;
+ * - the maintenance leader sweeps batches whose last write-back crashed before the stamp
+ *   (`openBatchesWithNothingLeft`, then `completeBatches`);
+ * - a retry re-opens its callbacks' batches in its own transaction (`reopenBatches`).
  * Each reads a batch's callbacks through `callback_batch_id_status_idx`, in the
  * partitions from the batch's time on (batch-attempts.sql.ts).
  */

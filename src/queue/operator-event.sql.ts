@@ -31,37 +31,34 @@ export const OPERATOR_EVENT_TYPES = [
 export type OperatorEventType = (typeof OPERATOR_EVENT_TYPES)[number];
 
 /**
- * Stores operator events with their deliveries, inside the statement (so the
- * transaction) of the state change that causes them: the caller's CTEs (`ctes`, e.g.
- * the batch completion's UPDATE … RETURNING) and `source`, a SELECT over them with
- * one row per event: `api_key_id, type, event_id, payload` (jsonb, the event's
- * `data`) and `notify_url, notify_host, notify_receiver_id` (a batch's own target, or
- * nulls). Each event goes to the key's operator endpoint when it takes the type, and
- * to the notify target; an event nobody takes stores nothing (no event row, no batch).
- * So the event exists exactly when its cause committed: a worker killed before the
- * commit leaves neither, and whoever makes the change later (the maintenance sweep)
- * stores the event then.
+ * Stores operator events with their deliveries, inside the statement (so the transaction)
+ * of the state change that causes them: the caller's CTEs (`ctes`, e.g. the batch
+ * completion's UPDATE … RETURNING) and `source`, a SELECT over them with one row per
+ * event: `api_key_id, type, event_id, payload` (jsonb, the event's `data`) and
+ * `notify_url, notify_host, notify_receiver_id` (a batch's own target, or nulls). Each
+ * event goes to the key's operator endpoint when it takes the type, and to the notify
+ * target; an event nobody takes stores nothing (no event row, no batch). So the event
+ * exists exactly when its cause committed: a worker killed before the commit leaves
+ * neither, and whoever makes the change later (the maintenance sweep) stores the event
+ * then.
  *
- * `event_id` names the cause (`batch.completed:<batch id>`): the insert is
- * `ON CONFLICT (api_key_id, event_id) DO NOTHING`, and the batch and the callbacks
- * are inserted only for the event rows it returned, so even a cause reported twice
- * stores one event. Each event is an `event` row (GET /v1/events lists it), a batch
- * marked `operator_event` (its completion and its callbacks' failures cause no
- * operator events: no event about an event) and one callback per target: an
- * ordinary callback, stored, claimed, signed with its receiver's secret (the
- * operator endpoint's own whsec_), retried and kept in the history like any other;
- * held when its receiver is disabled. Receivers are read `FOR KEY SHARE`: every flip
- * of `disabled` locks the row `FOR UPDATE` first (the API, the auto-disable), so a
- * disable or enable under way is waited for and the row stored held or not as the
- * receiver then is.
+ * `event_id` names the cause (`batch.completed:<batch id>`): the insert is `ON CONFLICT
+ * (api_key_id, event_id) DO NOTHING`, and the batch and the callbacks are inserted only
+ * for the event rows it returned, so even a cause reported twice stores one event. Each
+ * event is an `event` row (GET /v1/events lists it), a batch marked `operator_event` (its
+ * completion and its callbacks' failures cause no operator events: no event about an
+ * event) and one callback per target: an ordinary callback, stored, claimed, signed with
+ * its receiver's secret (the operator endpoint's own whsec_), retried and kept in the
+ * history like any other; held when its receiver is disabled.
  *
- * Lock order: the receivers are read last, after the caller's own locks. `FOR SHARE`
- * here closed a cycle with write-backs, which lock their rows' receivers
- * (lockReceivers) first: one holding the endpoint's receiver (its own deliveries'
- * outcomes) and waiting for a receiver this transaction held, ~1 s each until
- * Postgres failed one; enough of them in a row outlasted a lease, and the call was
- * sent twice. `FOR KEY SHARE` does not conflict with the write-backs' `FOR NO KEY
- * UPDATE`, so there is no cycle.
+ * Receivers are read last, after the caller's own locks, `FOR KEY SHARE`
+ * (ARCHITECTURE.md, "Lock order"). Every flip of `disabled` locks the row `FOR UPDATE`
+ * first (the API, the auto-disable), so a flip under way is waited for and the row stored
+ * held or not as the receiver then is. Write-backs lock their rows' receivers first,
+ * `FOR NO KEY UPDATE` (lockReceivers): with `FOR SHARE` here, one holding the endpoint's
+ * receiver (its own deliveries' outcomes) and waiting for a receiver this transaction
+ * holds would close a cycle. `FOR KEY SHARE` does not conflict with `FOR NO KEY UPDATE`,
+ * so there is none.
  *
  * Cost when nothing is configured: one probe of operator_endpoint_pkey per source row
  * (the caller's source selects only what changed), and the empty CTEs below.

@@ -1,26 +1,16 @@
 import { unstorableTextProblem } from '../common/validators.js';
 
 /**
- * A receiver's filter on event payloads, in the shape Convoy and Outpost use (after
- * MongoDB's query documents). A filter is an object whose entries must all hold:
- *
- * - `"a.b.c": value` compares the payload's value at that dotted path (a number part
- *   indexes an array: `items.0.sku`) with `value` for equality;
- * - `"a.b.c": {"$op": operand, …}` applies operators, all of which must hold:
- *   `$eq`, `$ne` (any JSON value, compared deeply; `$ne` also holds where the path is
- *   missing), `$in`, `$nin` (an array of values), `$gt`, `$gte`, `$lt`, `$lte` (a
- *   number or a string, compared with values of the same type only: `{"$gt": 5}` never
- *   holds for `"6"`), `$exists` (true or false);
- * - `"$and": [filter, …]`, `"$or": [filter, …]` (at least one filter each) and
- *   `"$not": filter` combine filters.
- *
- * An object whose keys all start with `$` is an operator object; a value object with
- * no `$` keys is compared for equality; one that mixes them is an error. An empty
- * filter `{}` takes every event.
- *
- * Filters are checked here when stored; they are evaluated against a payload in the
- * payload check threads (checks/filter-match.mjs, PayloadCheckPool), off the API's
- * event loop and within the publish's budget.
+ * A receiver's filter on event payloads, in Convoy's and Outpost's shape (MongoDB's query
+ * documents): an object whose entries must all hold. `"a.b.c": value` holds when the
+ * value at that dotted path (a number part indexes an array: `items.0.sku`) equals
+ * `value`; `"a.b.c": {"$op": operand, …}` applies operators, all of which must hold:
+ * `$eq`, `$ne` (any JSON value, compared deeply; `$ne` also holds where the path is
+ * missing), `$in`, `$nin` (an array), `$gt`, `$gte`, `$lt`, `$lte` (a number or a string,
+ * met only by values of its type: `{"$gt": 5}` never holds for `"6"`), `$exists` (a
+ * boolean). `$and`, `$or` (a non-empty array of filters) and `$not` (a filter) combine
+ * filters. Mixing `$` keys and other keys in one object is an error; `{}` takes every
+ * event. Checked here when stored, run off the event loop (checks/filter-match.mjs).
  */
 export type Filter = Record<string, unknown>;
 

@@ -32,15 +32,14 @@ export interface ReceiverHealthRow {
 
 /**
  * One page of a key's receivers with each one's health, in one statement: the page is
- * picked first (`receiver_api_key_id_name_key`; for the health order the key's
- * receivers are sorted in memory, a key has hundreds, not millions), then per receiver
- * of the page two index probes:
+ * picked first (`receiver_api_key_id_name_key`; for the health order the key's receivers
+ * are sorted in memory, a key has hundreds, not millions), then per receiver of the page
+ * two index probes:
  * - its attempts since `since`, counted by outcome from `attempt_receiver_idx`
  *   (receiver_id, started_at) INCLUDE (outcome): index-only once vacuumed;
- * - its unfinished callbacks by status and held, from `callback_receiver_open_idx`,
- *   which holds only those: a receiver's finished callbacks are never read. Their
- *   number is bounded by the key's pending quota (MAX_PENDING_PER_KEY) plus what is in
- *   flight.
+ * - its unfinished callbacks by status and held, from `callback_receiver_open_idx`, which
+ *   holds only those: a receiver's finished callbacks are never read. Their number is
+ *   bounded by the key's pending quota (MAX_PENDING_PER_KEY) plus what is in flight.
  * Reads only; locks nothing.
  */
 export function listReceiversWithHealth({ apiKeyId, limit, sort, after, since }: ReceiverListArgs): Prisma.Sql {

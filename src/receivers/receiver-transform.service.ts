@@ -20,14 +20,13 @@ const NO_URL = 'https://receiver.invalid/';
  * A receiver's transform tried without sending anything (`POST
  * /v1/receivers/{name}/transform/test`, and the portal's "Try it"): its own code or the
  * code given, on a sample body (to its URL with its headers, as a callback naming it
- * would be stored) or on one of its past deliveries (its stored request, as its next
- * attempt would get it). Answers what would be sent, with the headers signed now with
- * its secrets, so the body and signature can be checked as the receiver would; and,
- * as the worker decides it (transform.step.ts), whether the receiver's credentials go
- * with it: which `auth` and whether `tls`, never their values. Their Authorization
- * header is added when a call is sent, replacing any the transform set, so a request
- * shown for a receiver with `auth` holds none; one the transform moved to another
- * destination than the input's is the worker's error (credentialsDestinationProblem).
+ * would be) or on one of its past deliveries (as its next attempt would get it). Answers
+ * what would be sent, signed now with its secrets, so body and signature can be checked
+ * as the receiver would; and, as the worker decides it (transform.step.ts), whether the
+ * receiver's credentials go with it: which `auth` and whether `tls`, never their values.
+ * Their Authorization header is added when a call is sent, replacing any the transform
+ * set, so a request shown for a receiver with `auth` holds none; one the transform moved
+ * off the input's destination is the worker's error (credentialsDestinationProblem).
  */
 @Injectable()
 export class ReceiverTransformService {

@@ -54,20 +54,16 @@ export const countRecoverable = (f: RecoveryFilter, statuses: string[]) => Prism
     AND ${scoped(f)}`;
 
 /**
- * A chunk of a recovery (task kind 'recovery', task.sql.ts for the frame): the next
- * rows of the walk over `callback_unsuccessful_idx` for the status the task is at
- * (the first of its `statuses`; a recovery of failed and cancelled walks failed
- * first), after its cursor and inside the window, as a row comparison the index serves
- * in order (`c`, unlocked: at most a chunk's size of index entries, whatever the other
- * filters drop). Of those, the rows that still match (status, filters, and finished
- * before the recovery began, so a row it sent that failed again is not sent twice)
- * are sent again (REQUEUE_COLUMNS: same id, so same `webhook-id`; held while their
- * receiver is disabled) at the recovery's priority, marked with its id, and their
- * batches re-opened. The UPDATE re-reads each row as it locks it (a row that changed
- * meanwhile is left when it no longer matches). The task moves its cursor to the last
- * row read; with none left for this status it goes on to the next status from the
- * window's start, or is finished. Locks: the task's row, the rows it sends again,
- * their batches' rows, in that order (a retry's order: callbacks, then batches).
+ * A recovery's chunk (frame: task.sql.ts). `c`, unlocked, walks
+ * `callback_unsuccessful_idx` for the task's current status (`statuses[1]`) from its
+ * cursor inside the window, as a row comparison the index serves in order: at most a
+ * chunk's size of index entries, whatever the other filters drop. Rows that still match
+ * (status, filters, finished before the recovery began: one it sent that failed again is
+ * not sent twice) are sent again (REQUEUE_COLUMNS: same id, so same `webhook-id`; held
+ * while their receiver is disabled) at the recovery's priority, marked with its id, their
+ * batches re-opened; the UPDATE re-checks each row as it locks it. The cursor moves to
+ * the last row read; with none left it goes to the next status from the window's start,
+ * or finishes. Locks, in a retry's order: the task's row, the callbacks, their batches.
  */
 export const recoveryChunk = (taskId: string, f: RecoveryFilter, size: ChunkSize) => Prisma.sql`
   WITH ${lockedTask(taskId)}, c AS MATERIALIZED (

@@ -15,20 +15,15 @@ export interface PurgeResult {
 
 /**
  * Keeps the history to RETENTION_HOURS (ARCHITECTURE.md, "History layout"). Finished
- * callbacks sit in time partitions by when they finished, attempts by when they
- * started; a pass drops each partition wholly before the cutoff (no row deleted).
- * The partitions ahead are made by every process at start, before it can finish a
- * row, and by the leader's 'history partitions' task (makePartitions). Then, in statements of RETENTION_PURGE_BATCH rows with a pause
- * between them, it deletes the finished callbacks still in the queue's partition
- * (those finished before the history was partitioned) with their attempts, and empty
- * completed batches. Run by the maintenance leader (dispatch/maintenance.service.ts)
- * every RETENTION_PURGE_INTERVAL_MS; passes that overlap (a lead changing hands) take
- * disjoint rows, and partition changes take a lock.
- *
- * Nothing unfinished is dropped: an unfinished callback (due later, held, waiting on
- * its ordering key) is in the queue's partition. The latency history of the kept
- * window stays exact: it reads attempts by when they started, and a partition of
- * attempts goes only once all of it started before the cutoff.
+ * callbacks are partitioned by when they finished, attempts by when they started; a pass
+ * drops each partition wholly before the cutoff, then deletes, in paused statements of
+ * RETENTION_PURGE_BATCH rows, the callbacks finished before partitioning, still in the
+ * queue's partition, with their attempts, and empty completed batches. Partitions ahead
+ * are made by every process at start, before it can finish a row, and by the leader
+ * (makePartitions). Run by the maintenance leader every RETENTION_PURGE_INTERVAL_MS;
+ * overlapping passes (a lead changing hands) take disjoint rows, and partition changes
+ * take a lock. Nothing unfinished is dropped. A partition of attempts goes only once all
+ * of it started before the cutoff, so the kept window's latency history stays exact.
  */
 @Injectable()
 export class RetentionService implements OnModuleInit, OnModuleDestroy {

@@ -20,18 +20,14 @@ const TASK_CONFLICT_RETRIES = 3;
 
 /**
  * What a chunk runs with:
- * - `synchronous_commit = off`: a chunk commits without waiting for its WAL to reach
- *   the disk (450 ms on this machine's disk). A chunk lost in a database crash is
- *   simply run again (the task's row moves on in the same commit, and each chunk's
- *   work is idempotent).
- * - `enable_bitmapscan = off`, `enable_sort = off`, `jit = off`: as the claim's
- *   (CLAIM_PLANNER), for the same stale statistics: guessing a receiver has a few
- *   dozen rows, the planner read all of its rows through a bitmap scan and sorted
- *   them for the next chunk (60 ms at 100,000 rows, 600 ms at a million) instead of
- *   walking `callback_receiver_idx` from the cursor.
- * - `random_page_cost = 1.1`, as the worker's (dispatchSettings): with 4 and fresh
- *   statistics, the update read the whole table into a hash join for its rows (100
- *   ms at 100,000 rows) instead of finding them by primary key.
+ * - `synchronous_commit = off`: a chunk lost in a database crash is run again (the task's
+ *   row moves on in its commit; each chunk is idempotent).
+ * - `enable_bitmapscan = off`, `enable_sort = off`, `jit = off`: the claim's
+ *   (CLAIM_PLANNER), for the same stale statistics: guessing a receiver has a few dozen
+ *   rows, the planner would bitmap-scan and sort all its rows for each chunk, not walk
+ *   `callback_receiver_idx` from the cursor.
+ * - `random_page_cost = 1.1`, the worker's (dispatchSettings): with 4, even on fresh
+ *   statistics, the update hash-joins the whole table instead of using the primary key.
  * - the timeouts of every session (timeoutSettings).
  */
 export const chunkSettings = (config: AppConfig) =>

@@ -2,20 +2,16 @@ import { TASK_STATUS } from '../common/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**
- * What every task's chunk statement shares; each kind's own statement is its
- * feature's (TaskKinds). A chunk is one statement (TaskRepository.runChunk),
- * so its locks last exactly as long as it runs, never across a round trip to a busy
- * process: the task's row locked `FOR UPDATE SKIP LOCKED` (two runners never run one
- * task's chunks at once; a runner that finds it locked leaves it to the other), at
- * most a chunk's size (CHUNK_SIZES) of callback rows read and locked, their work done, and the task's row
- * moved on, committed together. A crash loses nothing: the next chunk starts where
- * the last committed one ended. Each answers `ran` (false: the task had ended, or
- * another runner held it), `finished`, `changed` (callbacks changed) and `ms` (answer).
- *
- * Lock order, everywhere: the receiver's row, then the task's. A receiver task's
- * chunk reads the receiver `FOR SHARE` first (`rv`; the task's scan refers to it, so
- * it runs first); a PUT or DELETE locks the receiver `FOR UPDATE`, then supersedes
- * its tasks (supersedeReceiverTasks).
+ * What every task's chunk statement shares; each kind's own is its feature's (TaskKinds).
+ * A chunk is one statement (TaskRepository.runChunk), so its locks never span a round
+ * trip to a busy process. It locks the task's row `FOR UPDATE SKIP LOCKED` (a runner
+ * finding it locked leaves it to the other), reads and locks at most a chunk's size
+ * (CHUNK_SIZES) of callback rows, does their work and moves the task's row on, in one
+ * commit, so a crash loses nothing. It answers `ran` (false: the task had ended or
+ * another runner held it), `finished`, `changed`, `ms` (answer). Lock order everywhere:
+ * the receiver's row, then the task's. A receiver task's chunk reads the receiver
+ * `FOR SHARE` first (`rv`, which the task's scan refers to, so it runs first); a PUT or
+ * DELETE locks it `FOR UPDATE`, then supersedes its tasks (supersedeReceiverTasks).
  */
 
 /**

@@ -1,7 +1,7 @@
 // The transform sandbox's thread (started by transform.sandbox.ts): receivers' transform
 // code runs here, in QuickJS compiled to WebAssembly, never in the service's own
-// JavaScript engine. A plain ES module, not compiled, so the sources (tests) and dist/
-// run the same file (scripts/build.mjs copies it beside the compiled transform.sandbox.js).
+// JavaScript engine. A plain ES module, not compiled: the sources (tests) and dist/ run
+// the same file, which scripts/build.mjs copies beside the compiled transform.sandbox.js.
 //
 // What the code can reach: the language and its built-ins (JSON, Math, Date, RegExp, …).
 // Nothing else exists in a QuickJS context made here: no require, no import (no module
@@ -9,15 +9,13 @@
 //
 // Each transform (its key: receiver id and a hash of its code) gets a WebAssembly
 // instance of its own, with its own linear memory of at most `memoryBytes`: a transform
-// that allocates past it fails with "out of memory" and takes no memory of another.
-// (QuickJS's own setMemoryLimit is also set, but in this build it cannot see the sizes
-// malloc hands out, so it refuses single huge allocations only; the memory's maximum
-// is the ceiling that holds.) The instance, its runtime, its context and the handler
-// compiled in it are kept for the next call (least recently used first out, past
-// `cacheSize`), and dropped after a call that ran out of time or memory, broke out of
-// the engine, or grew the memory past its initial size, so what a cached transform
-// keeps resident is at most that initial size (16 MiB, the engine's minimum; a few
-// hundred KiB for a handler that allocates little).
+// that allocates past it fails with "out of memory" and takes no memory of another. That
+// maximum is the ceiling that holds: QuickJS's own setMemoryLimit is set too, but in this
+// build it cannot see the sizes malloc hands out, so it refuses single huge allocations
+// only. The instance, its runtime, its context and the handler compiled in it are kept
+// for the next call (least recently used first out, past `cacheSize`), and dropped after
+// a call that ran out of time or memory, broke out of the engine, or grew the memory past
+// INITIAL_BYTES, so a cached transform keeps at most that much resident.
 //
 // Time: each call's budget is checked by QuickJS's interrupt handler, which the engine
 // polls every few thousand operations. A loop of heavy built-ins (`'x'.repeat(1e7)`)

@@ -88,24 +88,15 @@ class SandboxThread {
 
 /**
  * Runs receivers' transforms in QuickJS (WebAssembly) on threads of their own
- * (TRANSFORM_THREADS, started at the first transform): the service's event loop never
- * runs a receiver's code, so an endless loop or a memory bomb costs the sending of
- * other callbacks nothing, only the thread's time, bounded per call by
- * TRANSFORM_TIMEOUT_MS. The thread itself (sandbox.worker.mjs) holds the isolation
- * and the compiled transforms.
- *
- * Jobs queue here, one queue per transform, and go to an idle thread as one message of
- * jobs taken round-robin across transforms, up to about BATCH_MS of expected run time
- * (takeBatch), so a transform that spends its whole budget each call delays another
- * transform's run by about one budget, not by its whole backlog. A thread answers a
- * batch once it is done.
- *
- * Watchdog: QuickJS checks the budget every few thousand operations, which a loop of
- * heavy built-ins reaches seldom. While a batch runs, the call under way is looked at
- * every few milliseconds; one past twice its budget ends its thread (V8 stops the
- * WebAssembly at once), answers a timeout, puts the rest of the batch back in front,
- * and a spare thread takes its place (started at the first cut; a thread's start takes
- * a few hundred ms; the compiled transforms go with the old one).
+ * (TRANSFORM_THREADS, started at the first transform; sandbox.worker.mjs holds the
+ * isolation and the compiled transforms): the service's event loop never runs a
+ * receiver's code, so an endless loop or a memory bomb costs the sending of other
+ * callbacks nothing, only the thread's time, bounded per call by TRANSFORM_TIMEOUT_MS.
+ * Jobs queue per transform and go to an idle thread as one message, taken round-robin
+ * across transforms up to about BATCH_MS of expected run time (takeBatch), so a transform
+ * that spends its whole budget each call delays another by about one budget, not its
+ * whole backlog. A thread answers a batch once it is done. A watchdog (watch) ends a
+ * thread whose call overruns.
  */
 @Injectable()
 export class TransformSandbox implements OnApplicationShutdown {
@@ -334,7 +325,14 @@ export class TransformSandbox implements OnApplicationShutdown {
     this.queued++;
   }
 
-  /** Looks at the calls under way every few ms while any thread has a batch. */
+  /**
+   * Looks at the calls under way every few ms while any thread has a batch. QuickJS
+   * checks the budget every few thousand operations, which a loop of heavy built-ins
+   * reaches seldom; a call past twice its budget ends its thread (V8 stops the
+   * WebAssembly at once) and is answered as a timeout, the rest of its batch goes back in
+   * front, and a spare thread takes its place (cut); the compiled transforms go with the
+   * old thread.
+   */
   private watch(): void {
     if (this.watchdog) return;
     const every = Math.max(5, Math.min(50, Math.floor(this.config.transformTimeoutMs / 2)));

@@ -8,7 +8,6 @@ import { PayloadSchemas, SchemaRefused } from './payload-schemas.mjs';
  * costs, it costs this thread, never the API's event loop; the pool gives each job a
  * budget and ends the thread (worker.terminate(), which stops even a loop that never
  * yields) when a job outruns it.
- *
  * A job: `{ id, kind: 'compile', schema }`, `{ id, kind: 'validate', schema, body }` or
  * `{ id, kind: 'filter', filters, body }`, with `schema` and `body` as JSON text (the
  * payload is parsed here, off the event loop too). The answer: `{ id, result }`, or

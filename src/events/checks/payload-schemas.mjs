@@ -9,24 +9,16 @@ export const CACHED_SCHEMAS = 500;
 export class SchemaRefused extends Error {}
 
 /**
- * Event types' JSON Schemas (draft 2020-12, ajv's 2020 build), each compiled once and
- * kept by its text: compiled when a type is PUT (an invalid one is a 400) and at the
- * first publish a thread sees, then reused until it changes (another text, another
- * entry). Compiled schemas are forgotten least recently used first, beyond 500, and
- * removed from ajv's own cache with them, so a thread holds at most that many however
- * many types keys make.
- *
- * Schemas come from API keys, so compiling stays closed: no remote `$ref` is loaded (a
- * `$ref` outside the schema fails it), schemas are not registered by `$id`
- * (`addUsedSchema: false`: two keys' schemas with one `$id` never meet), and the
- * schema's size is bounded by the API (EventTypeService). Unknown keywords are allowed,
- * as JSON Schema allows them; known ones are checked against the meta-schema. Patterns
- * run on RE2, in time linear in the payload (schema-pattern.engine.mjs).
- *
- * What a schema costs in time is not bounded here: `uniqueItems` over an array of
- * objects compares every pair, an `enum` of many objects compares each value with each.
- * So this runs in a worker thread with a budget per check (payload-check.worker.mjs,
- * PayloadCheckPool), never on the API's event loop.
+ * Event types' JSON Schemas (draft 2020-12, ajv's 2020 build), compiled when a type is
+ * PUT (an invalid one is a 400) and at the first publish a thread sees, then kept by
+ * their text and reused until it changes; past CACHED_SCHEMAS the least recently used go,
+ * from ajv's own cache too. Schemas come from API keys, so compiling stays closed: no
+ * remote `$ref` is loaded (a `$ref` outside the schema fails it), no schema is registered
+ * by `$id` (`addUsedSchema: false`: two keys' schemas with one `$id` never meet), and the
+ * API bounds a schema's size (EventTypeService). Unknown keywords are allowed, as JSON
+ * Schema allows them; known ones are checked against the meta-schema; patterns run on RE2
+ * (schema-pattern.engine.mjs). Its time is not bounded (`uniqueItems` compares every
+ * pair), hence a worker thread with a budget per check (PayloadCheckPool).
  */
 export class PayloadSchemas {
   ajv = new Ajv2020({ strict: false, addUsedSchema: false, allErrors: false, logger: false, code: { regExp: schemaPatternEngine } });

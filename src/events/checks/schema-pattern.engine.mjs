@@ -2,14 +2,12 @@ import { RE2JS } from 're2js';
 
 /**
  * The regular expression engine of event types' schemas (`pattern`, `patternProperties`,
- * and `pattern` under `propertyNames`): RE2 (re2js, a pure-JS port), given to ajv as its
+ * `pattern` under `propertyNames`): RE2 (re2js, a pure-JS port), given to ajv as its
  * `code.regExp`. Schemas and payloads both come from API keys, and V8's backtracking
- * engine takes time exponential in the input for patterns such as `^(a+)+$`: one publish
- * of 30 characters would hold a thread for seconds, of 40 for days. RE2 matches in time
- * linear in the input, whatever the pattern (test/event-types.e2e.test.ts, "ReDoS").
- *
- * The price: what RE2 cannot do in linear time it refuses. Lookahead, lookbehind and
- * backreferences make a schema a 400 when it is PUT (JSON Schema's own advice for
+ * engine takes time exponential in the input for patterns such as `^(a+)+$`; RE2 matches
+ * in time linear in the input, whatever the pattern (test/event-types.e2e.test.ts,
+ * "ReDoS"). The price: what RE2 cannot do in linear time it refuses, so lookahead,
+ * lookbehind and backreferences make a schema a 400 at PUT (JSON Schema's own advice for
  * portable patterns leaves them out too). Otherwise a pattern means what it means in
  * ECMAScript (named groups and `\u{…}` are translated), found anywhere in the string as
  * JSON Schema asks, except that `\s` is ASCII whitespace only and `.` matches `\r`.
