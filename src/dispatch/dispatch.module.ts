@@ -14,6 +14,8 @@ import { ReceiverTestService } from './receiver-test.service.js';
 import { AuthorizedSender } from './auth/authorized.sender.js';
 import { CredentialCache } from './auth/credential.cache.js';
 import { TokenCache } from './auth/token.cache.js';
+import { AttemptMaker } from './attempt.maker.js';
+import { CallPreparation } from './call.preparation.js';
 import { ClaimRepository } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsRepository } from './host-limits/host-limits.repository.js';
@@ -21,6 +23,8 @@ import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { LeaderLock } from './leader.lock.js';
 import { MaintenanceRepository } from './maintenance.repository.js';
 import { MaintenanceService } from './maintenance.service.js';
+import { QueueMaintenance } from './queue.maintenance.js';
+import { StoreMaintenance } from './store.maintenance.js';
 import { OutcomeRepository } from './outcome.repository.js';
 import { ProducerService } from './producer.service.js';
 import { SenderService } from './sender.service.js';
@@ -46,9 +50,13 @@ import { WorkerService } from './worker.service.js';
     HostLimitsService,
     LeaderLock,
     CompleterService,
+    CallPreparation,
     ProducerService,
+    AttemptMaker,
     SenderService,
     TransformStep,
+    QueueMaintenance,
+    StoreMaintenance,
     MaintenanceService,
     WorkerService,
     { provide: ReceiverTester, useClass: ReceiverTestService },

@@ -1,25 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { CaughtErrors } from '../logging/caught-errors.js';
-import { uuidv7 } from '../common/uuid.js';
 import { AppConfig } from '../config/app.config.js';
 import { isDatabaseUnavailable, transientConflictOf } from '../database/database.errors.js';
-import { NotifyListener } from '../database/notify.listener.js';
-import { SigningSecretService } from '../signing/signing-secret.service.js';
-import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { claimLimit, nextRecheckMs } from './claim.policy.js';
-import { CredentialCache, type SendCredentials } from './auth/credential.cache.js';
+import { CallPreparation, type QueuedCallback } from './call.preparation.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { HostQueues } from './host-limits/host.queues.js';
-
-/**
- * A claimed callback with its signing secrets (its receiver's, or its destination's),
- * its receiver's credentials and its receiver's transform when it has one
- * (src/transforms), looked up once per claim.
- */
-export type QueuedCallback = ClaimedCallback & { secrets: readonly string[]; credentials: SendCredentials | null; transform?: ReceiverTransform };
 
 /**
  * Step 1 of a callback's way through the worker: the producer claims due rows and keeps
@@ -59,14 +48,11 @@ export class ProducerService {
   constructor(
     private readonly config: AppConfig,
     private readonly claims: ClaimRepository,
-    private readonly signing: SigningSecretService,
-    private readonly transforms: TransformService,
-    private readonly notify: NotifyListener,
+    private readonly preparation: CallPreparation,
     private readonly hostLimits: HostLimitsService,
     private readonly completer: CompleterService,
     private readonly status: WorkerStatus,
     private readonly caught: CaughtErrors,
-    private readonly credentials: CredentialCache,
   ) {
     this.recheckMs = this.config.hostRecheckMs;
     this.queues = new HostQueues((host) => hostLimits.capFor(host));
@@ -93,17 +79,18 @@ export class ProducerService {
   async warmUp(): Promise<void> {
     await this.claims.claimDue(this.status.owner, 0, this.config.dispatchLeaseMarginMs, []);
     await this.claims.nextDueAt();
-    await this.signing.secretsFor([{ receiverId: uuidv7(), apiKeyId: uuidv7(), host: '' }]); // ids nothing has
-    await this.transforms.transformsFor([{ receiverId: uuidv7() }]);
-    await this.credentials.credentialsFor([{ receiverId: uuidv7() }]);
+    await this.preparation.warmUp();
   }
 
-  async start(): Promise<void> {
+  /** Starts the heartbeat and claims once; NOTIFYs of new rows come through wakeFor (WorkerService listens). */
+  start(): void {
     this.heartbeat = setInterval(() => this.beat(), this.config.dispatchPollMs);
-    await this.notify.listen((priority) => {
-      this.lookAbove = Math.min(this.lookAbove ?? priority, priority);
-      this.wake();
-    });
+    this.wake();
+  }
+
+  /** Rows of `priority` were stored: claim, looking above the rows waiting (yieldToHigher). */
+  wakeFor(priority: number): void {
+    this.lookAbove = Math.min(this.lookAbove ?? priority, priority);
     this.wake();
   }
 
@@ -221,18 +208,8 @@ export class ProducerService {
 
   /** Queues claimed rows; false once shutdown began (the claim then stops). */
   private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
-    // Secrets, credentials and transforms are looked up once per claim, before anything starts, so each send stays synchronous to build.
-    const [secrets, credentials, transforms] = await Promise.all([
-      this.signing.secretsFor(rows),
-      this.credentials.credentialsFor(rows),
-      this.transforms.transformsFor(rows),
-    ]);
     const now = Date.now();
-    for (const row of rows) {
-      const own = row.receiverId === null ? null : (credentials.get(row.receiverId) ?? null);
-      const transform = row.receiverId === null ? undefined : transforms.get(row.receiverId);
-      this.queues.push(Object.assign(row, { secrets: secrets.secretsOf(row), credentials: own, transform }), now);
-    }
+    for (const row of await this.preparation.prepare(rows)) this.queues.push(row, now);
     // Claimed while shutdown began: they wait, and shutdown hands them back.
     if (this.status.state !== 'running') return false;
     this.queuedListeners.forEach((l) => l());

@@ -11,7 +11,7 @@ import { SigningSecretService } from '../signing/signing-secret.service.js';
 import { transformKey } from '../transforms/transform.service.js';
 import { AuthorizedSender } from './auth/authorized.sender.js';
 import { CredentialCache } from './auth/credential.cache.js';
-import type { QueuedCallback } from './producer.service.js';
+import type { QueuedCallback } from './call.preparation.js';
 import { buildRequest } from './request.builder.js';
 import { CANCELLED_BY_TRANSFORM, TransformStep } from './transform.step.js';
 import type { CallResult, OutgoingCall } from './transport/call.js';

@@ -4,11 +4,9 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { CompleterService } from './completer.service.js';
 import { HostLimitsService } from './host-limits/host-limits.service.js';
-import { ProducerService, type QueuedCallback } from './producer.service.js';
-import { buildRequest, toRecordedOutcome } from './request.builder.js';
-import { AuthorizedSender } from './auth/authorized.sender.js';
-import { cancelledOutcome, TransformStep } from './transform.step.js';
-import type { CallResult } from './transport/call.js';
+import type { QueuedCallback } from './call.preparation.js';
+import { ProducerService } from './producer.service.js';
+import { AttemptMaker } from './attempt.maker.js';
 
 /** Calls started per turn of the event loop (see fill). */
 const START_SLICE = 32;
@@ -33,11 +31,10 @@ export class SenderService {
     private readonly config: AppConfig,
     private readonly producer: ProducerService,
     private readonly completer: CompleterService,
-    private readonly transport: AuthorizedSender,
+    private readonly attempts: AttemptMaker,
     private readonly hostLimits: HostLimitsService,
     private readonly metrics: MetricsService,
     private readonly status: WorkerStatus,
-    private readonly transformStep: TransformStep,
   ) {
     producer.onQueued(() => this.fill());
   }
@@ -83,7 +80,7 @@ export class SenderService {
   }
 
   private async send(row: QueuedCallback): Promise<void> {
-    const done = await this.attempt(row);
+    const done = await this.attempts.make(row);
     // Past the shutdown deadline the row was handed back (and the call cut off): not ours to record.
     if (this.status.state === 'stopped') return;
     this.sending.delete(row);
@@ -111,22 +108,5 @@ export class SenderService {
     // Otherwise a finished call frees nothing a claim could use: host slots come
     // free with the write-back, which wakes the claim itself.
     this.producer.callFinished();
-  }
-
-  /**
-   * Makes the row's attempt: its stored request, or what its receiver's transform made
-   * of it (transform.step.ts), which may also fail (an attempt without a call) or send
-   * nothing (no attempt: the callback is cancelled). `called`: a request went out.
-   */
-  private async attempt(row: QueuedCallback): Promise<{ called: boolean; result?: CallResult; outcome: ReturnType<typeof toRecordedOutcome> }> {
-    if (!row.transform) {
-      const result = await this.transport.send(buildRequest(row, row.secrets, this.config.httpTimeoutMs), row.credentials);
-      return { called: true, result, outcome: toRecordedOutcome(row, result, this.config) };
-    }
-    const prepared = await this.transformStep.prepare({ ...row, transform: row.transform });
-    if (prepared.kind === 'cancelled') return { called: false, outcome: cancelledOutcome(row, prepared.startedAt, prepared.durationMs) };
-    const result: CallResult = prepared.kind === 'call' ? await this.transport.send(prepared.call, row.credentials) : prepared.result;
-    const transformed = prepared.kind === 'call' ? prepared.transformed : null;
-    return { called: prepared.kind === 'call', result, outcome: { ...toRecordedOutcome(row, result, this.config), transformed } };
   }
 }

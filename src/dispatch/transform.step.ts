@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app.config.js';
 import { attemptError, credentialsDestinationProblem, eventTypeOf, type TransformErrorView, type WebhookRequest } from '../transforms/transform.policy.js';
 import { TransformService, type ReceiverTransform } from '../transforms/transform.service.js';
 import type { RecordedOutcome } from './outcome.types.js';
-import type { QueuedCallback } from './producer.service.js';
+import type { QueuedCallback } from './call.preparation.js';
 import { buildRequest } from './request.builder.js';
 import type { CallResult, OutgoingCall } from './transport/call.js';
 

@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app.config.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { CompleterService } from './completer.service.js';
 import { MaintenanceService } from './maintenance.service.js';
+import { NotifyListener } from '../database/notify.listener.js';
 import { ProducerService } from './producer.service.js';
 import { SenderService } from './sender.service.js';
 
@@ -26,6 +27,7 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly completer: CompleterService,
     private readonly maintenance: MaintenanceService,
     private readonly status: WorkerStatus,
+    private readonly notify: NotifyListener,
   ) {
     status.reportWindow(() => ({ inFlight: sender.inFlight, queued: producer.queued, unwritten: completer.pending }));
   }
@@ -34,7 +36,9 @@ export class WorkerService implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.config.role === 'api') return;
     await this.warmUp();
     this.status.state = 'running';
-    await this.producer.start();
+    // An ingest's commit is announced by NOTIFY (NotifyListener): the producer claims at once.
+    await this.notify.listen((priority) => this.producer.wakeFor(priority));
+    this.producer.start();
     this.maintenance.start();
     this.logger.log(`worker ${this.status.owner} started: window ${this.config.dispatchConcurrency}, per host ${this.config.hostMaxInFlight}`);
   }

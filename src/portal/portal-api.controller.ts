@@ -20,7 +20,8 @@ import {
 } from './dto/portal.dto.js';
 import { CurrentPortal, NeedsCapability, PortalGuard } from './portal.guard.js';
 import { PortalSessionService, type PortalCaller } from './portal-session.service.js';
-import { PortalService } from './portal.service.js';
+import { PortalDeliveryService } from './portal-delivery.service.js';
+import { PortalReceiverService } from './portal-receiver.service.js';
 
 export const PORTAL_AUTH = 'portal';
 
@@ -37,7 +38,8 @@ export const PORTAL_AUTH = 'portal';
 @Controller('portal/api')
 export class PortalApiController {
   constructor(
-    private readonly portal: PortalService,
+    private readonly receiverSide: PortalReceiverService,
+    private readonly deliverySide: PortalDeliveryService,
     private readonly sessions: PortalSessionService,
   ) {}
 
@@ -53,7 +55,7 @@ export class PortalApiController {
   @ApiOperation({ summary: "The receiver's settings and figures" })
   @ApiOkResponse({ type: PortalReceiverDto })
   receiver(@CurrentPortal() p: PortalCaller): Promise<PortalReceiverDto> {
-    return this.portal.receiver(p);
+    return this.receiverSide.receiver(p);
   }
 
   @Patch('receiver')
@@ -62,14 +64,14 @@ export class PortalApiController {
   @ApiOkResponse({ type: PortalReceiverDto })
   @ApiErrors(403, 409, 415)
   updateReceiver(@CurrentPortal() p: PortalCaller, @Body() dto: PortalSettingsDto): Promise<PortalReceiverDto> {
-    return this.portal.updateSettings(p, dto);
+    return this.receiverSide.updateSettings(p, dto);
   }
 
   @Get('secrets')
   @ApiOperation({ summary: 'Its signing secrets (reveal)' })
   @ApiOkResponse({ type: PortalSecretsDto })
   secrets(@CurrentPortal() p: PortalCaller): Promise<PortalSecretsDto> {
-    return this.portal.secrets(p);
+    return this.receiverSide.secrets(p);
   }
 
   @Post('secrets/rotate')
@@ -79,14 +81,14 @@ export class PortalApiController {
   @ApiOkResponse({ type: PortalSecretsDto })
   @ApiErrors(403)
   rotate(@CurrentPortal() p: PortalCaller): Promise<PortalSecretsDto> {
-    return this.portal.rotateSecret(p);
+    return this.receiverSide.rotateSecret(p);
   }
 
   @Get('deliveries')
   @ApiOperation({ summary: 'Its deliveries, newest first' })
   @ApiOkResponse({ type: CallbackPageDto })
   deliveries(@CurrentPortal() p: PortalCaller, @Query() q: PortalDeliveryQueryDto): Promise<CallbackPageDto> {
-    return this.portal.deliveries(p, q);
+    return this.deliverySide.deliveries(p, q);
   }
 
   @Get('deliveries/:id')
@@ -94,7 +96,7 @@ export class PortalApiController {
   @ApiOkResponse({ type: PortalDeliveryDto })
   @ApiErrors(404)
   delivery(@CurrentPortal() p: PortalCaller, @Param('id', UuidParam) id: string): Promise<PortalDeliveryDto> {
-    return this.portal.delivery(p, id);
+    return this.deliverySide.delivery(p, id);
   }
 
   @Post('deliveries/:id/replay')
@@ -104,7 +106,7 @@ export class PortalApiController {
   @ApiAcceptedResponse({ type: CallbackDetailDto })
   @ApiErrors(403, 404, 409)
   replayOne(@CurrentPortal() p: PortalCaller, @Param('id', UuidParam) id: string): Promise<CallbackDetailDto> {
-    return this.portal.replayDelivery(p, id);
+    return this.deliverySide.replayDelivery(p, id);
   }
 
   @Post('replays')
@@ -114,7 +116,7 @@ export class PortalApiController {
   @ApiAcceptedResponse({ type: RecoveryDto })
   @ApiErrors(403, 415)
   replayFailed(@CurrentPortal() p: PortalCaller, @Body() dto: PortalReplayDto): Promise<RecoveryDto> {
-    return this.portal.replayFailedSince(p, dto.since);
+    return this.deliverySide.replayFailedSince(p, dto.since);
   }
 
   @Get('replays/:id')
@@ -122,7 +124,7 @@ export class PortalApiController {
   @ApiOkResponse({ type: RecoveryDto })
   @ApiErrors(404)
   replay(@CurrentPortal() p: PortalCaller, @Param('id', UuidParam) id: string): Promise<RecoveryDto> {
-    return this.portal.replay(p, id);
+    return this.deliverySide.replay(p, id);
   }
 
   @Post('test')
@@ -132,7 +134,7 @@ export class PortalApiController {
   @ApiOkResponse({ type: ReceiverTestDto })
   @ApiErrors(403)
   sendTest(@CurrentPortal() p: PortalCaller): Promise<ReceiverTestDto> {
-    return this.portal.sendTest(p);
+    return this.receiverSide.sendTest(p);
   }
 
   @Post('transform/test')
@@ -142,13 +144,13 @@ export class PortalApiController {
   @ApiOkResponse({ type: TransformTestResultDto })
   @ApiErrors(403, 404, 415)
   testTransform(@CurrentPortal() p: PortalCaller, @Body() dto: TransformTestDto): Promise<TransformTestResultDto> {
-    return this.portal.testTransform(p, dto);
+    return this.receiverSide.testTransform(p, dto);
   }
 
   @Get('latency')
   @ApiOperation({ summary: 'Its latency history and success per bucket' })
   @ApiOkResponse({ type: LatencyHistoryDto })
   latency(@CurrentPortal() p: PortalCaller, @Query() q: PortalLatencyQueryDto): Promise<LatencyHistoryDto> {
-    return this.portal.latencyHistory(p, q);
+    return this.deliverySide.latencyHistory(p, q);
   }
 }

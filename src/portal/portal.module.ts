@@ -14,12 +14,13 @@ import { PortalSessionController } from './portal-session.controller.js';
 import { PortalSessionRepository } from './portal-session.repository.js';
 import { PortalSessionService } from './portal-session.service.js';
 import { PortalGuard } from './portal.guard.js';
-import { PortalService } from './portal.service.js';
+import { PortalDeliveryService } from './portal-delivery.service.js';
+import { PortalReceiverService } from './portal-receiver.service.js';
 
 /** The receiver portal: sessions minted by the sender, and the pages and API a receiver uses with one. */
 @Module({
   imports: [AuthModule, BatchesModule, CallbacksModule, DispatchModule, HistoryModule, ReceiversModule, RecoveriesModule, SigningModule],
   controllers: [PortalSessionController, PortalApiController, PortalPagesController],
-  providers: [PortalSessionRepository, PortalSessionService, PortalAuthService, PortalService, PortalGuard],
+  providers: [PortalSessionRepository, PortalSessionService, PortalAuthService, PortalReceiverService, PortalDeliveryService, PortalGuard],
 })
 export class PortalModule {}
