@@ -17,6 +17,8 @@ const MAX_BUCKETS = 100_000;
  * hook), so wrong keys sent from one address never lock out the working keys of everyone
  * else behind it. Token buckets in this process: with N API replicas a client may make N
  * times the rate in all; that is the documented trade for a check that costs no query.
+ * Written here rather than with @fastify/rate-limit, which counts one key per request:
+ * these count a request against the authenticated key, and a failure against two keys.
  */
 @Injectable()
 export class RateLimitService {

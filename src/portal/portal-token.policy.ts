@@ -28,7 +28,8 @@ const mac = (key: Buffer, data: string) => createHmac('sha256', key).update(data
 /**
  * `cbp_<base64url JSON claims>.<base64url HMAC-SHA256>`: signed with a key derived from
  * SECRETS_KEY, so it cannot be made or altered without it. It is not an API key: the
- * API key guard finds no key row for it, so no /v1 route takes it.
+ * API key guard finds no key row for it, so no /v1 route takes it. Written here rather
+ * than as a JWT (jose): one fixed algorithm and claim set, no header to choose either by.
  */
 export function signPortalToken(claims: PortalClaims, key: Buffer): string {
   const body = `${PORTAL_TOKEN_PREFIX}${b64(JSON.stringify(claims))}`;

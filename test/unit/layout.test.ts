@@ -2,6 +2,10 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
+/*
+ * The source layout's rules, read from the imports themselves: a test rather than a
+ * dependency-cruiser configuration, as the rules are few and need no dependency.
+ */
 const SRC = resolve(import.meta.dirname, '../../src');
 
 /** Folders under src/ that features build on: they import no feature. */
