@@ -40,12 +40,12 @@ CROSS JOIN LATERAL (
 ) x
 WHERE c.batch_id = d.id AND c.done_at >= (d.created_at - $5::int * interval '1 millisecond') AND c.attempts > 0) s),
   rr AS MATERIALIZED (
+
     SELECT r.id, r.url, r.headers, r.timeout_ms, r.max_attempts, r.retry_delays_ms, r.disabled
     FROM receiver r
     WHERE r.id IN (SELECT oe.receiver_id FROM src s JOIN operator_endpoint oe ON oe.api_key_id = s.api_key_id
                    UNION SELECT s.notify_receiver_id FROM src s WHERE s.notify_receiver_id IS NOT NULL)
-      AND r.deleted_at IS NULL
-    FOR KEY SHARE
+      AND r.deleted_at IS NULL FOR KEY SHARE
   ), t AS MATERIALIZED (
     SELECT s.api_key_id, s.event_id, r.id AS receiver_id, r.url, oe.host, r.headers, r.timeout_ms, r.max_attempts,
            r.retry_delays_ms, r.disabled

@@ -27,12 +27,12 @@ SELECT c.api_key_id, 'callback.exhausted' AS type, 'callback.exhausted:' || c.id
 FROM reaped c JOIN batch b ON b.id = c.batch_id LEFT JOIN receiver r ON r.id = c.receiver_id
 WHERE true AND c.status = 'failed' AND NOT b.operator_event AND EXISTS (SELECT 1 FROM operator_endpoint oe WHERE oe.api_key_id = c.api_key_id)),
   rr AS MATERIALIZED (
+
     SELECT r.id, r.url, r.headers, r.timeout_ms, r.max_attempts, r.retry_delays_ms, r.disabled
     FROM receiver r
     WHERE r.id IN (SELECT oe.receiver_id FROM src s JOIN operator_endpoint oe ON oe.api_key_id = s.api_key_id
                    UNION SELECT s.notify_receiver_id FROM src s WHERE s.notify_receiver_id IS NOT NULL)
-      AND r.deleted_at IS NULL
-    FOR KEY SHARE
+      AND r.deleted_at IS NULL FOR KEY SHARE
   ), t AS MATERIALIZED (
     SELECT s.api_key_id, s.event_id, r.id AS receiver_id, r.url, oe.host, r.headers, r.timeout_ms, r.max_attempts,
            r.retry_delays_ms, r.disabled

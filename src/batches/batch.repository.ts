@@ -94,7 +94,7 @@ const NO_RECEIVER = '00000000-0000-0000-0000-000000000000';
  * as it then is. A receiver being deleted (`deleted_at` set) fails the statement on the
  * foreign key.
  *
- * Lock order: the receivers in id order, as the write-back locks them (lockReceivers);
+ * Lock order: the receivers in id order, as the write-back locks them (recordWithHealth);
  * read in the scan's order (a sequential scan's is the heap's, which every update of a
  * receiver's health reshuffles), a statement of two receivers could deadlock with a
  * write-back of the same two. The batches go in Idempotency-Key order, so two statements

@@ -2,12 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { completeBatches } from '../queue/batch-completion.sql.js';
 import { AppConfig } from '../config/app.config.js';
 import { DispatchDatabase } from '../database/dispatch-database.js';
-import { exhaustedCallbacks, failingReceivers } from '../queue/operator-causes.sql.js';
 import { operatorEventDefaults, type OperatorEventDefaults } from '../queue/operator-event.sql.js';
-import { mergeHealth, receiverHealth, SUCCESS_WRITE_MS } from './receiver-health.policy.js';
 import { failGoneEndpoints } from './sql/gone.sql.js';
-import { lockReceivers, recordOutcomes, recordSuccesses, releaseClaims, writeReceiverHealth } from './sql/outcome.sql.js';
-import type { ReceiverHealth, RecordedOutcome } from './outcome.types.js';
+import { recordOutcomes, recordSuccesses, recordWithHealth, releaseClaims } from './sql/outcome.sql.js';
+import type { RecordedOutcome } from './outcome.types.js';
 
 /** The completer's statements (sql/outcome.sql.ts, batch-completion.sql.ts) on the dispatch pool. */
 @Injectable()
@@ -22,39 +20,23 @@ export class OutcomeRepository {
   }
 
   /**
-   * Writes outcomes of rows still leased to `owner`, and what they say of their
-   * receivers' health, in one transaction: both or neither. Returns the callback ids
-   * that landed. Rows without a receiver, none failed for good: one statement, no
-   * receiver row touched. Rows with receivers, every attempt a success (the drain of
-   * a healthy fan-out): one statement too, with their receivers' health merged in SQL
-   * (recordSuccesses). The operator events these outcomes cause (callback.exhausted
-   * of the rows failed for good that landed, receiver.failing of the receivers whose
-   * failure record they start) are stored in the same transaction, so once per cause;
-   * a statement for them runs only when such a row or receiver is there (rare), never
-   * per callback, and stores nothing for a key without an operator endpoint.
+   * Writes outcomes of rows still leased to `owner`, with what they say of their
+   * receivers' health and the operator events they cause, in one statement: all or
+   * nothing. Returns the callback ids that landed. Rows without a receiver, none failed
+   * for good: the outcomes alone (recordOutcomes). Rows with receivers, every attempt a
+   * success (the drain of a healthy fan-out): recordSuccesses, which locks only the
+   * receivers it may change. Any other: recordWithHealth.
    */
   async recordOutcomes(owner: string, rows: RecordedOutcome[]): Promise<string[]> {
     const latest = latestByReceiver(rows);
-    const receivers = [...latest.keys()];
     const anyExhausted = rows.some((r) => r.status === 'failed');
-    if (receivers.length === 0 && !anyExhausted) return (await this.db.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
-    // One statement instead of a transaction of four or five round trips, which cost
-    // worker CPU on every delivery (bench/README.md, bench:fanout).
-    if (rows.every((r) => r.outcome === 'success')) {
-      return (await this.db.query<{ id: string }>(recordSuccesses(owner, rows, latest, SUCCESS_WRITE_MS))).map((r) => r.id);
-    }
-    return this.db.transaction(async (tx) => {
-      const stored = receivers.length > 0 ? await tx.query<ReceiverHealth>(lockReceivers(receivers)) : [];
-      const ids = (await tx.query<{ id: string }>(recordOutcomes(owner, rows))).map((r) => r.id);
-      const landed = new Set(ids);
-      const changes = mergeHealth(stored, receiverHealth(rows, landed));
-      if (changes.length > 0) await tx.execute(writeReceiverHealth(changes));
-      const exhausted = rows.filter((r) => r.status === 'failed' && landed.has(r.callbackId)).map((r) => r.callbackId);
-      if (exhausted.length > 0) await tx.query(exhaustedCallbacks(exhausted, this.defaults));
-      const started = changes.filter((r) => r.startedFailing).map((r) => r.receiverId);
-      if (started.length > 0) await tx.query(failingReceivers(started, this.defaults));
-      return ids;
-    });
+    const statement =
+      latest.size === 0 && !anyExhausted
+        ? recordOutcomes(owner, rows)
+        : rows.every((r) => r.outcome === 'success')
+          ? recordSuccesses(owner, rows, latest)
+          : recordWithHealth(owner, rows, [...latest.keys()], this.defaults);
+    return (await this.db.query<{ id: string }>(statement)).map((r) => r.id);
   }
 
   /** Fails for good the pending rows of `ids` whose URL answered 410 Gone, with their callback.exhausted events (failGoneEndpoints); returns their batches. */

@@ -30,17 +30,3 @@ export interface RecordedOutcome {
   /** Time spent getting an OAuth2 token first, ms; null or left out when none was fetched or waited for. */
   tokenMs?: number | null;
 }
-
-/**
- * One receiver's health: what a write-back's attempts say of it (receiverHealth in
- * receiver-health.policy.ts), or its row's columns (lockReceivers), or what is
- * written (mergeHealth).
- */
-export interface ReceiverHealth {
-  receiverId: string;
-  /** The latest successful attempt; null when none succeeded. */
-  lastSuccessAt: Date | null;
-  /** The first and the last failure after it (after nothing, when none succeeded); null when none failed after it. */
-  failingSince: Date | null;
-  lastFailureAt: Date | null;
-}

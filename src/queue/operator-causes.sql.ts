@@ -14,18 +14,10 @@ const NO_NOTIFY = Prisma.sql`NULL::text AS notify_url, NULL::text AS notify_host
 const hasEndpoint = (apiKeyId: Prisma.Sql) => Prisma.sql`EXISTS (SELECT 1 FROM operator_endpoint oe WHERE oe.api_key_id = ${apiKeyId})`;
 
 /**
- * callback.exhausted for those of `ids` that are failed for good: run in the
- * write-back's transaction after its UPDATE (OutcomeRepository), with the ids that
- * landed there, so once per failure (a write-back lands only while its worker holds
- * the lease, once).
- */
-export const exhaustedCallbacks = (ids: string[], d: OperatorEventDefaults) =>
-  withOperatorEvents(Prisma.empty, exhaustedSource(Prisma.sql`callback`, Prisma.sql`c.id = ANY(${ids}::uuid[])`), d, storedEvents);
-
-/**
- * The callback.exhausted source over rows `c` of `from` (the callback table, or the
- * RETURNING of an UPDATE in the same statement, whose changes the table does not show
- * the statement: the lease reaper's) chosen by `where`.
+ * The callback.exhausted source over rows `c` of `from` (the RETURNING of an UPDATE in
+ * the same statement, whose changes the table does not show the statement: the
+ * write-back's, the lease reaper's) chosen by `where`. A write-back lands only while its
+ * worker holds the lease, so once per failure.
  */
 export const exhaustedSource = (from: Prisma.Sql, where: Prisma.Sql) => Prisma.sql`
   SELECT c.api_key_id, 'callback.exhausted' AS type, 'callback.exhausted:' || c.id::text || ':' || c.attempts::text AS event_id,
@@ -37,25 +29,20 @@ export const exhaustedSource = (from: Prisma.Sql, where: Prisma.Sql) => Prisma.s
   WHERE ${where} AND c.status = ${STATUS.failed} AND NOT b.operator_event AND ${hasEndpoint(Prisma.sql`c.api_key_id`)}`;
 
 /**
- * receiver.failing for the receivers whose failure record the write-back just
- * started (mergeHealth marked them: `failing_since` was null, is set now),
- * in its transaction: once per stretch of failures, however many failures follow
- * (the debounce is the record itself: a success ends the stretch).
+ * The receiver.failing source over receivers `r` of `from` (the RETURNING of the
+ * write-back's health UPDATE, whose changes the table does not show the statement)
+ * chosen by `where`: those whose failure record the write-back just started
+ * (`failing_since` was null, is set now). Once per stretch of failures, however many
+ * failures follow (the debounce is the record itself: a success ends the stretch).
  */
-export const failingReceivers = (ids: string[], d: OperatorEventDefaults) =>
-  withOperatorEvents(
-    Prisma.empty,
-    Prisma.sql`
-      SELECT r.api_key_id, 'receiver.failing' AS type, 'receiver.failing:' || r.id::text || ':' || ${epochMs(Prisma.sql`r.failing_since`)} AS event_id,
-             jsonb_build_object('receiver', r.name, 'failingSince', ${iso(Prisma.sql`r.failing_since`)}, 'lastFailureAt', ${iso(Prisma.sql`r.last_failure_at`)},
-                                'lastSuccessAt', ${iso(Prisma.sql`r.last_success_at`)}) AS payload,
-             ${NO_NOTIFY}
-      FROM receiver r
-      WHERE r.id = ANY(${ids}::uuid[]) AND r.failing_since IS NOT NULL AND r.deleted_at IS NULL
-        AND NOT ${isOperatorReceiver(Prisma.sql`r.id`)} AND ${hasEndpoint(Prisma.sql`r.api_key_id`)}`,
-    d,
-    storedEvents,
-  );
+export const failingSource = (from: Prisma.Sql, where: Prisma.Sql) => Prisma.sql`
+  SELECT r.api_key_id, 'receiver.failing' AS type, 'receiver.failing:' || r.id::text || ':' || ${epochMs(Prisma.sql`r.failing_since`)} AS event_id,
+         jsonb_build_object('receiver', r.name, 'failingSince', ${iso(Prisma.sql`r.failing_since`)}, 'lastFailureAt', ${iso(Prisma.sql`r.last_failure_at`)},
+                            'lastSuccessAt', ${iso(Prisma.sql`r.last_success_at`)}) AS payload,
+         ${NO_NOTIFY}
+  FROM ${from} r
+  WHERE ${where} AND r.failing_since IS NOT NULL AND r.deleted_at IS NULL
+    AND NOT ${isOperatorReceiver(Prisma.sql`r.id`)} AND ${hasEndpoint(Prisma.sql`r.api_key_id`)}`;
 
 /**
  * receiver.disabled or receiver.enabled for receivers just flipped in the caller's

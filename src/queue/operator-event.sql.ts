@@ -30,6 +30,14 @@ export const OPERATOR_EVENT_TYPES = [
 ] as const;
 export type OperatorEventType = (typeof OPERATOR_EVENT_TYPES)[number];
 
+/** The receivers withOperatorEvents delivers to (`src`: its events), not deleted. */
+const endpointRows = Prisma.sql`
+      SELECT r.id, r.url, r.headers, r.timeout_ms, r.max_attempts, r.retry_delays_ms, r.disabled
+      FROM receiver r
+      WHERE r.id IN (SELECT oe.receiver_id FROM src s JOIN operator_endpoint oe ON oe.api_key_id = s.api_key_id
+                     UNION SELECT s.notify_receiver_id FROM src s WHERE s.notify_receiver_id IS NOT NULL)
+        AND r.deleted_at IS NULL`;
+
 /**
  * Stores operator events with their deliveries, inside the statement (so the transaction)
  * of the state change that causes them: the caller's CTEs (`ctes`, e.g. the batch
@@ -55,25 +63,37 @@ export type OperatorEventType = (typeof OPERATOR_EVENT_TYPES)[number];
  * (ARCHITECTURE.md, "Lock order"). Every flip of `disabled` locks the row `FOR UPDATE`
  * first (the API, the auto-disable), so a flip under way is waited for and the row stored
  * held or not as the receiver then is. Write-backs lock their rows' receivers first,
- * `FOR NO KEY UPDATE` (lockReceivers): with `FOR SHARE` here, one holding the endpoint's
+ * `FOR NO KEY UPDATE` (recordWithHealth): with `FOR SHARE` here, one holding the endpoint's
  * receiver (its own deliveries' outcomes) and waiting for a receiver this transaction
  * holds would close a cycle. `FOR KEY SHARE` does not conflict with `FOR NO KEY UPDATE`,
  * so there is none.
  *
+ * `held`: receiver ids (a SELECT) the caller's CTEs hold locked already and may update
+ * in the same statement (a write-back's health): those are read without a lock, as a
+ * row this statement updated is skipped by a lock taken in it, and its event would get
+ * no delivery.
+ *
  * Cost when nothing is configured: one probe of operator_endpoint_pkey per source row
  * (the caller's source selects only what changed), and the empty CTEs below.
  */
-export function withOperatorEvents(ctes: Prisma.Sql, source: Prisma.Sql, d: OperatorEventDefaults, finalSelect: Prisma.Sql): Prisma.Sql {
+export function withOperatorEvents(
+  ctes: Prisma.Sql,
+  source: Prisma.Sql,
+  d: OperatorEventDefaults,
+  finalSelect: Prisma.Sql,
+  { held }: { held?: Prisma.Sql } = {},
+): Prisma.Sql {
   return Prisma.sql`
     WITH ${ctes}
     src AS MATERIALIZED (${source}),
     rr AS MATERIALIZED (
-      SELECT r.id, r.url, r.headers, r.timeout_ms, r.max_attempts, r.retry_delays_ms, r.disabled
-      FROM receiver r
-      WHERE r.id IN (SELECT oe.receiver_id FROM src s JOIN operator_endpoint oe ON oe.api_key_id = s.api_key_id
-                     UNION SELECT s.notify_receiver_id FROM src s WHERE s.notify_receiver_id IS NOT NULL)
-        AND r.deleted_at IS NULL
-      FOR KEY SHARE
+      ${
+        held
+          ? Prisma.sql`
+      SELECT * FROM (${endpointRows} AND r.id NOT IN (${held}) FOR KEY SHARE) l
+      UNION ALL ${endpointRows} AND r.id IN (${held})`
+          : Prisma.sql`${endpointRows} FOR KEY SHARE`
+      }
     ), t AS MATERIALIZED (
       SELECT s.api_key_id, s.event_id, r.id AS receiver_id, r.url, oe.host, r.headers, r.timeout_ms, r.max_attempts,
              r.retry_delays_ms, r.disabled

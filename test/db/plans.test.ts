@@ -5,7 +5,7 @@ import { COUNT_PLANNER, countPending } from '../../src/batches/pending.sql.js';
 import { claimFront, claimPastBlocked, DUE_AHEAD_ROWS, dueAhead, type ClaimArgs } from '../../src/dispatch/sql/claim.sql.js';
 import { notableHosts } from '../../src/dispatch/sql/host-limits.sql.js';
 import { nextDueAt, reapExpiredLeases } from '../../src/dispatch/sql/lease.sql.js';
-import { recordOutcomes, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';
+import { recordOutcomes, recordWithHealth, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';
 import { nowSql } from '../../src/dispatch/sql/time.sql.js';
 import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import type { Prisma } from '../../src/generated/prisma/client.js';
@@ -46,6 +46,7 @@ const READ_AT_MOST = {
   allShut: 250, // 111: the hosts alone
   dueAhead: 6_000, // 3,000: KEYS * 2 * DUE_AHEAD_ROWS at most
   recordOutcomes: 800, // 400: 200 rows and their batches
+  recordWithHealth: 1_000, // 420: the same, a tenth failed for good (their batches, the keys' endpoints)
   releaseClaims: 400, // 200
   reap: 100, // 0
   nextDueAt: 100, // 1
@@ -221,6 +222,12 @@ describe('hot-path plans', () => {
       responseBody: 'ok',
     }));
     check('recordOutcomes', await explain(recordOutcomes('plan-test', outcomes)), { uses: ['callback_pkey'], maxRows: READ_AT_MOST.recordOutcomes });
+    // a write-back with failures: a tenth failed for good (their callback.exhausted events), its receivers' health merged
+    const failing = outcomes.map((o) => (o.status === 'pending' ? { ...o, status: 'failed' as const, nextAttemptAt: null, completedAt: new Date() } : o));
+    check('recordWithHealth', await explain(recordWithHealth('plan-test', failing, [], { timeoutMs: 15_000, maxAttempts: 8 })), {
+      uses: ['callback_pkey'],
+      maxRows: READ_AT_MOST.recordWithHealth,
+    });
     check(
       'releaseClaims',
       await explain(

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OutcomeRepository } from '../../src/dispatch/outcome.repository.js';
 import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
-import { mergeHealth, receiverHealth } from '../../src/dispatch/receiver-health.policy.js';
+import { mergeHealth, receiverHealth } from '../support/receiver-health.oracle.js';
 import { connect } from '../support/database.js';
 import { startTestService, waitForLockWaiter, type TestService } from '../support/service.js';
 
@@ -212,6 +212,34 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     });
   });
 
+  it('should merge any write-back, failures too, into any stored health as mergeHealth does', async () => {
+    // As above, with failures among the attempts: the one statement of a write-back with failures.
+    let seed = 11;
+    const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const at = () => (next(4) === 0 ? null : new Date(t(200).getTime() + next(6_000) - 3_000));
+    for (let round = 0; round < 40; round++) {
+      const stored = { receiverId, lastSuccessAt: at(), failingSince: at(), lastFailureAt: at() };
+      await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [
+        receiverId,
+        stored.lastSuccessAt,
+        stored.failingSince,
+        stored.lastFailureAt,
+      ]);
+      const rows: RecordedOutcome[] = [];
+      for (let k = 0; k <= next(3); k++) rows.push(outcome(await leased(), k > 0 && next(2) === 0, new Date(t(200).getTime() + next(6_000) - 3_000)));
+      rows[0] = outcome(rows[0].callbackId, false, rows[0].startedAt); // one failure at least
+      const landed = await outcomes.recordOutcomes('w', rows);
+      expect(landed.sort()).toEqual(rows.map((r) => r.callbackId).sort());
+      const [change] = mergeHealth([stored], receiverHealth(rows, new Set(landed)));
+      const expected = change ?? stored;
+      expect(await health(), `round ${round}: ${JSON.stringify({ stored, attempts: rows.map((r) => [r.outcome, r.startedAt]) })}`).toEqual({
+        last_success_at: expected.lastSuccessAt,
+        failing_since: expected.failingSince,
+        last_failure_at: expected.lastFailureAt,
+      });
+    }
+  });
+
   it('should merge a write-back of successes into any stored health as mergeHealth does', async () => {
     // Stored states (null, or seconds around the successes) against one to three successes:
     // what the one statement writes is what the transaction's merge in Node would.
@@ -238,5 +266,128 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
         last_failure_at: expected.lastFailureAt,
       });
     }
+  });
+
+  describe('case by case', () => {
+    /** Sets the receiver's stored health (seconds of t, or null). */
+    const store = (success: number | null, failingSince: number | null = null, lastFailure: number | null = null) =>
+      db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [
+        receiverId,
+        success === null ? null : t(success),
+        failingSince === null ? null : t(failingSince),
+        lastFailure === null ? null : t(lastFailure),
+      ]);
+    /** One write-back of attempts (success or not, started at second s), all landing. */
+    const writeBack = async (...attempts: Array<[boolean, number]>) => {
+      const rows = [];
+      for (const [success, s] of attempts) rows.push(outcome(await leased(), success, t(s)));
+      expect((await outcomes.recordOutcomes('w', rows)).sort()).toEqual(rows.map((r) => r.callbackId).sort());
+    };
+    const row = (success: number | null, failingSince: number | null = null, lastFailure: number | null = null) => ({
+      last_success_at: success === null ? null : t(success),
+      failing_since: failingSince === null ? null : t(failingSince),
+      last_failure_at: lastFailure === null ? null : t(lastFailure),
+    });
+
+    it.each([
+      [
+        'only successes',
+        [
+          [true, 1],
+          [true, 2],
+        ],
+        row(2),
+      ],
+      [
+        'only failures',
+        [
+          [false, 3],
+          [false, 1],
+        ],
+        row(null, 1, 3),
+      ],
+      [
+        'failures after a success, in any order given',
+        [
+          [false, 5],
+          [true, 2],
+          [false, 1],
+          [false, 4],
+        ],
+        row(2, 4, 5),
+      ],
+      [
+        'a success after failures (they are behind it: none after it)',
+        [
+          [false, 1],
+          [true, 2],
+        ],
+        row(2),
+      ],
+    ] as Array<[string, Array<[boolean, number]>, ReturnType<typeof row>]>)('should read %s', async (_name, attempts, expected) => {
+      await writeBack(...attempts);
+      expect(await health()).toEqual(expected);
+    });
+
+    it('should start a failure record after the latest success', async () => {
+      await store(10);
+      await writeBack([false, 12], [false, 14]);
+      expect(await health()).toEqual(row(10, 12, 14));
+    });
+
+    it('should not start one with a failure older than a recorded success', async () => {
+      await store(10);
+      await writeBack([false, 5]);
+      expect(await health()).toEqual(row(10, null, 5));
+    });
+
+    it('should end a failure record with a later success, and not with an older one', async () => {
+      for (const [stored, attempt, expected] of [
+        [[1, 20, 20], [true, 25], row(25, null, 20)],
+        [[1, 20, 20], [true, 15], row(15, 20, 20)], // still failing since 20
+        [[15, 20, 20], [false, 18], row(15, 18, 20)],
+        // a success landing between the row's first and last failure: still failing, since the last one (the first after it known)
+        [[1, 10, 20], [true, 15], row(15, 20, 20)],
+      ] as Array<[[number, number, number], [boolean, number], ReturnType<typeof row>]>) {
+        await store(...stored);
+        await writeBack(attempt);
+        expect(await health(), JSON.stringify({ stored, attempt })).toEqual(expected);
+      }
+    });
+
+    it('should keep receivers apart and leave out attempts that did not land', async () => {
+      const other = (await db.query(`INSERT INTO receiver (id, api_key_id, name) VALUES (gen_random_uuid(), $1, 'b') RETURNING id`, [keyId])).rows[0].id;
+      const [a, b1, b2] = [await leased(), await leased(), await leased('another worker')];
+      await db.query('UPDATE callback SET receiver_id = $2 WHERE id = ANY($1::uuid[])', [[b1, b2], other]);
+      const rows = [outcome(a, false, t(1)), { ...outcome(b1, true, t(1)), receiverId: other }, { ...outcome(b2, false, t(2)), receiverId: other }];
+      expect((await outcomes.recordOutcomes('w', rows)).sort()).toEqual([a, b1].sort()); // b2 is leased to another worker: it does not land
+      expect(await health()).toEqual(row(null, 1, 1));
+      expect((await db.query('SELECT last_success_at, failing_since, last_failure_at FROM receiver WHERE id = $1', [other])).rows[0]).toEqual(row(1));
+    });
+
+    it("should store receiver.failing once a write-back starts a failure record, with its delivery to the operator endpoint, also when that write-back changes the endpoint receiver's own health", async () => {
+      expect((await service.api('/v1/operator-endpoint', { method: 'PUT', json: { url: 'http://127.0.0.1:9/ops' } })).status).toBe(201);
+      const endpoint = (await db.query(`SELECT receiver_id FROM operator_endpoint WHERE api_key_id = $1`, [keyId])).rows[0].receiver_id;
+      const events = async () =>
+        (
+          await db.query(
+            `SELECT e.type, (SELECT count(*)::int FROM callback c WHERE c.batch_id = e.batch_id AND c.receiver_id = $2) AS deliveries
+             FROM event e WHERE e.api_key_id = $1 AND e.type = 'receiver.failing' ORDER BY e.created_at`,
+            [keyId, endpoint],
+          )
+        ).rows;
+      await store(10);
+      await writeBack([false, 5]); // older than the success: starts nothing
+      expect(await events()).toEqual([]);
+      // the endpoint receiver's own delivery fails in the same write-back: its health row changes in the statement too
+      const [mine, ops] = [await leased(), await leased()];
+      await db.query('UPDATE callback SET receiver_id = $2 WHERE id = $1', [ops, endpoint]);
+      const rows = [outcome(mine, false, t(12)), { ...outcome(ops, false, t(12)), receiverId: endpoint }];
+      expect((await outcomes.recordOutcomes('w', rows)).sort()).toEqual([mine, ops].sort());
+      expect(await health()).toEqual(row(10, 12, 12));
+      expect(await events()).toEqual([{ type: 'receiver.failing', deliveries: 1 }]);
+      await writeBack([false, 14]); // the record goes on: no second event
+      expect(await events()).toHaveLength(1);
+    });
   });
 });

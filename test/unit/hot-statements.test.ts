@@ -6,7 +6,7 @@ import { countPending } from '../../src/batches/pending.sql.js';
 import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
 import { claimFront, claimPastBlocked, dueAhead, type ClaimArgs } from '../../src/dispatch/sql/claim.sql.js';
 import { nextDueAt, reapExpiredLeases } from '../../src/dispatch/sql/lease.sql.js';
-import { recordOutcomes, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';
+import { recordOutcomes, recordSuccesses, recordWithHealth, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';
 import { nowSql } from '../../src/dispatch/sql/time.sql.js';
 import type { Prisma } from '../../src/generated/prisma/client.js';
 import { purgeEmptyBatches } from '../../src/retention/retention.sql.js';
@@ -61,6 +61,8 @@ const STATEMENTS: Array<[string, string, Prisma.Sql]> = [
   ['claimPastBlocked', 'src/dispatch/sql/claim.sql.ts', claimPastBlocked(claim)],
   ['dueAhead', 'src/dispatch/sql/claim.sql.ts', dueAhead([ID], ['https://example.com'], 2, nowSql())],
   ['recordOutcomes', 'src/dispatch/sql/outcome.sql.ts', recordOutcomes('worker-1', [outcome('succeeded'), outcome('pending')])],
+  ['recordSuccesses', 'src/dispatch/sql/outcome.sql.ts', recordSuccesses('worker-1', [outcome('succeeded')], new Map([[ID, new Date(0)]]))],
+  ['recordWithHealth', 'src/dispatch/sql/outcome.sql.ts', recordWithHealth('worker-1', [outcome('succeeded'), outcome('pending')], [ID], defaults)],
   ['releaseClaims', 'src/dispatch/sql/outcome.sql.ts', releaseClaims('worker-1', [ID])],
   ['reapExpiredLeases', 'src/dispatch/sql/lease.sql.ts', reapExpiredLeases(nowSql(), 1000, defaults)],
   ['nextDueAt', 'src/dispatch/sql/lease.sql.ts', nextDueAt()],

@@ -1,8 +1,10 @@
 import { STATUS } from '../../common/states.js';
 import { pgArray } from '../../database/pg-array.js';
 import { Prisma } from '../../generated/prisma/client.js';
+import { exhaustedSource, failingSource } from '../../queue/operator-causes.sql.js';
+import { withOperatorEvents, type OperatorEventDefaults } from '../../queue/operator-event.sql.js';
 import { dueAt } from '../../queue/receiver-hold.sql.js';
-import type { ReceiverHealth, RecordedOutcome } from '../outcome.types.js';
+import type { RecordedOutcome } from '../outcome.types.js';
 
 /**
  * How a claimed row leaves its worker: with an outcome (`recordOutcomes`) or handed
@@ -27,71 +29,133 @@ import type { ReceiverHealth, RecordedOutcome } from '../outcome.types.js';
  * (queue/receiver-hold.sql.ts).
  */
 export function recordOutcomes(owner: string, rows: RecordedOutcome[]): Prisma.Sql {
-  return Prisma.sql`${writeBack(owner, rows)}, attempts AS (${insertAttempts(owner)}) SELECT id FROM moved`;
+  return Prisma.sql`WITH ${writeBack(owner, rows)}, attempts AS (${insertAttempts(owner)}) SELECT id FROM moved`;
 }
+
+/** Epoch milliseconds (SQL) as a timestamp. */
+const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
+
+/** A healthy receiver's success less than this newer than the recorded one is not written (healthMerge). */
+export const SUCCESS_WRITE_MS = 1_000;
 
 /**
  * recordOutcomes of a write-back whose every attempt succeeded, with the health they
  * say of their receivers (`latest`: each one's latest success here), in one statement
- * and one round trip. Health merges as mergeHealth (receiver-health.policy.ts) merges
- * successes alone: the latest success wins and ends a failure record older than it
- * (one whose last failure is newer it keeps, from that failure on), and a healthy
- * receiver's `last_success_at` moves only once it is `successWriteMs` behind.
+ * (healthMerge). Successes start no failure record, so no operator event follows.
  *
  * Lock order: first (`locked`, read by a one-time filter on `moved` before any callback
  * row is touched) the receivers these successes may change, in id order, `FOR NO KEY
- * UPDATE` as lockReceivers: those failing, never successful, with a failure after their
- * last success, or with a success recorded `successWriteMs` or more before this one.
- * The others (most: a healthy receiver with calls landing all the time) are neither
- * locked nor written; a lock would make nothing more exact, as a failure write-back
- * meanwhile merges as it would after this (mergeHealth: a failure less than
- * `successWriteMs` older than an unwritten success still counts). Then the outcomes,
- * then the locked rows' merge from the attempts that landed, written where it changes
- * them; a receiver gone meanwhile gets nothing. Successes start no failure record, so
- * no operator event can follow (OutcomeRepository runs any other write-back in a
- * transaction, merged in Node). The same ids as recordOutcomes come back.
+ * UPDATE` as recordWithHealth locks them: those failing, never successful, with a
+ * failure after their last success, or with a success recorded SUCCESS_WRITE_MS or
+ * more before this one. The others (most: a healthy receiver with calls landing all the
+ * time) are neither locked nor written; a failure write-back meanwhile merges as it
+ * would after this (a failure less than SUCCESS_WRITE_MS older than an unwritten
+ * success still counts). The same ids as recordOutcomes come back.
  */
-export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: ReadonlyMap<string, Date>, successWriteMs: number): Prisma.Sql {
-  const within = Prisma.sql`${successWriteMs}::int * interval '1 millisecond'`;
-  const locked = Prisma.sql`
-    locked AS MATERIALIZED (
+export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: ReadonlyMap<string, Date>): Prisma.Sql {
+  return Prisma.sql`
+    WITH locked AS MATERIALIZED (
       SELECT r.id, r.last_success_at, r.failing_since, r.last_failure_at
       FROM receiver r
       JOIN unnest(${pgArray([...latest.keys()])}::uuid[], ${pgArray([...latest.values()].map((d) => d.getTime()))}::float8[]) AS h(id, success_ms)
         ON r.id = h.id
-      WHERE r.failing_since IS NOT NULL OR r.last_success_at IS NULL OR r.last_success_at <= ${at(Prisma.sql`h.success_ms`)} - ${within}
+      WHERE r.failing_since IS NOT NULL OR r.last_success_at IS NULL OR r.last_success_at <= ${at(Prisma.sql`h.success_ms`)} - ${WITHIN}
          OR r.last_failure_at > r.last_success_at
       ORDER BY r.id FOR NO KEY UPDATE OF r
-    ),`;
-  return Prisma.sql`
-    ${writeBack(owner, rows, { locked, gate: Prisma.sql`AND (SELECT count(*) FROM locked) >= 0` })},
+    ), ${writeBack(owner, rows, { gate: LOCKED_FIRST })},
     attempts AS (${insertAttempts(owner)} RETURNING callback_id),
-    merged AS (
-      SELECT l.id, l.last_success_at AS stored, l.failing_since, x.success, f.failing,
-             f.failing IS NULL AND coalesce(l.last_success_at > x.success - ${within}, false) AS throttled
-      FROM (SELECT m.receiver_id AS id, max(${at(Prisma.sql`o.started_ms`)}) AS success
-            FROM moved m JOIN o ON o.callback_id = m.id WHERE m.receiver_id IS NOT NULL GROUP BY m.receiver_id) h
-      JOIN locked l ON l.id = h.id
-      CROSS JOIN LATERAL (SELECT greatest(l.last_success_at, h.success) AS success) x
-      -- the earliest failure recorded after the latest success: the row's first, or its last (a success landing between them)
-      CROSS JOIN LATERAL (SELECT min(t) AS failing FROM (VALUES (l.failing_since), (l.last_failure_at)) v(t) WHERE t > x.success) f
-    ), health AS (
-      UPDATE receiver r
-      SET last_success_at = CASE WHEN m.throttled THEN m.stored ELSE m.success END, failing_since = m.failing
-      FROM merged m
-      WHERE r.id = m.id AND (m.failing IS DISTINCT FROM m.failing_since OR (m.success IS DISTINCT FROM m.stored AND NOT m.throttled))
-    )
+    ${healthMerge}
     SELECT callback_id AS id FROM attempts`;
 }
 
-const at = (ms: Prisma.Sql) => Prisma.sql`to_timestamp(${ms} / 1000.0)`;
+/**
+ * recordOutcomes of any other write-back with receivers or failures: the outcomes, the
+ * health they say of their receivers (healthMerge), and the operator events they cause
+ * (callback.exhausted of the rows failed for good that landed, receiver.failing of the
+ * receivers whose failure record they start), in one statement, so once per cause.
+ *
+ * Lock order: the receivers of the rows, in id order, `FOR NO KEY UPDATE` (`locked`:
+ * the API locks a receiver before its callbacks, in a disable or delete, so a
+ * write-back must not hold callback rows while it waits for one; the lock its health
+ * update takes anyway, which excludes other write-backs of the receiver, the ingest's
+ * `FOR SHARE` and the API's `FOR UPDATE`); then the callback rows; last, the operator
+ * endpoint receivers it does not hold already, `FOR KEY SHARE` (withOperatorEvents).
+ * The same ids as recordOutcomes come back.
+ */
+export function recordWithHealth(owner: string, rows: RecordedOutcome[], receivers: string[], d: OperatorEventDefaults): Prisma.Sql {
+  return withOperatorEvents(
+    Prisma.sql`
+      locked AS MATERIALIZED (
+        SELECT id, last_success_at, failing_since, last_failure_at
+        FROM receiver WHERE id = ANY(${pgArray(receivers)}::uuid[]) ORDER BY id FOR NO KEY UPDATE
+      ),
+      ${writeBack(owner, rows, {
+        gate: LOCKED_FIRST,
+        returning: Prisma.sql`, c.batch_id, c.external_id, c.url, c.attempts, c.last_status_code, c.last_error, c.completed_at, c.status`,
+      })},
+      attempts AS (${insertAttempts(owner)}),
+      ${healthMerge},`,
+    Prisma.sql`${exhaustedSource(Prisma.sql`moved`, Prisma.sql`true`)} UNION ALL ${failingSource(Prisma.sql`health`, Prisma.sql`r.started_failing`)}`,
+    d,
+    Prisma.sql`SELECT id FROM moved`,
+    { held: Prisma.sql`SELECT id FROM locked` },
+  );
+}
+
+const WITHIN = Prisma.sql`${SUCCESS_WRITE_MS}::int * interval '1 millisecond'`;
+const LOCKED_FIRST = Prisma.sql`AND (SELECT count(*) FROM locked) >= 0`;
+
+/**
+ * Receivers' health from the attempts that landed (`moved` and `o`, of a write-back),
+ * merged into the rows `locked` holds, and written where it changes them (`health`,
+ * which returns each changed row and `started_failing`). Per receiver, these attempts
+ * say: their latest success, and their first and last failure after it (every failure
+ * when none succeeded). Write-backs land in any order (several workers, each
+ * buffering), so the row is merged by time, not by arrival: the latest success wins;
+ * `failing_since` is the earliest failure known after it (the row's first or last,
+ * these attempts' first or last), and `last_failure_at` the latest. A healthy
+ * receiver's `last_success_at` moves only once it is SUCCESS_WRITE_MS behind (a row
+ * write per second, not per write-back). A receiver gone meanwhile gets nothing.
+ */
+const healthMerge = Prisma.sql`
+    seen AS (
+      SELECT m.receiver_id AS id, ${at(Prisma.sql`o.started_ms`)} AS started, o.outcome = 'success' AS ok
+      FROM moved m JOIN o ON o.callback_id = m.id WHERE m.receiver_id IS NOT NULL AND o.outcome IS NOT NULL
+    ), here AS (
+      SELECT s.id, s.success,
+             min(seen.started) FILTER (WHERE NOT seen.ok AND (s.success IS NULL OR seen.started > s.success)) AS first_failure,
+             max(seen.started) FILTER (WHERE NOT seen.ok AND (s.success IS NULL OR seen.started > s.success)) AS last_failure
+      FROM (SELECT id, max(started) FILTER (WHERE ok) AS success FROM seen GROUP BY id) s JOIN seen ON seen.id = s.id
+      GROUP BY s.id, s.success
+    ), merged AS (
+      SELECT l.id, l.last_success_at AS stored_success, l.failing_since AS stored_failing, l.last_failure_at AS stored_last_failure,
+             x.success, x.last_failure, f.failing,
+             f.failing IS NULL AND coalesce(l.last_success_at > x.success - ${WITHIN}, false) AS throttled
+      FROM here h JOIN locked l ON l.id = h.id
+      CROSS JOIN LATERAL (SELECT greatest(l.last_success_at, h.success) AS success, greatest(l.last_failure_at, h.last_failure) AS last_failure) x
+      -- the earliest failure known after the latest success: the row's first, or its last (a success landing between them), or these attempts'
+      CROSS JOIN LATERAL (
+        SELECT min(t) AS failing FROM (VALUES (l.failing_since), (l.last_failure_at), (h.first_failure), (h.last_failure)) v(t)
+        WHERE x.success IS NULL OR t > x.success
+      ) f
+    ), health AS (
+      UPDATE receiver r
+      SET last_success_at = CASE WHEN m.throttled THEN m.stored_success ELSE m.success END, failing_since = m.failing,
+          last_failure_at = m.last_failure
+      FROM merged m
+      WHERE r.id = m.id
+        AND (m.failing IS DISTINCT FROM m.stored_failing OR m.last_failure IS DISTINCT FROM m.stored_last_failure
+             OR (m.success IS DISTINCT FROM m.stored_success AND NOT m.throttled))
+      RETURNING r.id, r.api_key_id, r.name, r.deleted_at, r.failing_since, r.last_failure_at, r.last_success_at,
+                m.stored_failing IS NULL AND m.failing IS NOT NULL AS started_failing
+    )`;
 
 /**
  * The CTEs of a write-back, for insertAttempts to follow: `o`, the rows as one typed
- * array per column, and `moved`, the callback rows that landed. `locked` goes first,
- * and `gate` on `moved`'s WHERE.
+ * array per column, and `moved`, the callback rows that landed (returning `returning`
+ * too). `gate` goes on `moved`'s WHERE.
  */
-function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Prisma.Sql; gate?: Prisma.Sql } = {}): Prisma.Sql {
+function writeBack(owner: string, rows: RecordedOutcome[], extra: { gate?: Prisma.Sql; returning?: Prisma.Sql } = {}): Prisma.Sql {
   // Each column as one array literal (pgArray), as the ingest sends its columns: pg's
   // own conversion of array parameters was ~3% of the worker's profile (the change
   // alone moved nothing measurable in bench:peer).
@@ -105,7 +169,7 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
   // The requests transforms made (src/transforms), the same way; all null (`[null,…]`) when no row was transformed.
   const transformed = JSON.stringify(rows.map((r) => r.transformed ?? null));
   return Prisma.sql`
-    WITH ${extra.locked ?? Prisma.empty} o AS (
+    o AS (
       SELECT * FROM unnest(
         ${col('callbackId')}::uuid[], ${col('number')}::int[], ${col('status')}::text[], ${epochMs('nextAttemptAt')}::float8[],
         ${epochMs('completedAt')}::float8[], ${epochMs('startedAt')}::float8[], ${col('durationMs')}::float8[], ${col('dnsMs')}::float8[],
@@ -128,7 +192,7 @@ function writeBack(owner: string, rows: RecordedOutcome[], extra: { locked?: Pri
           lease_owner = NULL, lease_expires_at = NULL
       FROM o
       WHERE c.id = o.callback_id AND c.lease_owner = ${owner} AND c.done_at = 'infinity' ${extra.gate ?? Prisma.empty}
-      RETURNING c.id, c.api_key_id, c.host, c.receiver_id
+      RETURNING c.id, c.api_key_id, c.host, c.receiver_id ${extra.returning ?? Prisma.empty}
     )`;
 }
 
@@ -151,38 +215,3 @@ const insertAttempts = (owner: string) => Prisma.sql`
 export const releaseClaims = (owner: string, ids: string[]) => Prisma.sql`
   UPDATE callback SET status = ${STATUS.pending}, lease_owner = NULL, lease_expires_at = NULL
   WHERE id = ANY(${ids}::uuid[]) AND lease_owner = ${owner} AND done_at = 'infinity'`;
-
-/**
- * Locks the receivers of a write-back's rows, in id order, first in its transaction,
- * and answers their health as it then is (the rows stay locked to the commit, so it is
- * what mergeHealth merges into): the API locks a receiver before its callbacks
- * (disable, delete), so the write-back must not hold callback rows while it waits for
- * a receiver (a deadlock, broken after `deadlock_timeout` by failing one of the two).
- * `FOR NO KEY UPDATE`, the lock its health update takes anyway: it excludes other
- * write-backs of the receiver, the ingest's `FOR SHARE` and the API's `FOR UPDATE`,
- * but not the `FOR KEY SHARE` with which operator events read their endpoint's
- * receiver (withOperatorEvents), which this transaction may do after this lock, and
- * another write-back while holding it.
- */
-export const lockReceivers = (ids: string[]) => Prisma.sql`
-  SELECT id AS "receiverId", last_success_at AS "lastSuccessAt", failing_since AS "failingSince", last_failure_at AS "lastFailureAt"
-  FROM receiver WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR NO KEY UPDATE`;
-
-/**
- * Writes receivers' health as mergeHealth (receiver-health.policy.ts) decided it,
- * only the rows that change, in the write-back's transaction after its UPDATE
- * (outcome.repository.ts), on rows lockReceivers locked: the health of exactly the
- * attempts that landed, or neither. It keeps `failing_since` (the first failure after
- * the latest success), `last_failure_at` and `last_success_at` for the auto-disable
- * task (maintenance: RECEIVER_DISABLE_AFTER_HOURS).
- */
-export function writeReceiverHealth(rows: ReceiverHealth[]): Prisma.Sql {
-  const col = <K extends keyof ReceiverHealth>(k: K) => rows.map((r) => r[k]);
-  return Prisma.sql`
-    UPDATE receiver r
-    SET last_success_at = h.last_success_at, failing_since = h.failing_since, last_failure_at = h.last_failure_at
-    FROM unnest(${col('receiverId')}::uuid[], ${col('lastSuccessAt')}::timestamptz[],
-                ${col('failingSince')}::timestamptz[], ${col('lastFailureAt')}::timestamptz[])
-      AS h(id, last_success_at, failing_since, last_failure_at)
-    WHERE r.id = h.id`;
-}

@@ -4,7 +4,7 @@ import { disabledColumns } from '../../queue/receiver-hold.sql.js';
 /**
  * Disables the receivers whose failed attempts span `hours` without a success
  * between them (`last_failure_at - failing_since`, kept by the write-back:
- * mergeHealth and writeReceiverHealth), with `reason`. Reads `receiver_failing_idx` (failing,
+ * healthMerge in outcome.sql.ts), with `reason`. Reads `receiver_failing_idx` (failing,
  * still enabled receivers only); locks the rows it disables `FOR UPDATE`, as the API
  * does before a flip, so operator events reading the receiver `FOR KEY SHARE`
  * (withOperatorEvents) wait for it (a bare UPDATE takes only `FOR NO KEY UPDATE`).

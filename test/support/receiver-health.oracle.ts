@@ -1,4 +1,21 @@
-import type { ReceiverHealth, RecordedOutcome } from './outcome.types.js';
+import type { RecordedOutcome } from '../../src/dispatch/outcome.types.js';
+import { SUCCESS_WRITE_MS } from '../../src/dispatch/sql/outcome.sql.js';
+
+/**
+ * Receiver health merged as the write-back's statement merges it (healthMerge in
+ * src/dispatch/sql/outcome.sql.ts), written out in plain code: the test oracle that
+ * test/db/receiver-health.test.ts compares the statement with on random stored states.
+ */
+
+/** One receiver's health: what a write-back's attempts say of it (receiverHealth), or its row's columns, or what is written (mergeHealth). */
+export interface ReceiverHealth {
+  receiverId: string;
+  /** The latest successful attempt; null when none succeeded. */
+  lastSuccessAt: Date | null;
+  /** The first and the last failure after it (after nothing, when none succeeded); null when none failed after it. */
+  failingSince: Date | null;
+  lastFailureAt: Date | null;
+}
 
 /**
  * Per receiver, what one write-back's attempts (those that landed) say of its
@@ -32,9 +49,6 @@ export function receiverHealth(rows: readonly RecordedOutcome[], landed: Readonl
 export interface HealthChange extends ReceiverHealth {
   startedFailing: boolean;
 }
-
-/** A healthy receiver's success less than this newer than the recorded one is not written. */
-export const SUCCESS_WRITE_MS = 1_000;
 
 const ms = (d: Date | null) => d?.getTime() ?? null;
 const latest = (a: Date | null, b: Date | null) => (a === null ? b : b === null ? a : a >= b ? a : b);
