@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type CallbackStatus, STATUS } from '../common/states.js';
+import { type CallbackStatus, STATUS } from '../model/states.js';
 import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { DueNotifier } from '../database/due.notifier.js';
 import { PrismaService } from '../database/prisma.service.js';

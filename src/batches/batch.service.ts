@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { CALLBACK_STATUSES, priorityRank, type CallbackStatus } from '../common/states.js';
+import { CALLBACK_STATUSES, priorityRank, type CallbackStatus } from '../model/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';

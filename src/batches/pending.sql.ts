@@ -1,4 +1,4 @@
-import { STATUS } from '../common/states.js';
+import { STATUS } from '../model/states.js';
 import { QUEUE } from '../queue/queue.sql.js';
 import { Prisma } from '../generated/prisma/client.js';
 

@@ -5,7 +5,7 @@ import { PrismaService } from '../database/prisma.service.js';
 import type { Reader } from '../database/read-replica.js';
 import { StatementCoalescer } from '../database/statement.coalescer.js';
 import { Prisma, type Attempt, type Callback } from '../generated/prisma/client.js';
-import { BREAKER, STATUS, UNFINISHED, type CallbackStatus } from '../common/states.js';
+import { BREAKER, STATUS, UNFINISHED, type CallbackStatus } from '../model/states.js';
 import { attemptsSince, batchAttemptRows } from '../queue/batch-attempts.sql.js';
 import { idFloorOfStoredSince } from '../common/uuid.js';
 import { reopenBatches } from '../queue/batch-completion.sql.js';

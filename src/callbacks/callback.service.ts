@@ -8,7 +8,7 @@ import { TaskRepository } from '../tasks/task.repository.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { toTaskView } from '../tasks/task.view.js';
 import { CallbackRepository, type AttemptRow, type CallbackFilter, type CallbackWithAttempts } from './callback.repository.js';
-import { PRIORITIES, type CallbackStatus, type Priority } from '../common/states.js';
+import { PRIORITIES, type CallbackStatus, type Priority } from '../model/states.js';
 import { waitingReason, type Waiting } from './callback.policy.js';
 import type { AttemptDto, CallbackDetailDto, CallbackDto, CallbackPageDto } from './dto/callback.dto.js';
 

@@ -1,7 +1,6 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { isISO8601 } from 'class-validator';
 import { AppError } from './app.error.js';
-import { CALLBACK_STATUSES, type CallbackStatus } from './states.js';
 import { isUuid } from './uuid.js';
 import { destinationOf } from './validators.js';
 
@@ -38,13 +37,6 @@ export function dateParam(name: string, raw: string | undefined): Date | undefin
   const d = typeof raw === 'string' && isISO8601(raw, { strict: true }) ? new Date(raw) : null;
   if (!d || Number.isNaN(d.getTime())) throw new AppError('validation_failed', `${name} must be an ISO-8601 time`);
   return d;
-}
-
-/** Optional `?status=`: one of the callback states. */
-export function statusParam(raw: string | undefined, allowed: readonly CallbackStatus[] = CALLBACK_STATUSES): CallbackStatus | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  if (!(allowed as readonly string[]).includes(raw)) throw new AppError('validation_failed', `status must be one of ${allowed.join(', ')}`);
-  return raw as CallbackStatus;
 }
 
 /**

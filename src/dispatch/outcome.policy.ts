@@ -1,4 +1,4 @@
-import type { Outcome } from '../common/states.js';
+import type { Outcome } from '../model/states.js';
 
 /** Error codes raised by our connector for destinations the network policy refuses. */
 export const BLOCKED_CODE = 'ERR_DESTINATION_BLOCKED';

@@ -1,4 +1,4 @@
-import type { CallbackStatus, Outcome } from '../common/states.js';
+import type { CallbackStatus, Outcome } from '../model/states.js';
 
 /** One finished attempt and the callback state it leads to. */
 export interface RecordedOutcome {

@@ -1,4 +1,4 @@
-import type { CallbackStatus, Outcome } from '../common/states.js';
+import type { CallbackStatus, Outcome } from '../model/states.js';
 
 export interface RetrySettings {
   maxAttempts: number;

@@ -1,4 +1,4 @@
-import { STATUS } from '../common/states.js';
+import { STATUS } from '../model/states.js';
 import { pgArray } from '../database/pg-array.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt } from '../queue/receiver-hold.sql.js';

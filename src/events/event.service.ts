@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { PendingQuota } from '../batches/pending-quota.service.js';
 import { AppError, notFound } from '../common/app.error.js';
 import { pageOf } from '../common/page.js';
-import { priorityRank } from '../common/states.js';
+import { priorityRank } from '../model/states.js';
 import { uuidv7 } from '../common/uuid.js';
 import { destinationOf, MAX_HEADERS, unstorableTextAt, unstorableTextProblem } from '../common/validators.js';
 import { AppConfig } from '../config/app.config.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { OUTCOME } from '../common/states.js';
+import { OUTCOME } from '../model/states.js';
 import { ApiDatabase, WITHOUT_JIT } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
 import type { Reader } from '../database/read-replica.js';

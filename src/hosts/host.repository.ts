@@ -3,7 +3,7 @@ import { ApiDatabase } from '../database/api-database.js';
 import { PrismaService } from '../database/prisma.service.js';
 import type { Reader } from '../database/read-replica.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { BREAKER, type BreakerStateName, OUTCOME, STATUS, UNFINISHED } from '../common/states.js';
+import { BREAKER, type BreakerStateName, OUTCOME, STATUS, UNFINISHED } from '../model/states.js';
 
 /** A host row as the API and the dispatcher's cache read it. */
 export interface HostRow {

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { CaughtErrors } from '../logging/caught-errors.js';
-import { BREAKER_STATES } from '../common/states.js';
+import { BREAKER_STATES } from '../model/states.js';
 import { HealthService } from '../health/health.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { MetricsRepository } from './metrics.repository.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { BREAKER, STATUS } from '../common/states.js';
+import { BREAKER, STATUS } from '../model/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { STATUS_COLUMNS, type CallbackStatusRow } from '../callbacks/callback.repository.js';
-import type { CallbackStatus } from '../common/states.js';
+import type { CallbackStatus } from '../model/states.js';
 import { uuidFloorOf } from '../common/uuid.js';
 import { PrismaService } from '../database/prisma.service.js';
 import type { Reader } from '../database/read-replica.js';

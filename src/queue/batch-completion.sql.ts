@@ -1,5 +1,5 @@
 import { Prisma } from '../generated/prisma/client.js';
-import { STATUS, UNFINISHED, UNFINISHED_RANGE } from '../common/states.js';
+import { STATUS, UNFINISHED, UNFINISHED_RANGE } from '../model/states.js';
 import { attemptsSinceOf, batchSpan } from './batch-attempts.sql.js';
 import { iso, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
 

@@ -1,4 +1,4 @@
-import { STATUS, UNFINISHED_RANGE } from '../common/states.js';
+import { STATUS, UNFINISHED_RANGE } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { epochMs, iso, isOperatorReceiver, storedEvents, withOperatorEvents, type OperatorEventDefaults } from './operator-event.sql.js';
 

@@ -1,4 +1,4 @@
-import { STATUS } from '../common/states.js';
+import { STATUS } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { AppConfig } from '../config/app.config.js';
 import { dueAt } from './receiver-hold.sql.js';

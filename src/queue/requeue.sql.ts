@@ -1,4 +1,4 @@
-import { STATUS } from '../common/states.js';
+import { STATUS } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { dueAt, receiverDisabled } from './receiver-hold.sql.js';
 

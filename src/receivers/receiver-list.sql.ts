@@ -1,4 +1,4 @@
-import { OUTCOME, STATUS, UNFINISHED } from '../common/states.js';
+import { OUTCOME, STATUS, UNFINISHED } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /** The receivers list's orders: by name, or failing ones first (the longest failing first), then the rest by name. */

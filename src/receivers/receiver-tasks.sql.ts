@@ -1,4 +1,4 @@
-import { STATUS, UNFINISHED } from '../common/states.js';
+import { STATUS, UNFINISHED } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { HELD_SHIFT } from '../queue/receiver-hold.sql.js';
 import { advance, answer, LAST_ID, limitOf, lockedTask, NO_ID, type ChunkSize } from '../tasks/task.sql.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { UNFINISHED } from '../common/states.js';
+import { UNFINISHED } from '../model/states.js';
 import { AppConfig } from '../config/app.config.js';
 import { ApiDatabase } from '../database/api-database.js';
 import type { SqlRunner } from '../database/pg.statements.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TASK_STATUS, type Recoverable, type TaskStatus } from '../common/states.js';
+import { TASK_STATUS, type Recoverable, type TaskStatus } from '../model/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { insertTask } from '../tasks/task.repository.js';

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppError, notFound } from '../common/app.error.js';
 import { destinationParam } from '../common/params.js';
-import { PRIORITIES, priorityRank, type Recoverable, type RecoveryState, type TaskStatus } from '../common/states.js';
+import { PRIORITIES, priorityRank, type Recoverable, type RecoveryState, type TaskStatus } from '../model/states.js';
 import { uuidv7 } from '../common/uuid.js';
 import { ReceiverService } from '../receivers/receiver.service.js';
 import { TaskRunner } from '../tasks/task.runner.js';

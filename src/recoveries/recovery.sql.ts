@@ -1,4 +1,4 @@
-import { RECOVERABLE, STATUS, TASK_STATUS } from '../common/states.js';
+import { RECOVERABLE, STATUS, TASK_STATUS } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { reopenBatches } from '../queue/batch-completion.sql.js';
 import { REQUEUE_COLUMNS } from '../queue/requeue.sql.js';

@@ -1,5 +1,5 @@
 import { attemptsSinceOf } from '../queue/batch-attempts.sql.js';
-import { FINISHED } from '../common/states.js';
+import { FINISHED } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**

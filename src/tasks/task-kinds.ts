@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { TaskKind } from '../common/states.js';
+import type { TaskKind } from '../model/states.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import type { ChunkSize } from './task.sql.js';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TASK_STATUS, type TaskKind, type TaskStatus } from '../common/states.js';
+import { TASK_STATUS, type TaskKind, type TaskStatus } from '../model/states.js';
 import { ApiDatabase } from '../database/api-database.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { TaskDatabase } from './task-database.js';

@@ -1,4 +1,4 @@
-import { TASK_STATUS } from '../common/states.js';
+import { TASK_STATUS } from '../model/states.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**

@@ -1,4 +1,4 @@
-import { METHODS } from '../common/methods.js';
+import { METHODS } from '../model/methods.js';
 import { layerHeaders } from '../common/headers.js';
 import { destinationOf, headerMapProblem, httpUrlProblem } from '../common/validators.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { BREAKER_STATES, CALLBACK_STATUSES, TASK_KINDS, TASK_STATUSES } from '../../src/common/states.js';
+import { BREAKER_STATES, CALLBACK_STATUSES, TASK_KINDS, TASK_STATUSES } from '../../src/model/states.js';
 import { useTestDatabase } from '../support/database.js';
 
 /**
@@ -140,7 +140,7 @@ describe('database schema', () => {
     }
   });
 
-  it('should allow exactly the states of src/common/states.ts in its CHECK constraints', async () => {
+  it('should allow exactly the states of src/model/states.ts in its CHECK constraints', async () => {
     const allowed = async (constraint: string) => {
       const { rows } = await t.db.query(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = $1`, [constraint]);
       return [...rows[0].def.matchAll(/'([\w.]+)'::text/g)].map((m) => m[1]).sort();

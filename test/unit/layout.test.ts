@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
  */
 const SRC = resolve(import.meta.dirname, '../../src');
 
-/** Folders under src/ that features build on: they import no feature. */
-const FOUNDATIONS = new Set(['common', 'database', 'config', 'generated', 'logging']);
+/** Folders under src/ that features build on: they import no feature. `model` is the domain's shared vocabulary; `common` holds none of it. */
+const FOUNDATIONS = new Set(['common', 'database', 'config', 'generated', 'logging', 'model']);
 /** Of dispatch/, what other folders may import: the module, which the app assembles. */
 const DISPATCH_ENTRY = new Set(['dispatch/dispatch.module.ts']);
 
@@ -59,9 +59,13 @@ describe('source layout', () => {
     expect(edges).toContainEqual({ from: 'dispatch/producer.service.ts', to: 'dispatch/claim.repository.ts' });
   });
 
-  it('should not import a feature from common/, database/, config/ or logging/', () => {
+  it('should not import a feature from common/, database/, config/, logging/ or model/', () => {
     const upward = edges.filter((e) => FOUNDATIONS.has(top(e.from)) && !FOUNDATIONS.has(top(e.to)));
     expect(upward).toEqual([]);
+  });
+
+  it('should keep the domain out of common/: it imports nothing from model/', () => {
+    expect(edges.filter((e) => top(e.from) === 'common' && top(e.to) === 'model')).toEqual([]);
   });
 
   it('should not reach into dispatch/ from another folder (only its module is public)', () => {

@@ -2,8 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import { Transform } from 'class-transformer';
 import { AppError } from '../../common/app.error.js';
-import { cursorParam, pageLimit, statusParam } from '../../common/params.js';
-import { CALLBACK_STATUSES, type CallbackStatus } from '../../common/states.js';
+import { cursorParam, pageLimit } from '../../common/params.js';
+import { statusParam, CALLBACK_STATUSES, type CallbackStatus } from '../../model/states.js';
 
 export const BATCH_STATUSES = ['pending', 'running', 'completed'] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
-import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
+import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../model/delivery-settings.js';
 import {
   Allow,
   ArrayMaxSize,
@@ -16,8 +16,8 @@ import {
 } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { NestedType, Verbatim } from '../../common/verbatim.js';
-import { PRIORITIES, type Priority } from '../../common/states.js';
-import { METHODS } from '../../common/methods.js';
+import { PRIORITIES, type Priority } from '../../model/states.js';
+import { METHODS } from '../../model/methods.js';
 
 /** A callback's body, any JSON value, as the OpenAPI document says it (reflection alone says `object`). */
 const ANY_JSON: ApiPropertyOptions = {

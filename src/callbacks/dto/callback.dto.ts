@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Allow, IsOptional, IsString, MaxLength } from 'class-validator';
-import { cursorParam, dateParam, optionalDestinationParam, pageLimit, statusParam } from '../../common/params.js';
-import { PhasesDto } from '../../common/phases.dto.js';
-import { CALLBACK_STATUSES, OUTCOMES, PRIORITIES, type CallbackStatus, type Priority } from '../../common/states.js';
+import { cursorParam, dateParam, optionalDestinationParam, pageLimit } from '../../common/params.js';
+import { PhasesDto } from '../../model/phases.dto.js';
+import { statusParam, CALLBACK_STATUSES, OUTCOMES, PRIORITIES, type CallbackStatus, type Priority } from '../../model/states.js';
 
 /** Why a pending callback is not being sent (see the README, "Who goes next"). */
 export class WaitingDto {

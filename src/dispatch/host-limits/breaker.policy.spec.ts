@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Outcome } from '../../common/states.js';
+import type { Outcome } from '../../model/states.js';
 import {
   NO_RESULTS,
   failureScope,

@@ -1,4 +1,4 @@
-import type { BreakerStateName, Outcome } from '../../common/states.js';
+import type { BreakerStateName, Outcome } from '../../model/states.js';
 
 /** A host's circuit breaker as stored in its `host` row. */
 export interface BreakerState {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { BreakerStateName } from '../../common/states.js';
+import type { BreakerStateName } from '../../model/states.js';
 import { AppConfig } from '../../config/app.config.js';
 import { DispatchDatabase } from '../../database/dispatch-database.js';
 import { breakerTransitions, type BreakerTransition } from '../../queue/operator-causes.sql.js';

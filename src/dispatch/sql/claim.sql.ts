@@ -1,4 +1,4 @@
-import { BREAKER, STATUS } from '../../common/states.js';
+import { BREAKER, STATUS } from '../../model/states.js';
 import { QUEUE } from '../../queue/queue.sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { hostRoom, LIMITED_HOST } from '../../queue/host-room.sql.js';

@@ -1,4 +1,4 @@
-import { BREAKER } from '../../common/states.js';
+import { BREAKER } from '../../model/states.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import type { BreakerState } from '../host-limits/breaker.policy.js';
 

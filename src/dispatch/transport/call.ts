@@ -1,4 +1,4 @@
-import type { Outcome } from '../../common/states.js';
+import type { Outcome } from '../../model/states.js';
 import type { ConnectionCredentials } from './agent.pools.js';
 import type { CallTrace } from './undici.adapter.js';
 

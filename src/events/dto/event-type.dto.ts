@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
-import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
+import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../model/delivery-settings.js';
 import { NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
 import { Allow, ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
-import { PRIORITIES, type Priority } from '../../common/states.js';
+import { PRIORITIES, type Priority } from '../../model/states.js';
 import { NoNul } from '../../common/validators.js';
 import { Verbatim } from '../../common/verbatim.js';
 

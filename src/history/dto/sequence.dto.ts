@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
-import { PhasesDto } from '../../common/phases.dto.js';
+import { PhasesDto } from '../../model/phases.dto.js';
 
 export class TimelineCallDto {
   @ApiProperty({ format: 'uuid' }) callbackId: string;

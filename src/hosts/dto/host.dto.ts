@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Allow } from 'class-validator';
 import { dateParam, pageLimit } from '../../common/params.js';
-import { BREAKER_STATES, type BreakerStateName } from '../../common/states.js';
+import { BREAKER_STATES, type BreakerStateName } from '../../model/states.js';
 import { hostCursorParam } from '../host.policy.js';
 
 export class HostLimitsViewDto {

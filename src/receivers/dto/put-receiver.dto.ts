@@ -1,5 +1,5 @@
 import { ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../common/delivery-settings.js';
+import { MaxAttemptsSetting, RetryDelaysMsSetting, TimeoutMsSetting } from '../../model/delivery-settings.js';
 import { Allow, IsArray, IsBoolean, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
 import { IsHeaderMap, IsHttpUrl, NoNul } from '../../common/validators.js';
 import { NestedType, Verbatim } from '../../common/verbatim.js';

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { PhasesDto } from '../../common/phases.dto.js';
-import { OUTCOMES } from '../../common/states.js';
+import { PhasesDto } from '../../model/phases.dto.js';
+import { OUTCOMES } from '../../model/states.js';
 
 /**
  * `POST /v1/receivers/{name}/test`: the one example call made, as an attempt (nothing is

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsISO8601, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
 import { NoNul } from '../../common/validators.js';
-import { PRIORITIES, RECOVERABLE, RECOVERY_STATES, type Priority, type Recoverable, type RecoveryState } from '../../common/states.js';
+import { PRIORITIES, RECOVERABLE, RECOVERY_STATES, type Priority, type Recoverable, type RecoveryState } from '../../model/states.js';
 
 /**
  * `POST /v1/recoveries` (and `/preview`): which failed or cancelled callbacks of your

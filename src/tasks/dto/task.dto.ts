@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { TASK_KINDS, TASK_STATUSES, type TaskKind, type TaskStatus } from '../../common/states.js';
+import { TASK_KINDS, TASK_STATUSES, type TaskKind, type TaskStatus } from '../../model/states.js';
 
 /**
  * Work on many callbacks at once (a receiver disabled, enabled or deleted, a batch

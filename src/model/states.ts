@@ -1,3 +1,4 @@
+import { AppError } from '../common/app.error.js';
 import { Prisma } from '../generated/prisma/client.js';
 
 /**
@@ -84,3 +85,10 @@ export const UNFINISHED = Prisma.sql`(${STATUS.pending}, ${STATUS.in_flight})`;
  * index entry on every supported server instead of sorting all its matches.
  */
 export const UNFINISHED_RANGE = Prisma.sql`BETWEEN ${STATUS.in_flight} AND ${STATUS.pending}`;
+
+/** Optional `?status=`: one of the callback states. */
+export function statusParam(raw: string | undefined, allowed: readonly CallbackStatus[] = CALLBACK_STATUSES): CallbackStatus | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!(allowed as readonly string[]).includes(raw)) throw new AppError('validation_failed', `status must be one of ${allowed.join(', ')}`);
+  return raw as CallbackStatus;
+}
