@@ -9,16 +9,14 @@ const MAX_BUCKETS = 100_000;
 /**
  * Per-key API rate limit (API_RATE_LIMIT_PER_SEC, API_RATE_LIMIT_BURST) and a limit on
  * failed authentications (API_AUTH_FAILURES_*), so a flood of guessed keys neither
- * reaches the database nor makes guessing cheap. Failures are counted twice, each against
- * its own bucket: per client address (req.ip: the socket's, or the client a
- * TRUSTED_PROXIES proxy names) and per presented key prefix (the part a key's row is
- * found by), so guesses spread over many addresses at one key are held off too. The
- * caller lets a key this process has verified before pass either hold (the authentication
- * hook), so wrong keys sent from one address never lock out the working keys of everyone
- * else behind it. Token buckets in this process: with N API replicas a client may make N
- * times the rate in all; that is the documented trade for a check that costs no query.
- * Written here rather than with @fastify/rate-limit, which counts one key per request:
- * these count a request against the authenticated key, and a failure against two keys.
+ * reaches the database nor makes guessing cheap. A failure counts against the client
+ * address (req.ip: the socket's, or the client a TRUSTED_PROXIES proxy names) and the
+ * presented key prefix, so guesses spread over many addresses are held off too; a key
+ * this process verified before passes either hold (the authentication hook), so wrong
+ * keys from one address never lock out everyone behind it. Buckets are per process:
+ * with N API replicas a client may make N times the rate, the trade for a check that
+ * costs no query. Not @fastify/rate-limit, which counts one key per request: a request
+ * counts against its authenticated key, a failure against two.
  */
 @Injectable()
 export class RateLimitService {

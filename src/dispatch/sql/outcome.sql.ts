@@ -41,16 +41,14 @@ export const SUCCESS_WRITE_MS = 1_000;
 /**
  * recordOutcomes of a write-back whose every attempt succeeded, with the health they
  * say of their receivers (`latest`: each one's latest success here), in one statement
- * (healthMerge). Successes start no failure record, so no operator event follows.
- *
- * Lock order: first (`locked`, read by a one-time filter on `moved` before any callback
- * row is touched) the receivers these successes may change, in id order, `FOR NO KEY
- * UPDATE` as recordWithHealth locks them: those failing, never successful, with a
- * failure after their last success, or with a success recorded SUCCESS_WRITE_MS or
- * more before this one. The others (most: a healthy receiver with calls landing all the
- * time) are neither locked nor written; a failure write-back meanwhile merges as it
- * would after this (a failure less than SUCCESS_WRITE_MS older than an unwritten
- * success still counts). The same ids as recordOutcomes come back.
+ * (healthMerge); successes start no failure record, so no operator event follows.
+ * Lock order: first (`locked`, before any callback row) the receivers these successes
+ * may change, in id order, `FOR NO KEY UPDATE` as recordWithHealth locks them: those
+ * failing, never successful, with a failure after their last success, or with a
+ * success recorded SUCCESS_WRITE_MS or more before this one. The others (most: a
+ * healthy receiver with calls landing all the time) are neither locked nor written; a
+ * failure write-back meanwhile merges as it would after this (a failure less than
+ * SUCCESS_WRITE_MS older than an unwritten success still counts).
  */
 export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: ReadonlyMap<string, Date>): Prisma.Sql {
   return Prisma.sql`
@@ -73,14 +71,11 @@ export function recordSuccesses(owner: string, rows: RecordedOutcome[], latest: 
  * health they say of their receivers (healthMerge), and the operator events they cause
  * (callback.exhausted of the rows failed for good that landed, receiver.failing of the
  * receivers whose failure record they start), in one statement, so once per cause.
- *
  * Lock order: the receivers of the rows, in id order, `FOR NO KEY UPDATE` (`locked`:
  * the API locks a receiver before its callbacks, in a disable or delete, so a
  * write-back must not hold callback rows while it waits for one; the lock its health
- * update takes anyway, which excludes other write-backs of the receiver, the ingest's
- * `FOR SHARE` and the API's `FOR UPDATE`); then the callback rows; last, the operator
- * endpoint receivers it does not hold already, `FOR KEY SHARE` (withOperatorEvents).
- * The same ids as recordOutcomes come back.
+ * update takes anyway); then the callback rows; last, the operator endpoint receivers
+ * it does not hold already, `FOR KEY SHARE` (withOperatorEvents).
  */
 export function recordWithHealth(owner: string, rows: RecordedOutcome[], receivers: string[], d: OperatorEventDefaults): Prisma.Sql {
   return withOperatorEvents(

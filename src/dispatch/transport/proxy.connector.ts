@@ -8,17 +8,14 @@ import { openTunnel, type EgressProxy, type TunnelClock } from './proxy.tunnel.j
 
 /**
  * The connector when EGRESS_PROXY_URL is set: every connection is a CONNECT tunnel
- * through the proxy. The SSRF decision is ours and comes first: the destination's
- * name is resolved here and checked by the network policy, a blocked destination
- * fails before any byte goes to the proxy, and the proxy is asked for the checked
- * address (never the name). TLS then runs end to end inside the tunnel and verifies
- * the destination's own name (SNI and certificate), so the proxy sees only
- * ciphertext for https; for http the request goes through the tunnel unchanged.
- * Phases recorded on the socket: dnsMs (our lookup), connectMs (TCP, and TLS for an
- * https proxy, to the proxy), tunnelMs (the CONNECT exchange, which includes the
- * proxy's own connect to the destination), tlsMs (the destination's handshake).
- * Written here rather than with undici's ProxyAgent, which asks the proxy for the name
- * and times no phase of the tunnel.
+ * through the proxy. The SSRF decision is ours and comes first: the destination's name
+ * is resolved here and checked by the network policy, a blocked destination fails
+ * before any byte goes to the proxy, and the proxy is asked for the checked address
+ * (never the name; undici's ProxyAgent asks for the name, and times no phase). TLS runs
+ * end to end inside the tunnel and verifies the destination's own name, so the proxy
+ * sees only ciphertext for https. Phases recorded on the socket: dnsMs (our lookup),
+ * connectMs (TCP, and TLS for an https proxy, to the proxy), tunnelMs (the CONNECT
+ * exchange, with the proxy's own connect), tlsMs (the destination's handshake).
  */
 export function buildProxiedConnector(policy: NetworkPolicy, proxy: EgressProxy, connectTimeoutMs: number, tls?: ClientTls): buildConnector.connector {
   const lookup = checkedLookup(policy);
