@@ -1,5 +1,6 @@
 import { HttpService } from '@nestjs/axios';
 import { Module } from '@nestjs/common';
+import { HostsModule } from '../hosts/hosts.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { RetentionModule } from '../retention/retention.module.js';
 import { SigningModule } from '../signing/signing.module.js';
@@ -18,8 +19,6 @@ import { AttemptMaker } from './attempt.maker.js';
 import { CallPreparation } from './call.preparation.js';
 import { ClaimRepository } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
-import { HostLimitsRepository } from './host-limits/host-limits.repository.js';
-import { HostLimitsService } from './host-limits/host-limits.service.js';
 import { LeaderLock } from './leader.lock.js';
 import { MaintenanceRepository } from './maintenance.repository.js';
 import { MaintenanceService } from './maintenance.service.js';
@@ -35,7 +34,7 @@ import { WorkerService } from './worker.service.js';
 
 /** The worker: see worker.service.ts for the roles and src/dispatch/README.md for the way of a row. */
 @Module({
-  imports: [SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, TransformsModule, ReceiverAuthModule, ReceiversModule],
+  imports: [HostsModule, SigningModule, MetricsModule, RetentionModule, WorkerStatusModule, TasksModule, TransformsModule, ReceiverAuthModule, ReceiversModule],
   controllers: [ReceiverTestController],
   providers: [
     { provide: HttpService, useFactory: () => new HttpService(dispatchAxios()) },
@@ -46,8 +45,6 @@ import { WorkerService } from './worker.service.js';
     ClaimRepository,
     OutcomeRepository,
     MaintenanceRepository,
-    HostLimitsRepository,
-    HostLimitsService,
     LeaderLock,
     CompleterService,
     CallPreparation,

@@ -7,8 +7,8 @@ import { claimLimit, nextRecheckMs } from './claim.policy.js';
 import { CallPreparation, type QueuedCallback } from './call.preparation.js';
 import { ClaimRepository, type ClaimedCallback } from './claim.repository.js';
 import { CompleterService } from './completer.service.js';
-import { HostLimitsService } from './host-limits/host-limits.service.js';
-import { HostQueues } from './host-limits/host.queues.js';
+import { HostLimitsService } from '../hosts/limits/host-limits.service.js';
+import { HostQueues } from './host.queues.js';
 
 /**
  * Step 1 of a callback's way through the worker: the producer claims due rows and keeps

@@ -3,7 +3,7 @@ import { AppConfig } from '../config/app.config.js';
 import { TaskRunner } from '../tasks/task.runner.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { logBatchesCompleted } from './completer.service.js';
-import { HostLimitsRepository } from './host-limits/host-limits.repository.js';
+import { HostLimitsRepository } from '../hosts/limits/host-limits.repository.js';
 import type { MaintenanceTask } from './maintenance.task.js';
 import { MaintenanceRepository } from './maintenance.repository.js';
 import { ProducerService } from './producer.service.js';

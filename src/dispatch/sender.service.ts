@@ -3,7 +3,7 @@ import { AppConfig } from '../config/app.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { WorkerStatus } from '../worker-status/worker-status.service.js';
 import { CompleterService } from './completer.service.js';
-import { HostLimitsService } from './host-limits/host-limits.service.js';
+import { HostLimitsService } from '../hosts/limits/host-limits.service.js';
 import type { QueuedCallback } from './call.preparation.js';
 import { ProducerService } from './producer.service.js';
 import { AttemptMaker } from './attempt.maker.js';

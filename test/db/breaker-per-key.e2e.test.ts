@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostLimitsRepository } from '../../src/dispatch/host-limits/host-limits.repository.js';
-import { HostLimitsService } from '../../src/dispatch/host-limits/host-limits.service.js';
+import { HostLimitsRepository } from '../../src/hosts/limits/host-limits.repository.js';
+import { HostLimitsService } from '../../src/hosts/limits/host-limits.service.js';
 import { connect } from '../support/database.js';
 import { Receiver } from '../support/receiver.js';
 import { jsonOf, startTestService, waitFor, type TestService } from '../support/service.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostLimitsService } from '../../src/dispatch/host-limits/host-limits.service.js';
+import { HostLimitsService } from '../../src/hosts/limits/host-limits.service.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, waitFor, warmSendPath, type TestService, jsonOf } from '../support/service.js';
 

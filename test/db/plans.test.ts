@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeBatches, openBatchesWithNothingLeft } from '../../src/queue/batch-completion.sql.js';
 import { COUNT_PLANNER, countPending } from '../../src/batches/pending.sql.js';
 import { claimFront, claimPastBlocked, DUE_AHEAD_ROWS, dueAhead, type ClaimArgs } from '../../src/dispatch/sql/claim.sql.js';
-import { notableHosts } from '../../src/dispatch/sql/host-limits.sql.js';
+import { notableHosts } from '../../src/hosts/limits/host-limits.sql.js';
 import { nextDueAt, reapExpiredLeases } from '../../src/dispatch/sql/lease.sql.js';
 import { recordOutcomes, recordWithHealth, releaseClaims } from '../../src/dispatch/sql/outcome.sql.js';
 import { nowSql } from '../../src/dispatch/sql/time.sql.js';

@@ -14,7 +14,7 @@ import {
   notableHosts,
   writeBreakers,
   writeKeyBreakers,
-} from '../sql/host-limits.sql.js';
+} from './host-limits.sql.js';
 import type { BreakerState } from './breaker.policy.js';
 
 /** A host row as the worker's cache reads it. */
@@ -33,7 +33,7 @@ export interface KeyBreakerRow extends BreakerState {
   apiKeyId: string;
 }
 
-/** The worker's per-host statements (sql/host-limits.sql.ts), on the dispatch pool like the claim that reads them. */
+/** The worker's per-host statements (host-limits.sql.ts), on the dispatch pool like the claim that reads them. */
 @Injectable()
 export class HostLimitsRepository {
   private readonly defaults: OperatorEventDefaults;

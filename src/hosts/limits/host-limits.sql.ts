@@ -1,6 +1,6 @@
 import { BREAKER } from '../../model/states.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import type { BreakerState } from '../host-limits/breaker.policy.js';
+import type { BreakerState } from './breaker.policy.js';
 
 /**
  * Per-host limits in SQL. The `host` row of each destination holds its cap and rate

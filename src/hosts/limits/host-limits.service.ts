@@ -2,8 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { CaughtErrors } from '../../logging/caught-errors.js';
 import { AppConfig } from '../../config/app.config.js';
 import { NO_RESULTS, foldInto, isNoop, nextBreaker, type BreakerSettings, type BreakerState, type HostResults } from './breaker.policy.js';
-import type { ClaimedCallback } from '../claim.repository.js';
-import type { CallResult } from '../transport/call.js';
+import type { Outcome } from '../../model/states.js';
 import { HostLimitsRepository } from './host-limits.repository.js';
 
 /** How often a worker re-reads limit overrides and breaker states. */
@@ -15,7 +14,7 @@ const CLEAN: BreakerState = { state: 'closed', failures: 0, openedAt: null, open
 
 /**
  * The worker's side of per-host limits, which the claim enforces (sql/claim.sql.ts,
- * sql/host-limits.sql.ts) against the shared `host` rows. This service
+ * host-limits.sql.ts) against the shared `host` rows. This service
  *  - feeds the circuit breakers: each finished call is folded into its host's results
  *    and its key's at that host (breaker.policy.ts `failureScope`) and reported in
  *    batches, so N such failures in a row across all workers open the host, or that
@@ -81,7 +80,7 @@ export class HostLimitsService implements OnApplicationBootstrap, OnModuleDestro
   }
 
   /** A call finished: count it for its host's breaker and its key's at the host, note a 410. */
-  record(row: ClaimedCallback, result: CallResult): void {
+  record(row: { host: string; url: string; apiKeyId: string }, result: { outcome: Outcome; statusCode?: number }): void {
     const folded = foldInto('host', this.results.get(row.host) ?? NO_RESULTS, result.outcome);
     this.results.set(row.host, folded);
     if (folded.trailingFailures === 0)
