@@ -208,8 +208,9 @@ export class ProducerService {
 
   /** Queues claimed rows; false once shutdown began (the claim then stops). */
   private async enqueue(rows: ClaimedCallback[]): Promise<boolean> {
+    const prepared = await this.preparation.prepare(rows);
     const now = Date.now();
-    for (const row of await this.preparation.prepare(rows)) this.queues.push(row, now);
+    for (const row of prepared) this.queues.push(row, now);
     // Claimed while shutdown began: they wait, and shutdown hands them back.
     if (this.status.state !== 'running') return false;
     this.queuedListeners.forEach((l) => l());
