@@ -212,11 +212,14 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
     });
   });
 
-  it('should merge any write-back, failures too, into any stored health as mergeHealth does', async () => {
-    // As above, with failures among the attempts: the one statement of a write-back with failures.
-    let seed = 11;
+  /**
+   * Forty rounds of a random stored health (null, or seconds around `base`) against one
+   * to three attempts (success or not, as `succeeds` says): what the one statement writes
+   * is what mergeHealth (test/support/receiver-health.oracle.ts) says it should.
+   */
+  async function mergesAsTheOracle(seed: number, base: Date, succeeds: (k: number, next: (n: number) => number) => boolean, oneFailure: boolean) {
     const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
-    const at = () => (next(4) === 0 ? null : new Date(t(200).getTime() + next(6_000) - 3_000));
+    const at = () => (next(4) === 0 ? null : new Date(base.getTime() + next(6_000) - 3_000));
     for (let round = 0; round < 40; round++) {
       const stored = { receiverId, lastSuccessAt: at(), failingSince: at(), lastFailureAt: at() };
       await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [
@@ -226,8 +229,8 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
         stored.lastFailureAt,
       ]);
       const rows: RecordedOutcome[] = [];
-      for (let k = 0; k <= next(3); k++) rows.push(outcome(await leased(), k > 0 && next(2) === 0, new Date(t(200).getTime() + next(6_000) - 3_000)));
-      rows[0] = outcome(rows[0].callbackId, false, rows[0].startedAt); // one failure at least
+      for (let k = 0; k <= next(3); k++) rows.push(outcome(await leased(), succeeds(k, next), new Date(base.getTime() + next(6_000) - 3_000)));
+      if (oneFailure) rows[0] = outcome(rows[0].callbackId, false, rows[0].startedAt);
       const landed = await outcomes.recordOutcomes('w', rows);
       expect(landed.sort()).toEqual(rows.map((r) => r.callbackId).sort());
       const [change] = mergeHealth([stored], receiverHealth(rows, new Set(landed)));
@@ -238,34 +241,16 @@ describe(`${OutcomeRepository.name} receiver health`, () => {
         last_failure_at: expected.lastFailureAt,
       });
     }
+  }
+
+  it('should merge any write-back, failures too, into any stored health as mergeHealth does', async () => {
+    // the one statement of a write-back with failures (one at least)
+    await mergesAsTheOracle(11, t(200), (k, next) => k > 0 && next(2) === 0, true);
   });
 
   it('should merge a write-back of successes into any stored health as mergeHealth does', async () => {
-    // Stored states (null, or seconds around the successes) against one to three successes:
-    // what the one statement writes is what the transaction's merge in Node would.
-    let seed = 7;
-    const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
-    const at = () => (next(4) === 0 ? null : new Date(t(100).getTime() + next(6_000) - 3_000));
-    for (let round = 0; round < 40; round++) {
-      const stored = { receiverId, lastSuccessAt: at(), failingSince: at(), lastFailureAt: at() };
-      await db.query('UPDATE receiver SET last_success_at = $2, failing_since = $3, last_failure_at = $4 WHERE id = $1', [
-        receiverId,
-        stored.lastSuccessAt,
-        stored.failingSince,
-        stored.lastFailureAt,
-      ]);
-      const rows: RecordedOutcome[] = [];
-      for (let k = 0; k <= next(3); k++) rows.push(outcome(await leased(), true, new Date(t(100).getTime() + next(6_000) - 3_000)));
-      const landed = await outcomes.recordOutcomes('w', rows);
-      expect(landed.sort()).toEqual(rows.map((r) => r.callbackId).sort());
-      const [change] = mergeHealth([stored], receiverHealth(rows, new Set(landed)));
-      const expected = change ?? stored;
-      expect(await health(), `round ${round}: ${JSON.stringify({ stored, successes: rows.map((r) => r.startedAt) })}`).toEqual({
-        last_success_at: expected.lastSuccessAt,
-        failing_since: expected.failingSince,
-        last_failure_at: expected.lastFailureAt,
-      });
-    }
+    // the one statement of a write-back of successes
+    await mergesAsTheOracle(7, t(100), () => true, false);
   });
 
   describe('case by case', () => {
