@@ -71,9 +71,12 @@ describe(`${ProducerService.name} ordering across workers and crashes`, () => {
 
     const received = () => receivers.reduce((n, r) => n + r.requests.length, 0);
     await waitFor(() => received() > (KEYS * PER_KEY) / 3, 60_000, 20);
-    // Kill the process worker while it holds leases (its pid is in its lease owner name), so the crash lands mid-work.
+    // Kill the process worker once it has written back some attempts and while it holds leases (its pid is in
+    // its lease owner name), so the crash lands mid-work: killed before its first write-back, it had sent none.
     await waitFor(
       async () => {
+        const written = await db.query(`SELECT 1 FROM attempt WHERE worker LIKE '%:' || $1 || ':%' LIMIT 1`, [victim.proc.pid]);
+        if (written.rows.length === 0) return false;
         const { rows } = await db.query(`SELECT DISTINCT lease_owner FROM callback WHERE status = 'in_flight'`);
         return rows.some((r) => String(r.lease_owner).includes(`:${victim.proc.pid}:`));
       },
